@@ -1,0 +1,282 @@
+"""The qsass instruction set: opcodes, operand formats and the 64-bit encoding.
+
+The set is deliberately small and orthogonal (one ALU shape, one load, one
+store, one atomic, three branches) with fixed-width fields, because the linker
+turns each field into a few residual-stream bits of the compiled network.  C
+operators with no instruction (division, remainder, atomicSub, ...) are
+lowered by the compiler to sequences of these.
+
+Encoding of one instruction (uint64, bit 63 is the most significant):
+
+    63..58 opcode   57..53 rd   52..48 rs1   47..43 rs2   42 use_imm
+    41..38 mod      37..32 zero 31..0  imm (two's complement)
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+MASK32 = 0xFFFFFFFF
+
+
+class Fmt(enum.Enum):
+    """Operand shape of an opcode, which fixes its assembly syntax."""
+
+    NONE = "none"  # NOP, BAR, EXIT
+    ALU = "alu"  # OP rd, rs1, rs2|#imm
+    MOV = "mov"  # MOV rd, rs1|#imm
+    S2R = "s2r"  # S2R rd, %sreg
+    LDC = "ldc"  # LDC rd, c[imm]
+    LD = "ld"  # LD rd, [rs1+imm]
+    ST = "st"  # ST [rs1+imm], rs2
+    ATOM = "atom"  # ATOM.op rd, [rs1+imm], rs2
+    BRA = "bra"  # BRA target
+    BRC = "brc"  # BRZ/BRNZ rs1, target
+
+
+class Op(enum.IntEnum):
+    NOP = 0
+    MOV = 1
+    ADD = 2
+    SUB = 3
+    MUL = 4
+    AND = 5
+    OR = 6
+    XOR = 7
+    SHL = 8
+    SHR = 9
+    SRA = 10
+    SLT = 11
+    SLTU = 12
+    SEQ = 13
+    SNE = 14
+    S2R = 15
+    LDC = 16
+    LD = 17
+    ST = 18
+    ATOM = 19
+    BRA = 20
+    BRZ = 21
+    BRNZ = 22
+    BAR = 23
+    EXIT = 24
+
+
+FORMATS: dict[Op, Fmt] = {
+    Op.NOP: Fmt.NONE,
+    Op.MOV: Fmt.MOV,
+    **{op: Fmt.ALU for op in (Op.ADD, Op.SUB, Op.MUL, Op.AND, Op.OR, Op.XOR, Op.SHL, Op.SHR, Op.SRA,
+                              Op.SLT, Op.SLTU, Op.SEQ, Op.SNE)},
+    Op.S2R: Fmt.S2R,
+    Op.LDC: Fmt.LDC,
+    Op.LD: Fmt.LD,
+    Op.ST: Fmt.ST,
+    Op.ATOM: Fmt.ATOM,
+    Op.BRA: Fmt.BRA,
+    Op.BRZ: Fmt.BRC,
+    Op.BRNZ: Fmt.BRC,
+    Op.BAR: Fmt.NONE,
+    Op.EXIT: Fmt.NONE,
+}
+
+ALU_OPS = frozenset(op for op, f in FORMATS.items() if f is Fmt.ALU)
+BRANCH_OPS = frozenset({Op.BRA, Op.BRZ, Op.BRNZ})
+MEMORY_OPS = frozenset({Op.LD, Op.ST, Op.ATOM})
+# Instructions that write rd.
+WRITES_RD = frozenset(ALU_OPS | {Op.MOV, Op.S2R, Op.LDC, Op.LD, Op.ATOM})
+
+
+class SReg(enum.IntEnum):
+    """Special registers readable with S2R (the `mod` field)."""
+
+    TID_X = 0
+    TID_Y = 1
+    TID_Z = 2
+    NTID_X = 3
+    NTID_Y = 4
+    NTID_Z = 5
+    CTAID_X = 6
+    CTAID_Y = 7
+    CTAID_Z = 8
+    NCTAID_X = 9
+    NCTAID_Y = 10
+    NCTAID_Z = 11
+    LANEID = 12
+    WARPID = 13
+
+    @property
+    def asm(self) -> str:
+        base, _, axis = self.name.lower().partition("_")
+        return f"%{base}.{axis}" if axis else f"%{base}"
+
+    @classmethod
+    def from_asm(cls, text: str) -> "SReg":
+        for s in cls:
+            if s.asm == text:
+                return s
+        raise KeyError(text)
+
+
+class AtomOp(enum.IntEnum):
+    """Read-modify-write operations of ATOM (the `mod` field).
+
+    CAS is the one three-operand atomic: rd holds the new value on entry
+    (rd is read, then overwritten with the old memory value), rs2 the value
+    compared against.  Keeping the third operand in rd lets every instruction
+    read at most three registers: rs1, rs2 and rd.
+    """
+
+    ADD = 0
+    MIN = 1  # signed
+    MAX = 2  # signed
+    MINU = 3
+    MAXU = 4
+    EXCH = 5
+    CAS = 6
+    AND = 7
+    OR = 8
+    XOR = 9
+
+
+@dataclass
+class Instr:
+    op: Op
+    rd: int = 0
+    rs1: int = 0
+    rs2: int = 0
+    imm: int = 0  # stored as a signed 32-bit value
+    use_imm: bool = False
+    mod: int = 0
+    # Provenance, not encoded: the source line the compiler emitted this for.
+    line: int | None = field(default=None, compare=False)
+
+    @property
+    def fmt(self) -> Fmt:
+        return FORMATS[self.op]
+
+    def reads(self) -> tuple[int, ...]:
+        """Registers read, in operand order (used by liveness and the tracer)."""
+        f = self.fmt
+        if f is Fmt.ALU:
+            return (self.rs1,) if self.use_imm else (self.rs1, self.rs2)
+        if f is Fmt.MOV:
+            return () if self.use_imm else (self.rs1,)
+        if f is Fmt.LD:
+            return (self.rs1,)
+        if f is Fmt.ST:
+            return (self.rs1, self.rs2)
+        if f is Fmt.ATOM:
+            return (self.rs1, self.rs2, self.rd) if self.mod == AtomOp.CAS else (self.rs1, self.rs2)
+        if f is Fmt.BRC:
+            return (self.rs1,)
+        return ()
+
+
+def to_s32(v: int) -> int:
+    v &= MASK32
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def to_u32(v: int) -> int:
+    return v & MASK32
+
+
+def encode(ins: Instr) -> int:
+    for name, width in (("rd", 5), ("rs1", 5), ("rs2", 5), ("mod", 4)):
+        val = getattr(ins, name)
+        if not 0 <= val < (1 << width):
+            raise ValueError(f"{name}={val} does not fit in {width} bits")
+    if not -(1 << 31) <= ins.imm < (1 << 32):
+        raise ValueError(f"immediate {ins.imm} does not fit in 32 bits")
+    return (
+        (int(ins.op) << 58)
+        | (ins.rd << 53)
+        | (ins.rs1 << 48)
+        | (ins.rs2 << 43)
+        | (int(ins.use_imm) << 42)
+        | (ins.mod << 38)
+        | to_u32(ins.imm)
+    )
+
+
+def decode(word: int) -> Instr:
+    word &= (1 << 64) - 1
+    opcode = word >> 58
+    try:
+        op = Op(opcode)
+    except ValueError:
+        raise ValueError(f"unknown opcode {opcode}") from None
+    if (word >> 32) & 0x3F:
+        raise ValueError("reserved bits 37..32 are not zero")
+    return Instr(
+        op=op,
+        rd=(word >> 53) & 31,
+        rs1=(word >> 48) & 31,
+        rs2=(word >> 43) & 31,
+        use_imm=bool((word >> 42) & 1),
+        mod=(word >> 38) & 15,
+        imm=to_s32(word & MASK32),
+    )
+
+
+def alu(op: Op, a: int, b: int) -> int:
+    """Exact semantics of the ALU opcodes on 32-bit patterns; returns u32."""
+    a &= MASK32
+    b &= MASK32
+    if op is Op.ADD:
+        r = a + b
+    elif op is Op.SUB:
+        r = a - b
+    elif op is Op.MUL:
+        r = a * b
+    elif op is Op.AND:
+        r = a & b
+    elif op is Op.OR:
+        r = a | b
+    elif op is Op.XOR:
+        r = a ^ b
+    elif op is Op.SHL:
+        r = a << (b & 31)
+    elif op is Op.SHR:
+        r = a >> (b & 31)
+    elif op is Op.SRA:
+        r = to_s32(a) >> (b & 31)
+    elif op is Op.SLT:
+        r = int(to_s32(a) < to_s32(b))
+    elif op is Op.SLTU:
+        r = int(a < b)
+    elif op is Op.SEQ:
+        r = int(a == b)
+    elif op is Op.SNE:
+        r = int(a != b)
+    else:
+        raise ValueError(f"{op.name} is not an ALU opcode")
+    return r & MASK32
+
+
+def atom_apply(mod: AtomOp, old: int, operand: int, cas_new: int = 0) -> int:
+    """New memory value of an atomic; `old` and operands are u32 patterns."""
+    old &= MASK32
+    operand &= MASK32
+    if mod is AtomOp.ADD:
+        return (old + operand) & MASK32
+    if mod is AtomOp.MIN:
+        return to_u32(min(to_s32(old), to_s32(operand)))
+    if mod is AtomOp.MAX:
+        return to_u32(max(to_s32(old), to_s32(operand)))
+    if mod is AtomOp.MINU:
+        return min(old, operand)
+    if mod is AtomOp.MAXU:
+        return max(old, operand)
+    if mod is AtomOp.EXCH:
+        return operand
+    if mod is AtomOp.CAS:
+        return cas_new & MASK32 if old == operand else old
+    if mod is AtomOp.AND:
+        return old & operand
+    if mod is AtomOp.OR:
+        return old | operand
+    if mod is AtomOp.XOR:
+        return old ^ operand
+    raise ValueError(f"unknown atomic op {mod}")

@@ -1,0 +1,33 @@
+"""The machine description: every capacity and address-map fact in one place.
+
+The compiler, the emulator, the launcher and (later) the linker all read these
+numbers from here, so a limit is changed once and every diagnostic that names
+it stays true.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MachineSpec:
+    warp_size: int = 4
+    num_regs: int = 32
+    max_block_threads: int = 64
+    # Memory is an array of 32-bit cells, addressed in cells (not bytes): every
+    # element of every buffer, chars included, occupies one cell.  Pointer
+    # arithmetic therefore adds element counts, never byte counts.
+    global_words: int = 16384  # 64 KiB of global memory across all buffers
+    shared_words: int = 1024  # 4 KiB of shared memory per block
+    shared_base: int = 0x10000  # shared memory lives at cell addresses >= this
+    max_instrs: int = 1024
+    max_params: int = 64
+    max_grid_dim: int = 65535
+
+    @property
+    def max_warps(self) -> int:
+        return self.max_block_threads // self.warp_size
+
+
+SPEC = MachineSpec()

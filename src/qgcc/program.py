@@ -1,0 +1,66 @@
+"""A compiled program: the unit that flows from compiler/assembler to linker and engines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .isa import Instr
+
+# Element types a kernel parameter (or the pointee of a pointer parameter) may have,
+# with the numpy dtype a host buffer for it must have.
+ELEM_DTYPES = {
+    "int": "int32",
+    "unsigned": "uint32",
+    "bool": "bool",
+    "char": "int8",
+    "uchar": "uint8",
+}
+
+
+@dataclass
+class Param:
+    name: str
+    ctype: str  # one of ELEM_DTYPES (for pointers: the pointee)
+    pointer: bool = False
+    const: bool = False
+
+    def describe(self) -> str:
+        c = {"uchar": "unsigned char"}.get(self.ctype, self.ctype)
+        return f"{'const ' if self.const else ''}{c}{' *' if self.pointer else ''} {self.name}"
+
+
+@dataclass
+class Kernel:
+    name: str
+    entry: int  # first instruction (index into Program.code)
+    end: int  # one past the last instruction
+    params: list[Param] = field(default_factory=list)
+    shared_words: int = 0  # static __shared__ cells used by the kernel
+    regs: int = 0  # registers per thread actually used
+
+
+@dataclass
+class Program:
+    code: list[Instr]
+    kernels: list[Kernel]
+    source_name: str = "<input>"
+    # Source text lines (1-based line N is source_lines[N-1]) for annotations and traces.
+    source_lines: list[str] = field(default_factory=list)
+
+    def kernel(self, name: str | None) -> Kernel:
+        """Pick a kernel by name; with one kernel in the file no name is needed."""
+        if name is None:
+            if len(self.kernels) == 1:
+                return self.kernels[0]
+            names = ", ".join(k.name for k in self.kernels)
+            raise LookupError(f"the program has several kernels ({names}); choose one with --kernel")
+        for k in self.kernels:
+            if k.name == name:
+                return k
+        names = ", ".join(k.name for k in self.kernels)
+        raise LookupError(f"no kernel named '{name}'; the program has: {names}")
+
+    def source_line(self, line: int | None) -> str:
+        if line is None or not (1 <= line <= len(self.source_lines)):
+            return ""
+        return self.source_lines[line - 1].strip()

@@ -1,0 +1,1 @@
+"""Launch description, argument parsing and trace rendering shared by every engine."""

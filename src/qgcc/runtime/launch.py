@@ -1,0 +1,114 @@
+"""A launch: kernel, grid and block shape, parameter words and the global memory image.
+
+Every engine starts from the same Launch, so the memory map (which buffer sits
+at which cell address) is decided once, here, before anything runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..diagnostics import UsageError
+from ..machine import SPEC
+from ..program import ELEM_DTYPES, Kernel, Program
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    base: int  # first cell
+    length: int  # elements (= cells)
+    ctype: str
+
+
+@dataclass
+class Launch:
+    program: Program
+    kernel: Kernel
+    grid: Dim3
+    block: Dim3
+    params: list[int]  # one u32 word per kernel parameter (pointers: base cell address)
+    memory: np.ndarray  # uint32 global memory image, one cell per element
+    buffers: dict[str, Buffer] = field(default_factory=dict)
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def num_blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
+    def warps_per_block(self) -> int:
+        return -(-self.threads_per_block // SPEC.warp_size)
+
+    def read_buffer(self, memory: np.ndarray, name: str) -> np.ndarray:
+        """A buffer's final contents in its pointee dtype (chars keep their low 8 bits)."""
+        b = self.buffers[name]
+        cells = np.asarray(memory[b.base:b.base + b.length], dtype=np.uint32)
+        dtype = ELEM_DTYPES[b.ctype]
+        if dtype == "bool":
+            return cells != 0
+        if dtype in ("int8", "uint8"):
+            return (cells & 0xFF).astype(np.uint8).view(dtype)
+        return cells.view(dtype).copy()
+
+
+def parse_dim3(text: str, what: str) -> Dim3:
+    try:
+        parts = [int(p) for p in text.split(",")]
+    except ValueError:
+        raise UsageError(f"--{what} '{text}': expected X[,Y[,Z]] with positive integers") from None
+    if not 1 <= len(parts) <= 3 or any(p < 1 for p in parts):
+        raise UsageError(f"--{what} '{text}': expected X[,Y[,Z]] with positive integers")
+    while len(parts) < 3:
+        parts.append(1)
+    return (parts[0], parts[1], parts[2])
+
+
+def to_cells(values: np.ndarray) -> np.ndarray:
+    """Host array -> uint32 cells; chars are stored as their 8-bit pattern (zero-extended)."""
+    if values.dtype == np.bool_:
+        return values.astype(np.uint32)
+    if values.dtype in (np.int8, np.uint8):
+        return values.view(np.uint8).astype(np.uint32)
+    return values.view(np.uint32).astype(np.uint32)
+
+
+def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
+                scalars: dict[str, int], arrays: dict[str, np.ndarray]) -> Launch:
+    """Lay out buffers contiguously from cell 0 in parameter order and check every capacity."""
+    threads = block[0] * block[1] * block[2]
+    if threads > SPEC.max_block_threads:
+        raise UsageError(f"--block {block[0]},{block[1]},{block[2]} has {threads} threads; "
+                         f"the machine runs at most {SPEC.max_block_threads} threads per block")
+    for axis, g in zip("xyz", grid):
+        if g > SPEC.max_grid_dim:
+            raise UsageError(f"--grid {axis}={g} exceeds the limit {SPEC.max_grid_dim}")
+    if kernel.shared_words > SPEC.shared_words:
+        raise UsageError(f"kernel '{kernel.name}' uses {kernel.shared_words} shared cells; "
+                         f"the machine has {SPEC.shared_words}")
+    params: list[int] = []
+    buffers: dict[str, Buffer] = {}
+    chunks: list[np.ndarray] = []
+    base = 0
+    for p in kernel.params:
+        if p.pointer:
+            arr = arrays[p.name]
+            cells = to_cells(arr.reshape(-1))
+            buffers[p.name] = Buffer(p.name, base, int(cells.size), p.ctype)
+            params.append(base)
+            chunks.append(cells)
+            base += int(cells.size)
+        else:
+            params.append(scalars[p.name] & 0xFFFFFFFF)
+    if base > SPEC.global_words:
+        raise UsageError(f"the buffers need {base} cells of global memory; the machine has "
+                         f"{SPEC.global_words} (64 KiB)")
+    memory = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.uint32)
+    return Launch(program, kernel, grid, block, params, memory.astype(np.uint32), buffers)
