@@ -1,0 +1,91 @@
+"""Run compiled layers with transformers' own Qwen3.5 classes, unmodified.
+
+This is the `hf` engine's core: the layers are `Qwen3_5DecoderLayer`s built from
+a `Qwen3_5TextConfig` at Qwen3.5-2B geometry, fed one token (the previous step's
+hidden state as `inputs_embeds`) per step with the stock `DynamicCache`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .schedule import HEADS, HIDDEN, UNITS
+from .weights import CONV, HEAD_DIM, LayerWeights
+
+
+def text_config(num_layers: int):
+    from transformers import Qwen3_5TextConfig
+
+    return Qwen3_5TextConfig(
+        hidden_size=HIDDEN,
+        intermediate_size=UNITS,
+        num_hidden_layers=num_layers,
+        layer_types=["linear_attention"] * num_layers,
+        linear_num_key_heads=HEADS,
+        linear_num_value_heads=HEADS,
+        linear_key_head_dim=HEAD_DIM,
+        linear_value_head_dim=HEAD_DIM,
+        linear_conv_kernel_dim=CONV,
+        num_attention_heads=8,
+        num_key_value_heads=2,
+        head_dim=256,
+        rms_norm_eps=1e-6,
+        hidden_act="silu",
+        vocab_size=248320,
+        tie_word_embeddings=True,
+        max_position_embeddings=262144,
+    )
+
+
+class HFMachine:
+    """The compiled layers as stock transformers modules, stepped one token at a time."""
+
+    def __init__(self, layers: list[LayerWeights], device: str = "cpu"):
+        from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer, Qwen3_5TextRotaryEmbedding
+
+        self.config = text_config(len(layers))
+        self.config._attn_implementation = "eager"
+        self.device = torch.device(device)
+        self.layers = []
+        with torch.no_grad():
+            for i, lw in enumerate(layers):
+                layer = Qwen3_5DecoderLayer(self.config, i)
+                sd = {name: torch.from_numpy(st.dense()) for name, st in lw.tensors.items()}
+                layer.load_state_dict(sd, strict=True)
+                self.layers.append(layer.to(self.device).eval())
+        self.rotary = Qwen3_5TextRotaryEmbedding(self.config).to(self.device)
+        self.cache = None
+        self.position = 0
+
+    def reset(self, recurrent_init: dict[int, torch.Tensor] | None = None) -> None:
+        """A fresh cache whose every layer starts from its documented initial state.
+
+        Each layer's conv state starts at zero and its recurrent state at
+        `recurrent_init[layer]` (default zero), so that every step, the first included,
+        takes the stock single-token decode path.
+        """
+        from transformers import DynamicCache
+
+        recurrent_init = recurrent_init or {}
+        self.cache = DynamicCache(config=self.config)
+        self.position = 0
+        conv_dim = 3 * HEADS * HEAD_DIM
+        for i in range(len(self.layers)):
+            self.cache.update_conv_state(torch.zeros(1, conv_dim, CONV, device=self.device), i)
+            s0 = recurrent_init.get(i)
+            if s0 is None:
+                s0 = torch.zeros(1, HEADS, HEAD_DIM, HEAD_DIM)
+            self.cache.update_recurrent_state(s0.to(self.device, torch.float32).reshape(1, HEADS, HEAD_DIM, HEAD_DIM), i)
+
+    def recurrent_state(self, layer: int) -> torch.Tensor:
+        return self.cache.layers[layer].recurrent_states[0].reshape(HEADS, HEAD_DIM, HEAD_DIM)
+
+    @torch.no_grad()
+    def step(self, h: torch.Tensor) -> torch.Tensor:
+        x = h.reshape(1, 1, HIDDEN).to(self.device, torch.float32)
+        pos = torch.tensor([[self.position]], device=self.device)
+        pe = self.rotary(x, pos)
+        for layer in self.layers:
+            x = layer(x, position_embeddings=pe, position_ids=pos, cache=self.cache)
+        self.position += 1
+        return x.reshape(HIDDEN)

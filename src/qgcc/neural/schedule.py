@@ -1,0 +1,135 @@
+"""Place a netlist into decoder layers: gates into MLP levels, memories into DeltaNet heads,
+signals into residual dimensions.
+
+Stages: layer L's mixer is stage 2L, its MLP stage 2L+1; step inputs are stage -1.
+A gate goes in the earliest MLP after all its inputs (as soon as possible), unless
+that MLP is full.  A memory sits in the layer the machine design names; its key
+and value inputs must exist before that layer.  Residual dimensions are reused
+once a signal's last reader has run.  Every step output (`Netlist.outputs`) is
+copied into its input's dimension by the last layer, so the residual leaving
+the network is the next step's input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .netlist import Gate, Input, MemRead, Netlist, Sig, Step, gate_inputs
+
+HIDDEN = 2048
+UNITS = 6144
+HEADS = 16
+
+
+class CapacityError(Exception):
+    pass
+
+
+@dataclass
+class Placement:
+    num_layers: int
+    stage: dict[Sig, int]  # production stage of every signal
+    dim: dict[Sig, int]  # residual dimension of every signal
+    layer_gates: list[list[Sig]]  # gates per MLP
+    layer_heads: list[list[int]]  # memory indices per DeltaNet, in head order
+    read_dims: list[int] = field(default_factory=list)  # dims written by memory reads (reset to 0 each step)
+    copies: list[tuple[Sig, Sig]] = field(default_factory=list)  # (state input, new value) committed last
+    units_used: list[int] = field(default_factory=list)
+
+
+def place(net: Netlist, num_layers: int) -> Placement:
+    nodes = net.nodes
+    stage: dict[Sig, int] = {}
+    layer_gates: list[list[Sig]] = [[] for _ in range(num_layers)]
+    units = [1] * num_layers  # one constant unit per MLP
+    layer_heads: list[list[int]] = [[] for _ in range(num_layers)]
+    for i, m in enumerate(net.memories):
+        layer_heads[m.layer].append(i)
+    for L, heads in enumerate(layer_heads):
+        if len(heads) > HEADS:
+            raise CapacityError(f"layer {L} holds {len(heads)} memory heads; a DeltaNet has {HEADS}")
+
+    last = num_layers - 1
+    commit = dict(net.outputs)  # state input -> new value
+    for s, node in enumerate(nodes):
+        if isinstance(node, Input):
+            stage[s] = -1
+        elif isinstance(node, MemRead):
+            stage[s] = 2 * max(net.memories[mm].layer for mm in net.readers_of(s))
+        else:
+            need = max((stage[x] for x in gate_inputs(node)), default=-1)
+            L = (need + 1) // 2 if need >= 0 else 0
+            if need >= 0 and need % 2 == 1:
+                L = (need + 1) // 2
+            cost = 2 * len(node.steps) + 1
+            while L < num_layers and units[L] + cost > UNITS:
+                L += 1
+            if L >= num_layers:
+                raise CapacityError(f"gate {node.name or s} does not fit: the network has {num_layers} layers")
+            stage[s] = 2 * L + 1
+            layer_gates[L].append(s)
+            units[L] += cost
+    for i, m in enumerate(net.memories):
+        for x in m.key_and_value_inputs():
+            if stage[x] >= 2 * m.layer:
+                raise CapacityError(f"memory {m.name} in layer {m.layer} needs {net.names.get(x, x)}, "
+                                    f"which is produced at stage {stage[x]} (layer {stage[x] // 2})")
+    # Commit copies of the step outputs into the state dims, in the last MLP.
+    copies = []
+    for inp, new in commit.items():
+        if stage[new] > 2 * last:
+            raise CapacityError(f"output {net.names.get(new, new)} is produced in the last layer; "
+                                "the commit needs it one layer earlier")
+        copies.append((inp, new))
+        units[last] += 3
+    if units[last] > UNITS:
+        raise CapacityError(f"the commit layer needs {units[last]} units; an MLP has {UNITS}")
+
+    # Last use of every signal.
+    last_use: dict[Sig, int] = {s: stage[s] for s in stage}
+    for s, node in enumerate(nodes):
+        if isinstance(node, Gate):
+            for x in gate_inputs(node):
+                last_use[x] = max(last_use[x], stage[s])
+    for m in net.memories:
+        for x in m.key_and_value_inputs():
+            last_use[x] = max(last_use[x], 2 * m.layer)
+    end = 2 * last + 1
+    for inp, new in copies:
+        last_use[new] = max(last_use[new], end)
+    for s, node in enumerate(nodes):
+        if isinstance(node, Input):
+            last_use[s] = end + 1  # state lives across the step boundary
+
+    # Dimensions: inputs first (fixed, in creation order), then memory-read buses (dedicated,
+    # they must start every step at 0), then gates by interval colouring.
+    dim: dict[Sig, int] = {}
+    nxt = 0
+    for s, node in enumerate(nodes):
+        if isinstance(node, Input):
+            dim[s] = nxt
+            nxt += 1
+    read_dims = []
+    for s, node in enumerate(nodes):
+        if isinstance(node, MemRead):
+            dim[s] = nxt
+            read_dims.append(nxt)
+            nxt += 1
+    free_at: list[tuple[int, int]] = []  # (free from stage, dim)
+    pool = list(range(nxt, HIDDEN))
+    busy: list[tuple[int, int]] = []  # (last_use, dim)
+    order = sorted((s for s, n in enumerate(nodes) if isinstance(n, Gate)), key=lambda s: (stage[s], s))
+    import heapq
+    heapq.heapify(busy)
+    for s in order:
+        p = stage[s]
+        while busy and busy[0][0] <= p:
+            _, d = heapq.heappop(busy)
+            pool.append(d)
+        if not pool:
+            raise CapacityError(f"the residual stream ({HIDDEN} dims) is full at stage {p}")
+        d = pool.pop()
+        dim[s] = d
+        heapq.heappush(busy, (last_use[s], d))
+    del free_at
+    return Placement(num_layers, stage, dim, layer_gates, layer_heads, read_dims, copies, units)

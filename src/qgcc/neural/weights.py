@@ -1,0 +1,174 @@
+"""Turn a placed netlist into Qwen3.5 decoder-layer tensors.
+
+Conventions (docs/architecture.md has the derivations):
+* both RMSNorm weights are 0, so with every residual dim at +-8 the normalised
+  input is exactly the bipolar bit vector s = +-1;
+* MLP unit 0 is the constant 256; a gate step [y >= T] (y = sum w b + c over bits)
+  is the pair relu(256(y-T+1)) - relu(256(y-T)), written through SiLU whose
+  pre-activations are 0 or at least 256 in magnitude; a gate overwrites its
+  dim with 16*bit - 8 by also subtracting the old value (one pass-through unit);
+* a DeltaNet head is a 128-slot memory: keys and queries are AND-decoders
+  (pre-activation 128 on a match, <= -128 otherwise), values dual-rail
+  (128*b, 128*(1-b)), beta = sigmoid(128) = 1, decay exp(-exp(-1000)*...) = 1.
+
+Tensors are kept sparse (flat index, value) because a dense layer is ~200 MB.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .netlist import Gate, Netlist
+from .schedule import HEADS, HIDDEN, UNITS, Placement
+
+K = 256.0  # step sharpness: pre-activations are multiples of K
+KEY = 128.0  # key/value pre-activation level
+HEAD_DIM = 128
+CONV = 4
+
+SHAPES = {
+    "input_layernorm.weight": (HIDDEN,),
+    "post_attention_layernorm.weight": (HIDDEN,),
+    "mlp.gate_proj.weight": (UNITS, HIDDEN),
+    "mlp.up_proj.weight": (UNITS, HIDDEN),
+    "mlp.down_proj.weight": (HIDDEN, UNITS),
+    "linear_attn.in_proj_qkv.weight": (3 * HEADS * HEAD_DIM, HIDDEN),
+    "linear_attn.conv1d.weight": (3 * HEADS * HEAD_DIM, 1, CONV),
+    "linear_attn.in_proj_z.weight": (HEADS * HEAD_DIM, HIDDEN),
+    "linear_attn.in_proj_b.weight": (HEADS, HIDDEN),
+    "linear_attn.in_proj_a.weight": (HEADS, HIDDEN),
+    "linear_attn.dt_bias": (HEADS,),
+    "linear_attn.A_log": (HEADS,),
+    "linear_attn.norm.weight": (HEAD_DIM,),
+    "linear_attn.out_proj.weight": (HIDDEN, HEADS * HEAD_DIM),
+}
+
+
+class SparseTensor:
+    """Entries of a mostly-zero tensor; `dense()` rebuilds it (the documented rule)."""
+
+    def __init__(self, shape: tuple[int, ...]):
+        self.shape = shape
+        self.entries: dict[int, float] = {}
+
+    def set(self, index: tuple[int, ...], value: float) -> None:
+        flat = int(np.ravel_multi_index(index, self.shape))
+        if value == 0:
+            self.entries.pop(flat, None)
+        else:
+            self.entries[flat] = float(value)
+
+    def add(self, index: tuple[int, ...], value: float) -> None:
+        flat = int(np.ravel_multi_index(index, self.shape))
+        v = self.entries.get(flat, 0.0) + value
+        if v == 0:
+            self.entries.pop(flat, None)
+        else:
+            self.entries[flat] = v
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        idx = np.fromiter(self.entries.keys(), dtype=np.int64, count=len(self.entries))
+        val = np.fromiter(self.entries.values(), dtype=np.float32, count=len(self.entries))
+        order = np.argsort(idx)
+        return idx[order], val[order]
+
+    def dense(self) -> np.ndarray:
+        idx, val = self.arrays()
+        out = np.zeros(int(np.prod(self.shape)), dtype=np.float32)
+        out[idx] = val
+        return out.reshape(self.shape)
+
+
+@dataclass
+class LayerWeights:
+    kind: str  # "linear_attention"
+    tensors: dict[str, SparseTensor]
+    mlp_units: int  # units in use (the fast engine keeps only these)
+    heads: int  # DeltaNet heads in use
+
+
+def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
+    layers = []
+    one = pl.dim[net.ONE]
+    last = pl.num_layers - 1
+    for L in range(pl.num_layers):
+        t = {name: SparseTensor(shape) for name, shape in SHAPES.items()}
+        # Stock settings that make the DeltaNet an exact memory (even for unused heads).
+        for h in range(HEADS):
+            t["linear_attn.A_log"].set((h,), -1000.0)
+        for c in range(3 * HEADS * HEAD_DIM):
+            t["linear_attn.conv1d.weight"].set((c, 0, CONV - 1), 1.0)
+        t["linear_attn.norm.weight"].entries = {i: 1.0 for i in range(HEAD_DIM)}
+        gp, up, dn = t["mlp.gate_proj.weight"], t["mlp.up_proj.weight"], t["mlp.down_proj.weight"]
+        # Unit 0: the constant K.
+        gp.set((0, one), K)
+        up.set((0, one), 1.0)
+        u = 1
+
+        def overwrite(d: int) -> None:
+            """Subtract the old value of dim d and the constant 8 (new value added by the caller)."""
+            nonlocal u
+            gp.set((u, one), K)
+            up.set((u, d), 1.0)
+            dn.set((d, u), -8.0 / K)
+            dn.add((d, 0), -8.0 / K)
+            u += 1
+
+        def emit_steps(steps, d: int) -> None:
+            nonlocal u
+            for st in steps:
+                W = sum(w for _, w in st.terms)
+                for shift in (1, 0):
+                    for x, w in st.terms:
+                        gp.add((u, pl.dim[x]), K / 2 * w)
+                    gp.add((u, one), K * (W / 2 + st.const - st.T + shift))
+                    up.set((u, one), 1.0)
+                    dn.set((d, u), (16.0 / K) * st.coef * (1 if shift else -1))
+                    u += 1
+
+        for s in pl.layer_gates[L]:
+            node = net.nodes[s]
+            assert isinstance(node, Gate)
+            d = pl.dim[s]
+            overwrite(d)
+            emit_steps(node.steps, d)
+        if L == last:
+            from .netlist import Step
+            for inp, new in pl.copies:
+                d = pl.dim[inp]
+                overwrite(d)
+                emit_steps([Step(((new, 1),), 0, 1)], d)
+            for d in pl.read_dims:
+                overwrite(d)  # back to bit 0 for the next step's reads
+        assert u <= UNITS, (L, u)
+
+        qkv, z, bproj = t["linear_attn.in_proj_qkv.weight"], t["linear_attn.in_proj_z.weight"], \
+            t["linear_attn.in_proj_b.weight"]
+        out = t["linear_attn.out_proj.weight"]
+        for h, mi in enumerate(pl.layer_heads[L]):
+            m = net.memories[mi]
+            for base, keys in ((0, m.read_keys), (HEADS * HEAD_DIM, m.write_keys)):
+                for j, pat in enumerate(keys):
+                    if not pat:
+                        continue
+                    row = base + h * HEAD_DIM + j
+                    for x, pol in pat:
+                        qkv.add((row, pl.dim[x]), KEY if pol else -KEY)
+                    qkv.add((row, one), KEY * (1 - len(pat)))
+            vbase = 2 * HEADS * HEAD_DIM + h * HEAD_DIM
+            for i, x in enumerate(m.value):
+                qkv.set((vbase + 2 * i, pl.dim[x]), KEY)
+                qkv.set((vbase + 2 * i + 1, pl.dim[x]), -KEY)
+            bproj.set((h, one), KEY)
+            for e in range(HEAD_DIM):
+                z.set((h * HEAD_DIM + e, one), KEY)
+            # A stored 1 reads back (after the gated RMSNorm) as sqrt(128/width) * silu(128).
+            level = math.sqrt(HEAD_DIM / m.width) * KEY
+            for i, o in enumerate(m.outputs):
+                out.set((pl.dim[o], h * HEAD_DIM + 2 * i), 16.0 / level)
+        units_used = u
+        layers.append(LayerWeights("linear_attention", t, units_used, len(pl.layer_heads[L])))
+    return layers
