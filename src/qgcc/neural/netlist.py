@@ -45,6 +45,23 @@ class Gate:
 
 
 @dataclass
+class Table:
+    """Several output bits sharing one set of steps (a ROM or decoder): output j is
+    sum_k coefs[j][k] * step_k, 0 or 1.  Costs two units per step, not per output."""
+
+    steps: list[Step]
+    coefs: list[dict[int, int]]
+    name: str = ""
+
+
+@dataclass
+class TableOut:
+    table: int  # node index of the Table
+    index: int
+    name: str = ""
+
+
+@dataclass
 class Input:
     name: str
 
@@ -92,12 +109,29 @@ class Netlist:
         self.memories: list[Memory] = []
         self.inputs: dict[str, Sig] = {}
         self.outputs: list[tuple[Sig, Sig]] = []  # (state input, its value for the next step)
+        self.floor: dict[Sig, int] = {}  # earliest layer allowed for a gate (to spread pressure)
+        self._floor = 0
         self.ONE = self.input("one")
 
     # -- construction -----------------------------------------------------------
+    def at_least(self, layer: int):
+        """Context: gates built inside go no earlier than `layer` (they are not urgent)."""
+        net = self
+
+        class _Ctx:
+            def __enter__(self_):
+                self_.old = net._floor
+                net._floor = layer
+
+            def __exit__(self_, *a):
+                net._floor = self_.old
+        return _Ctx()
+
     def _add(self, node, name: str = "") -> Sig:
         self.nodes.append(node)
         s = len(self.nodes) - 1
+        if self._floor:
+            self.floor[s] = self._floor
         if name:
             self.names[s] = name
         return s
@@ -155,6 +189,20 @@ class Netlist:
             self.output(a, b)
 
     # -- boolean helpers (bit domain) ---------------------------------------------
+    def table(self, steps: Sequence[Step], coefs: Sequence[dict[int, int]], name: str = "") -> list[Sig]:
+        merged_steps = []
+        for st in steps:
+            m: dict[Sig, int] = {}
+            const = st.const
+            for x, w in st.terms:
+                if x == self.ONE:
+                    const += w
+                else:
+                    m[x] = m.get(x, 0) + w
+            merged_steps.append(Step(tuple((x, w) for x, w in m.items() if w), const, st.T, st.coef))
+        t = self._add(Table(merged_steps, [dict(c) for c in coefs], name))
+        return [self._add(TableOut(t, j, f"{name}[{j}]"), f"{name}[{j}]") for j in range(len(coefs))]
+
     def threshold(self, terms: Iterable[tuple[Sig, int]], T: int, const: int = 0, name: str = "") -> Sig:
         return self.gate([Step(tuple(terms), const, T)], name)
 
@@ -229,6 +277,20 @@ class Netlist:
                         self._sim_memory(mi, val, mem_state)
                         mems_done.add(mi)
                 return val[s]
+            if isinstance(node, TableOut):
+                ev(node.table)
+                tab = self.nodes[node.table]
+                fired = val[node.table]
+                out = sum(c for k, c in tab.coefs[node.index].items() if fired[k])
+                if out not in (0, 1):
+                    raise ValueError(f"table {tab.name} output {node.index} produced {out}")
+                val[s] = out
+                return out
+            if isinstance(node, Table):
+                for x in gate_inputs(node):
+                    ev(x)
+                val[s] = [st.const + sum(w * val[x] for x, w in st.terms) >= st.T for st in node.steps]
+                return val[s]
             for x in gate_inputs(node):
                 ev(x)
             val[s] = eval_node(node, val)
@@ -277,6 +339,6 @@ def eval_node(node: Gate, val: dict[Sig, int]) -> int:
 
 
 def gate_inputs(node) -> list[Sig]:
-    if isinstance(node, Gate):
+    if isinstance(node, (Gate, Table)):
         return sorted({x for st in node.steps for x, _ in st.terms})
     return []

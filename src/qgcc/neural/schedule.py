@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .netlist import Gate, Input, MemRead, Netlist, Sig, Step, gate_inputs
+from .netlist import Gate, Input, MemRead, Netlist, Sig, Step, Table, TableOut, gate_inputs
 
 HIDDEN = 2048
 UNITS = 6144
@@ -32,9 +32,10 @@ class Placement:
     dim: dict[Sig, int]  # residual dimension of every signal
     layer_gates: list[list[Sig]]  # gates per MLP
     layer_heads: list[list[int]]  # memory indices per DeltaNet, in head order
-    read_dims: list[int] = field(default_factory=list)  # dims written by memory reads (reset to 0 each step)
+    read_dims: list[tuple[int, int]] = field(default_factory=list)  # (layer whose MLP resets it, dim) per bus bit
     copies: list[tuple[Sig, Sig]] = field(default_factory=list)  # (state input, new value) committed last
     units_used: list[int] = field(default_factory=list)
+    table_outputs: dict[Sig, list[Sig]] = field(default_factory=dict)
 
 
 def place(net: Netlist, num_layers: int) -> Placement:
@@ -56,12 +57,13 @@ def place(net: Netlist, num_layers: int) -> Placement:
             stage[s] = -1
         elif isinstance(node, MemRead):
             stage[s] = 2 * max(net.memories[mm].layer for mm in net.readers_of(s))
+        elif isinstance(node, TableOut):
+            stage[s] = stage[node.table]
         else:
             need = max((stage[x] for x in gate_inputs(node)), default=-1)
             L = (need + 1) // 2 if need >= 0 else 0
-            if need >= 0 and need % 2 == 1:
-                L = (need + 1) // 2
-            cost = 2 * len(node.steps) + 1
+            L = max(L, net.floor.get(s, 0))
+            cost = 2 * len(node.steps) + (len(node.coefs) if isinstance(node, Table) else 1)
             while L < num_layers and units[L] + cost > UNITS:
                 L += 1
             if L >= num_layers:
@@ -88,7 +90,7 @@ def place(net: Netlist, num_layers: int) -> Placement:
     # Last use of every signal.
     last_use: dict[Sig, int] = {s: stage[s] for s in stage}
     for s, node in enumerate(nodes):
-        if isinstance(node, Gate):
+        if isinstance(node, (Gate, Table)):
             for x in gate_inputs(node):
                 last_use[x] = max(last_use[x], stage[s])
     for m in net.memories:
@@ -100,36 +102,64 @@ def place(net: Netlist, num_layers: int) -> Placement:
     for s, node in enumerate(nodes):
         if isinstance(node, Input):
             last_use[s] = end + 1  # state lives across the step boundary
+        else:
+            last_use[s] = max(last_use[s], stage[s] + 1)  # never share a dim with a same-stage write
 
-    # Dimensions: inputs first (fixed, in creation order), then memory-read buses (dedicated,
-    # they must start every step at 0), then gates by interval colouring.
+    # Memory-read buses must hold bit 0 when their first memory adds the word read.  A bus
+    # whose first memory is in layer L > 0 is reset by the MLP of layer L-1 and lives from
+    # there; a bus read in layer 0 is reset by the last layer, for the next step.
+    bus_reset: dict[Sig, int] = {}
+    for s, node in enumerate(nodes):
+        if isinstance(node, MemRead):
+            first = min(net.memories[mm].layer for mm in node.mems)
+            bus_reset[s] = first - 1 if first > 0 else last
+            if first > 0:
+                units[first - 1] += 1
+            else:
+                units[last] += 1
+    over = [L for L in range(num_layers) if units[L] > UNITS]
+    if over:
+        raise CapacityError(f"MLP of layer {over[0]} needs {units[over[0]]} units; an MLP has {UNITS}")
+
+    # Dimensions: inputs and layer-0 read buses are fixed for the whole step; everything else
+    # (gates, later read buses from their reset) shares dims by interval colouring.
     dim: dict[Sig, int] = {}
     nxt = 0
     for s, node in enumerate(nodes):
-        if isinstance(node, Input):
+        if isinstance(node, Input) or (isinstance(node, MemRead) and bus_reset[s] == last
+                                       and min(net.memories[mm].layer for mm in node.mems) == 0):
             dim[s] = nxt
             nxt += 1
-    read_dims = []
-    for s, node in enumerate(nodes):
-        if isinstance(node, MemRead):
-            dim[s] = nxt
-            read_dims.append(nxt)
-            nxt += 1
-    free_at: list[tuple[int, int]] = []  # (free from stage, dim)
-    pool = list(range(nxt, HIDDEN))
-    busy: list[tuple[int, int]] = []  # (last_use, dim)
-    order = sorted((s for s, n in enumerate(nodes) if isinstance(n, Gate)), key=lambda s: (stage[s], s))
     import heapq
-    heapq.heapify(busy)
+    pool = list(range(HIDDEN - 1, nxt - 1, -1))
+    busy: list[tuple[int, int]] = []  # (last_use, dim)
+    alloc_stage = {s: stage[s] for s, n in enumerate(nodes) if isinstance(n, (Gate, TableOut))}
+    for s, L in bus_reset.items():
+        if s not in dim:
+            alloc_stage[s] = 2 * L + 1
+    order = sorted(alloc_stage, key=lambda s: (alloc_stage[s], s))
     for s in order:
-        p = stage[s]
+        p = alloc_stage[s]
         while busy and busy[0][0] <= p:
             _, d = heapq.heappop(busy)
             pool.append(d)
         if not pool:
-            raise CapacityError(f"the residual stream ({HIDDEN} dims) is full at stage {p}")
+            import collections
+            live = collections.Counter()
+            for sig, st in alloc_stage.items():
+                if st <= p and sig in dim and last_use[sig] > p:
+                    nm = net.names.get(sig, "?")
+                    live[nm.split(".")[0].split("[")[0].rstrip("0123456789_")] += 1
+            top = ", ".join(f"{k}:{v}" for k, v in live.most_common(12))
+            raise CapacityError(f"the residual stream ({HIDDEN} dims) is full at stage {p} "
+                                f"({nxt} fixed; live: {top})")
         d = pool.pop()
         dim[s] = d
         heapq.heappush(busy, (last_use[s], d))
-    del free_at
-    return Placement(num_layers, stage, dim, layer_gates, layer_heads, read_dims, copies, units)
+    table_outputs: dict[Sig, list[Sig]] = {}
+    for s, node in enumerate(nodes):
+        if isinstance(node, TableOut):
+            table_outputs.setdefault(node.table, []).append(s)
+    read_resets = [(bus_reset[s], dim[s]) for s in bus_reset]
+    return Placement(num_layers, stage, dim, layer_gates, layer_heads, read_resets, copies, units,
+                     table_outputs)

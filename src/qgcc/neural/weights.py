@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .netlist import Gate, Netlist
+from .netlist import Gate, Netlist, Step, Table
 from .schedule import HEADS, HIDDEN, UNITS, Placement
 
 K = 256.0  # step sharpness: pre-activations are multiples of K
@@ -117,32 +117,42 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
             dn.add((d, 0), -8.0 / K)
             u += 1
 
-        def emit_steps(steps, d: int) -> None:
+        def emit_steps(steps, outs) -> None:
+            """Two units per step; `outs[k]` lists (dim, coef) fed by step k."""
             nonlocal u
-            for st in steps:
+            for k, st in enumerate(steps):
                 W = sum(w for _, w in st.terms)
                 for shift in (1, 0):
                     for x, w in st.terms:
                         gp.add((u, pl.dim[x]), K / 2 * w)
                     gp.add((u, one), K * (W / 2 + st.const - st.T + shift))
                     up.set((u, one), 1.0)
-                    dn.set((d, u), (16.0 / K) * st.coef * (1 if shift else -1))
+                    for d, coef in outs[k]:
+                        dn.add((d, u), (16.0 / K) * coef * (1 if shift else -1))
                     u += 1
 
         for s in pl.layer_gates[L]:
             node = net.nodes[s]
+            if isinstance(node, Table):
+                outdims = [pl.dim[o] for o in pl.table_outputs[s]]
+                for d in outdims:
+                    overwrite(d)
+                outs = [[(outdims[j], c[k]) for j, c in enumerate(node.coefs) if k in c]
+                        for k in range(len(node.steps))]
+                emit_steps(node.steps, outs)
+                continue
             assert isinstance(node, Gate)
             d = pl.dim[s]
             overwrite(d)
-            emit_steps(node.steps, d)
+            emit_steps(node.steps, [[(d, st.coef)] for st in node.steps])
         if L == last:
-            from .netlist import Step
             for inp, new in pl.copies:
                 d = pl.dim[inp]
                 overwrite(d)
-                emit_steps([Step(((new, 1),), 0, 1)], d)
-            for d in pl.read_dims:
-                overwrite(d)  # back to bit 0 for the next step's reads
+                emit_steps([Step(((new, 1),), 0, 1)], [[(d, 1)]])
+        for rl, d in pl.read_dims:
+            if rl == L:
+                overwrite(d)  # bit 0, so that the memory read can add its word
         assert u <= UNITS, (L, u)
 
         qkv, z, bproj = t["linear_attn.in_proj_qkv.weight"], t["linear_attn.in_proj_z.weight"], \
