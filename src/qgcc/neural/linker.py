@@ -1,0 +1,94 @@
+"""The linker: machine + program -> compiled Qwen3.5 layers, and their .qg tensor form.
+
+Storage rule (docs/qg-format.md): every layer tensor `layers.{i}.{name}` is stored
+sparse as `layers.{i}.{name}.idx` (int64 flat indices, ascending) and
+`layers.{i}.{name}.val` (float32 values); the dense tensor is
+`zeros(shape).flatten()[idx] = val`, with the shape from the Qwen3.5 config in the
+metadata (SHAPES in weights.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..isa import encode
+from ..program import Program
+from .machine import build_machine
+from .schedule import CapacityError, Placement, place
+from .weights import SHAPES, LayerWeights, SparseTensor, build_weights
+
+MAX_LAYERS = 45
+
+
+@dataclass
+class CompiledMachine:
+    layers: list[LayerWeights]
+    fields: dict[str, list[int]]  # residual field -> dims (LSB first)
+    param_head: tuple[int, int]  # (layer, head) of the kernel-parameter bank
+    code: list[int]  # the program encoding the ROM was baked from
+    layout: dict  # documentation data: layer map, memory map
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.layers)
+
+
+def link(program: Program, min_layers: int = 16) -> CompiledMachine:
+    m = build_machine(program)
+    pl: Placement | None = None
+    err = None
+    for L in range(min_layers, MAX_LAYERS + 1):
+        try:
+            pl = place(m.net, L)
+            break
+        except CapacityError as e:
+            err = e
+    if pl is None:
+        raise CapacityError(f"the machine does not fit in {MAX_LAYERS} layers: {err}")
+    layers = build_weights(m.net, pl)
+    fields = {name: [pl.dim[s] for s in sigs] for name, sigs in m.fields.items()}
+    fields["one"] = [pl.dim[m.net.ONE]]
+    head_of = {mi: (L, h) for L, hs in enumerate(pl.layer_heads) for h, mi in enumerate(hs)}
+    heads = {name: head_of[mi] for name, (_, mi) in m.heads.items()}
+    layout = {
+        "layers": [{"layer": L, "mixer": "linear_attention",
+                    "heads": [m.net.memories[mi].name for mi in pl.layer_heads[L]],
+                    "mlp_units": pl.units_used[L], "gates": len(pl.layer_gates[L])} for L in range(pl.num_layers)],
+        "fields": fields,
+        "heads": {k: list(v) for k, v in heads.items()},
+    }
+    return CompiledMachine(layers, fields, heads["params"], [encode(i) for i in program.code], layout)
+
+
+def to_tensors(cm: CompiledMachine) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    tensors: dict[str, np.ndarray] = {}
+    for i, lw in enumerate(cm.layers):
+        for name, st in lw.tensors.items():
+            idx, val = st.arrays()
+            tensors[f"layers.{i}.{name}.idx"] = idx
+            tensors[f"layers.{i}.{name}.val"] = val
+    meta = {
+        "machine": json.dumps({"fields": cm.fields, "param_head": list(cm.param_head), "layout": cm.layout}),
+        "num_layers": str(cm.num_layers),
+    }
+    return tensors, meta
+
+
+def from_tensors(tensors: dict[str, np.ndarray], meta: dict[str, str], code: list[int]) -> CompiledMachine:
+    n = int(meta["num_layers"])
+    mach = json.loads(meta["machine"])
+    layers = []
+    for i in range(n):
+        ts = {}
+        for name, shape in SHAPES.items():
+            st = SparseTensor(shape)
+            idx = tensors[f"layers.{i}.{name}.idx"]
+            val = tensors[f"layers.{i}.{name}.val"]
+            st.entries = dict(zip(idx.tolist(), val.tolist()))
+            ts[name] = st
+        layers.append(LayerWeights("linear_attention", ts, 0, 0))
+    fields = {k: list(v) for k, v in mach["fields"].items()}
+    return CompiledMachine(layers, fields, tuple(mach["param_head"]), code, mach["layout"])

@@ -1,0 +1,199 @@
+"""The host side of the step protocol (docs/protocol.md).
+
+The host builds the first input (launch constants in their residual fields, every
+other dimension at -8, the `one` dimension at +8) and the initial recurrent states
+(global memory contents and kernel parameters as dual-rail rows), then feeds each
+step's output back as the next input until the network raises `phase.halt` or a
+fault flag.  It decodes the trace and the result buffers by thresholds; it never
+computes a lane value.  This module must not import the reference emulator.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..isa import MASK32, Op, decode
+from ..machine import SPEC
+from ..runtime.launch import Launch
+from ..trace import (BarrierFault, Fault, MemAccess, MemoryFault, RegWrite, Stats, StepLimitFault,
+                     StepRecord)
+from .linker import CompiledMachine
+from .machine import GLOBAL_CELLS, PHASES, W, cell_location
+from .schedule import HIDDEN
+from .weights import HEAD_DIM
+
+
+@dataclass
+class NeuralResult:
+    memory: np.ndarray
+    stats: Stats
+    network_steps: int = 0
+    wall_s: float = 0.0
+
+
+def _bits(v: int, width: int) -> list[int]:
+    return [(v >> i) & 1 for i in range(width)]
+
+
+class Host:
+    def __init__(self, cm: CompiledMachine, engine: str = "neural", device: str = "cpu"):
+        self.cm = cm
+        self.fields = cm.fields  # name -> list of dims
+        if engine == "hf":
+            from .hf import HFMachine
+            self.net = HFMachine(cm.layers, device)
+        else:
+            from .fast import FastMachine
+            self.net = FastMachine(cm.layers, device)
+
+    # ---- encoding and decoding of residual fields ----
+    def put(self, h: torch.Tensor, name: str, value: int) -> None:
+        dims = self.fields[name]
+        for d, b in zip(dims, _bits(value, len(dims))):
+            h[d] = 8.0 if b else -8.0
+
+    def get(self, h: torch.Tensor, name: str) -> int:
+        dims = self.fields[name]
+        bits = (h[dims] > 0).tolist()
+        return sum(1 << i for i, b in enumerate(bits) if b)
+
+    def initial(self, launch: Launch) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+        h = torch.full((HIDDEN,), -8.0)
+        self.put(h, "one", 1)
+        k = launch.kernel
+        bx, by, bz = launch.block
+        gx, gy, gz = launch.grid
+        nt = bx * by * bz
+        consts = dict(bx=bx, by=by, bz=bz, gx=gx, gy=gy, gz=gz, nt=nt, nw=-(-nt // W),
+                      gsize=len(launch.memory), shw=k.shared_words, nparam=len(launch.params),
+                      entry=k.entry, kend=k.end, phase=1 << PHASES.index("tidinit"))
+        for name, v in consts.items():
+            self.put(h, name, v)
+        # Recurrent states: memory cells and the parameter bank, as dual-rail rows.
+        init: dict[int, torch.Tensor] = {}
+
+        def row(layer: int, head: int, slot: int, value: int) -> None:
+            st = init.setdefault(layer, torch.zeros(16, HEAD_DIM, HEAD_DIM))
+            for i in range(32):
+                b = (value >> i) & 1
+                st[head, slot, 2 * i] = 128.0 * b
+                st[head, slot, 2 * i + 1] = 128.0 * (1 - b)
+        for idx, v in enumerate(launch.memory.tolist()):
+            row(*cell_location(idx), int(v))
+        pl, ph = self.cm.param_head
+        for j, v in enumerate(launch.params):
+            row(pl, ph, j, v)
+        return h, init
+
+    def read_cell(self, index: int) -> int:
+        layer, head, slot = cell_location(index)
+        S = self.net.recurrent_state(layer)[head, slot]
+        pos = S[0:64:2]
+        negr = S[1:64:2]
+        bits = (pos > negr).tolist()
+        return sum(1 << i for i, b in enumerate(bits) if b)
+
+    def run(self, launch: Launch, max_steps: int = 1_000_000, on_step=None) -> NeuralResult:
+        t0 = time.perf_counter()
+        h, init = self.initial(launch)
+        self.net.reset(init)
+        stats = Stats()
+        code = launch.program.code
+        rec: StepRecord | None = None
+        instr_steps = 0
+        netsteps = 0
+        gx, gy, _ = launch.grid
+        last_active: dict[tuple[int, int], int] = {}
+        while True:
+            block = self.get(h, "ctax") + gx * (self.get(h, "ctay") + gy * self.get(h, "ctaz"))
+            phase_in = self.get(h, "phase")
+            if instr_steps >= max_steps and phase_in == 1 << PHASES.index("run"):
+                raise StepLimitFault(f"the launch did not finish within {max_steps} steps (raise --max-steps)",
+                                     block=block, warp=self.get(h, "cur"), step=instr_steps)
+            h = self.net.step(h)
+            netsteps += 1
+            if netsteps > 64 * max_steps + 10_000:
+                raise StepLimitFault("the network did not halt", step=instr_steps)
+            flt = self.get(h, "fault")
+            if phase_in == 1 << PHASES.index("run"):
+                pc, act, warp = self.get(h, "tr_pc"), self.get(h, "tr_act"), self.get(h, "tr_w")
+                if flt:
+                    raise self._fault(flt, h, block, warp, pc, launch)
+                if rec is None:
+                    rec = StepRecord(step=instr_steps, block=block, warp=warp, pc=pc, active=act)
+                lane = self.get(h, "tr_lane")
+                ins = code[pc]
+                wb_en = self.get(h, "wb_en")
+                wb_rd = self.get(h, "wb_rd")
+                for l in range(W):
+                    if (wb_en >> l) & 1:
+                        rec.writes.append(RegWrite(l, wb_rd, self.get(h, f"wb_val{l}")))
+                if self.get(h, "tr_ld"):
+                    addr = self.get(h, "tr_addr")
+                    if ins.op is Op.LD:
+                        rec.mem.append(MemAccess(lane, "ld", addr, self.get(h, f"wb_val{lane}")))
+                        stats.loads += 1
+                if self.get(h, "mw_en"):
+                    addr = self.get(h, "tr_addr")
+                    kind = "atom" if ins.op is Op.ATOM else "st"
+                    rec.mem.append(MemAccess(lane, kind, addr, self.get(h, "mw_val")))
+                    if kind == "atom":
+                        stats.atomics += 1
+                    else:
+                        stats.stores += 1
+                if self.get(h, "tr_done"):
+                    self._finish(rec, h, last_active, stats)
+                    if on_step is not None:
+                        on_step(rec)
+                    rec = None
+                    instr_steps += 1
+            elif flt:
+                raise self._fault(flt, h, block, None, None, launch)
+            if self.get(h, "phase") == 1 << PHASES.index("halt"):
+                break
+        stats.steps = stats.warp_instructions = instr_steps
+        mem = np.array([self.read_cell(i) for i in range(len(launch.memory))], dtype=np.uint32)
+        return NeuralResult(mem, stats, netsteps, time.perf_counter() - t0)
+
+    def _finish(self, rec: StepRecord, h, last_active, stats: Stats) -> None:
+        """Presentation flags, decoded from the network's own fields."""
+        key = (rec.block, rec.warp)
+        prev = last_active.get(key, 0)
+        rec.reconverged = prev != 0 and (rec.active & ~prev) != 0 and (prev & ~rec.active) == 0
+        last_active[key] = rec.active
+        ins = self.cm_code(rec.pc)
+        if ins.op in (Op.BRZ, Op.BRNZ):
+            pcs = {self.get(h, f"wt_pc{l}") for l in range(W) if (rec.active >> l) & 1}
+            if len(pcs) > 1:
+                rec.diverged = True
+                stats.divergent_steps += 1
+        if ins.op is Op.BAR:
+            stats.barrier_waits += 1
+            rec.barrier = "wait"
+
+    def cm_code(self, pc: int):
+        return decode(self.cm.code[pc])
+
+    def _fault(self, flt: int, h, block, warp, pc, launch) -> Fault:
+        lane = self.get(h, "tr_lane")
+        line = launch.program.code[pc].line if pc is not None and pc < len(launch.program.code) else None
+        ctx = dict(block=block, warp=warp, lane=lane, pc=pc, line=line)
+        if flt & 1:
+            addr = self.get(h, "tr_addr")
+            return MemoryFault(f"out-of-bounds access to cell {addr:#x} (global cells 0..{len(launch.memory) - 1}, "
+                               f"shared cells {SPEC.shared_base:#x}.."
+                               f"{SPEC.shared_base + launch.kernel.shared_words - 1:#x})", **ctx)
+        if flt & 2:
+            return BarrierFault("barrier in divergent code: __syncthreads() reached by only some live lanes "
+                                "of the warp; the others can no longer reach it", **ctx)
+        if flt & 4:
+            return MemoryFault(f"PC {pc} left the kernel (instructions {launch.kernel.entry}.."
+                               f"{launch.kernel.end - 1})", **ctx)
+        return MemoryFault(f"parameter index out of range (the kernel has {len(launch.params)})", **ctx)
+
+
+del field, MASK32, GLOBAL_CELLS
