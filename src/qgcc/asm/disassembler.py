@@ -1,0 +1,238 @@
+"""Program -> qsass text (the inverse of the assembler).
+
+Round-trip property: for every valid Program p (see `check_program`),
+`assemble(disassemble(p))` has the same code (encode() words), kernels
+(names, entry, end, params, shared_words, regs) and Instr.line values.
+
+Branch targets become labels `L<pc>`, where pc is the absolute instruction
+index in Program.code: the same numbering as Kernel.entry, the branch
+immediate and the PC column of qgrun traces.  An instruction whose encoding
+the regular syntax cannot express (non-zero unused fields, a branch leaving
+its kernel, an LDC slot out of range) is written as `.word 0x...` with its
+decoded form in a comment, so the round trip is exact for every valid program.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..isa import FORMATS, AtomOp, Fmt, Instr, Op, SReg, encode
+from ..machine import SPEC
+from ..program import ELEM_DTYPES, Program
+from .assembler import IDENT_RE, MAX_LINE, RESERVED_PARAM_NAMES, invalid_fields
+
+
+
+def check_program(p: Program) -> str | None:
+    """Why `p` is not a well-formed program (as the assembler would produce), or None.
+
+    Well-formed: kernels tile the code in order (first entry 0, each end the next
+    entry, last end len(code)); names are identifiers and unique; parameters are
+    valid; every instruction encodes and decodes to an executable instruction;
+    lines are None or non-negative ints; capacities of SPEC are respected.
+    """
+    if len(p.code) > SPEC.max_instrs:
+        return f"{len(p.code)} instructions exceed the machine's {SPEC.max_instrs}"
+    pos = 0
+    names: set[str] = set()
+    for k in p.kernels:
+        if not isinstance(k.name, str) or not IDENT_RE.match(k.name):
+            return f"kernel name {k.name!r} is not an identifier"
+        if k.name in names:
+            return f"duplicate kernel '{k.name}'"
+        names.add(k.name)
+        if type(k.entry) is not int or type(k.end) is not int or k.entry != pos or k.end < k.entry:
+            return (f"kernel '{k.name}' spans instructions [{k.entry}, {k.end}); kernels must tile the "
+                    f"code in order (expected entry {pos})")
+        pos = k.end
+        if type(k.shared_words) is not int or not 0 <= k.shared_words <= SPEC.shared_words:
+            return f"kernel '{k.name}' has shared_words={k.shared_words!r} (0..{SPEC.shared_words})"
+        if type(k.regs) is not int or not 0 <= k.regs <= SPEC.num_regs:
+            return f"kernel '{k.name}' has regs={k.regs!r} (0..{SPEC.num_regs})"
+        if len(k.params) > SPEC.max_params:
+            return f"kernel '{k.name}' has {len(k.params)} parameters (at most {SPEC.max_params})"
+        pnames: set[str] = set()
+        for prm in k.params:
+            if not isinstance(prm.name, str) or not IDENT_RE.match(prm.name) or prm.name in RESERVED_PARAM_NAMES:
+                return f"kernel '{k.name}' has a parameter named {prm.name!r}"
+            if prm.name in pnames:
+                return f"kernel '{k.name}' has a duplicate parameter '{prm.name}'"
+            pnames.add(prm.name)
+            if prm.ctype not in ELEM_DTYPES:
+                return f"parameter '{prm.name}' has unknown type {prm.ctype!r}"
+            if not isinstance(prm.pointer, bool) or not isinstance(prm.const, bool):
+                return f"parameter '{prm.name}' has non-boolean pointer/const flags"
+    if pos != len(p.code):
+        return f"instructions {pos}..{len(p.code) - 1} belong to no kernel"
+    for pc, ins in enumerate(p.code):
+        if not isinstance(ins, Instr) or not isinstance(ins.op, Op):
+            return f"instruction {pc} is not an Instr"
+        if any(type(getattr(ins, f)) is not int for f in ("rd", "rs1", "rs2", "imm", "mod")) \
+                or ins.use_imm not in (0, 1):
+            return f"instruction {pc} has a field of the wrong type"
+        try:
+            encode(ins)
+        except ValueError as e:
+            return f"instruction {pc} does not encode: {e}"
+        problem = invalid_fields(ins)
+        if problem:
+            return f"instruction {pc}: {problem}"
+        if ins.line is not None and (type(ins.line) is not int or not 0 <= ins.line <= MAX_LINE):
+            return f"instruction {pc} has line {ins.line!r} (0..{MAX_LINE} or None)"
+    return None
+
+
+def fmt_num(v: int) -> str:
+    """Decimal for small magnitudes, hex beyond 65535 (sign kept)."""
+    if -65535 <= v <= 65535:
+        return str(v)
+    return f"-{-v:#x}" if v < 0 else f"{v:#x}"
+
+
+def fmt_imm(v: int) -> str:
+    """An ALU/MOV immediate: decimal when small, else the u32 pattern in hex."""
+    if -65535 <= v <= 65535:
+        return f"#{v}"
+    return f"#{v & 0xFFFFFFFF:#x}"
+
+
+def fmt_mem(base: int, off: int) -> str:
+    if off == 0:
+        return f"[r{base}]"
+    return f"[r{base}-{fmt_num(-off)}]" if off < 0 else f"[r{base}+{fmt_num(off)}]"
+
+
+def canonical(ins: Instr) -> Instr:
+    """The instruction with every field its syntax does not show cleared."""
+    f = FORMATS[ins.op]
+    op = ins.op
+    if f is Fmt.NONE:
+        return Instr(op)
+    if f is Fmt.ALU:
+        if ins.use_imm:
+            return Instr(op, rd=ins.rd, rs1=ins.rs1, imm=ins.imm, use_imm=True)
+        return Instr(op, rd=ins.rd, rs1=ins.rs1, rs2=ins.rs2)
+    if f is Fmt.MOV:
+        if ins.use_imm:
+            return Instr(op, rd=ins.rd, imm=ins.imm, use_imm=True)
+        return Instr(op, rd=ins.rd, rs1=ins.rs1)
+    if f is Fmt.S2R:
+        return Instr(op, rd=ins.rd, mod=ins.mod)
+    if f is Fmt.LDC:
+        return Instr(op, rd=ins.rd, imm=ins.imm)
+    if f is Fmt.LD:
+        return Instr(op, rd=ins.rd, rs1=ins.rs1, imm=ins.imm)
+    if f is Fmt.ST:
+        return Instr(op, rs1=ins.rs1, rs2=ins.rs2, imm=ins.imm)
+    if f is Fmt.ATOM:
+        return Instr(op, rd=ins.rd, rs1=ins.rs1, rs2=ins.rs2, imm=ins.imm, mod=ins.mod)
+    if f is Fmt.BRA:
+        return Instr(op, imm=ins.imm)
+    return Instr(op, rs1=ins.rs1, imm=ins.imm)  # BRC
+
+
+def format_instr(ins: Instr, label: str | None = None) -> tuple[str, str]:
+    """(mnemonic, operands) of an instruction in regular syntax; branches need `label`."""
+    f = FORMATS[ins.op]
+    name = ins.op.name
+    if f is Fmt.NONE:
+        return name, ""
+    if f is Fmt.ALU:
+        src = fmt_imm(ins.imm) if ins.use_imm else f"r{ins.rs2}"
+        return name, f"r{ins.rd}, r{ins.rs1}, {src}"
+    if f is Fmt.MOV:
+        src = fmt_imm(ins.imm) if ins.use_imm else f"r{ins.rs1}"
+        return name, f"r{ins.rd}, {src}"
+    if f is Fmt.S2R:
+        return name, f"r{ins.rd}, {SReg(ins.mod).asm}"
+    if f is Fmt.LDC:
+        return name, f"r{ins.rd}, c[{ins.imm}]"
+    if f is Fmt.LD:
+        return name, f"r{ins.rd}, {fmt_mem(ins.rs1, ins.imm)}"
+    if f is Fmt.ST:
+        return name, f"{fmt_mem(ins.rs1, ins.imm)}, r{ins.rs2}"
+    if f is Fmt.ATOM:
+        return f"ATOM.{AtomOp(ins.mod).name}", f"r{ins.rd}, {fmt_mem(ins.rs1, ins.imm)}, r{ins.rs2}"
+    target = label if label is not None else f"L{ins.imm}"
+    if f is Fmt.BRA:
+        return name, target
+    return name, f"r{ins.rs1}, {target}"
+
+
+def instr_text(ins: Instr) -> str:
+    """One-line disassembly of a single instruction, for traces and messages (branch targets as L<pc>)."""
+    try:
+        if invalid_fields(ins):
+            raise ValueError
+        mnem, ops = format_instr(ins)
+    except (ValueError, KeyError):
+        return f".word {encode(ins):#018x}"
+    return f"{mnem} {ops}".rstrip()
+
+
+def _param_decl(prm) -> str:
+    return f".param {'const ' if prm.const else ''}{prm.ctype}{'*' if prm.pointer else ''} {prm.name}"
+
+
+def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = True) -> str:
+    """qsass text for a well-formed program; raises ValueError naming the defect otherwise."""
+    problem = check_program(p)
+    if problem:
+        raise ValueError(f"cannot disassemble: {problem}")
+    out: list[str] = []
+    if header:
+        out.extend(f"// {h}" if h else "//" for h in header.split("\n"))
+    if isinstance(p.source_name, str):
+        out.append(f".source {json.dumps(p.source_name)}")
+    for k in p.kernels:
+        if out:
+            out.append("")
+        out.append(f".kernel {k.name}")
+        out.extend(_param_decl(prm) for prm in k.params)
+        out.append(f".shared {k.shared_words}")
+        out.append(f".regs {k.regs}")
+        code = p.code[k.entry:k.end]
+        targets = set()
+        irregular: list[str | None] = []  # why an instruction needs .word, or None
+        for ins in code:
+            why = None
+            if encode(canonical(ins)) != encode(ins):
+                why = "unused fields set"
+            elif ins.op is Op.LDC and not 0 <= ins.imm < SPEC.max_params:
+                why = "parameter slot out of range"
+            elif ins.op in (Op.BRA, Op.BRZ, Op.BRNZ):
+                if k.entry <= ins.imm <= k.end:
+                    targets.add(ins.imm)
+                else:
+                    why = "branch target outside the kernel"
+            irregular.append(why)
+        loc: int | None = None
+        for i, ins in enumerate(code):
+            pc = k.entry + i
+            if pc in targets:
+                out.append(f"L{pc}:")
+            if ins.line != loc:
+                if ins.line is None:
+                    out.append("    .loc none")
+                else:
+                    text = p.source_line(ins.line)
+                    out.append(f"    .loc {ins.line}" + (f"    // {text}" if text else ""))
+                loc = ins.line
+            if irregular[i] is None:
+                mnem, ops = format_instr(ins)
+                body = f"{mnem:<8} {ops}".rstrip()
+                note = ""
+                if ins.op is Op.LDC and ins.imm < len(k.params):
+                    note = f"  {k.params[ins.imm].name}"
+            else:
+                body = f".word    {encode(ins):#018x}"
+                mnem, ops = format_instr(ins)
+                note = f"  {mnem} {ops} ({irregular[i]})".replace("  (", " (")
+            if pc_comments or note:
+                out.append(f"    {body:<36}// {pc}{note}" if pc_comments else f"    {body:<36}//{note}")
+            else:
+                out.append(f"    {body}")
+        if k.end in targets:
+            out.append(f"L{k.end}:")
+        out.append(".end")
+    return "\n".join(out) + "\n"

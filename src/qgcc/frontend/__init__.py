@@ -1,0 +1,81 @@
+"""The CUDA-C front end and code generator: source text -> `qgcc.program.Program`.
+
+Modules, one job each:
+
+- `preprocess` -- comments, #define/#undef/#ifdef..., ignored #include/#pragma
+- `parser`     -- Lark grammar (grammars/cuda.lark) -> AST (`ast`), macro expansion,
+                  syntax errors as CompileErrors
+- `types`      -- the C types of the subset, conversions, constant arithmetic
+- `sema`       -- names, types, constants, every subset restriction
+- `codegen`    -- AST -> qsass over virtual registers (inlining, structured layout,
+                  division lowering)
+- `regalloc`   -- liveness, dead code, register colouring -> `isa.Instr`
+
+Public API: `compile_source(source, filename) -> Program`.  Every problem with
+the input is reported as a `qgcc.diagnostics.CompileError`; no other
+exception escapes.
+"""
+
+from __future__ import annotations
+
+from ..diagnostics import CompileError
+from ..isa import Op
+from ..machine import SPEC
+from ..program import Kernel, Program
+from .codegen import KernelGen
+from .parser import parse
+from .regalloc import allocate
+from .sema import analyse
+
+__all__ = ["compile_source", "CompileError"]
+
+
+def _compile(source: str, filename: str) -> Program:
+    lines = source.split("\n")
+
+    def error(line: int, col: int, msg: str) -> CompileError:
+        src = lines[line - 1] if 0 < line <= len(lines) else ""
+        return CompileError(filename, line, col, msg, src)
+
+    tu = parse(source, filename)
+    result = analyse(tu, filename, source)
+    if not result.kernels:
+        raise error(1, 1, "no kernel: the file defines no __global__ function")
+    code = []
+    kernels = []
+    for fs in result.kernels:
+        gen = KernelGen(fs, filename, lines)
+        ir, params = gen.run()
+        instrs, nregs = allocate(ir, fs.line)
+        if nregs > SPEC.num_regs:
+            # Short of registers: re-read parameters at each use instead of holding them.
+            gen = KernelGen(fs, filename, lines, remat_params=True)
+            ir, params = gen.run()
+            instrs, nregs = allocate(ir, fs.line)
+        if nregs > SPEC.num_regs:
+            raise error(fs.line, fs.col, f"kernel '{fs.name}' needs {nregs} registers; the "
+                                         f"machine has {SPEC.num_regs}")
+        entry = len(code)
+        for ins in instrs:
+            if ins.op in (Op.BRA, Op.BRZ, Op.BRNZ):
+                ins.imm += entry
+        code.extend(instrs)
+        if len(code) > SPEC.max_instrs:
+            raise error(fs.line, fs.col,
+                        f"the program needs {len(code)} instructions (kernel '{fs.name}' has "
+                        f"{len(instrs)}); the machine holds at most {SPEC.max_instrs}")
+        kernels.append(Kernel(fs.name, entry, len(code), params, gen.shared_used, nregs))
+    return Program(code, kernels, source_name=filename, source_lines=lines)
+
+
+def compile_source(source: str, filename: str = "<input>") -> Program:
+    """Compile CUDA-C source text to a Program; raises CompileError on any problem."""
+    try:
+        return _compile(source, filename)
+    except CompileError:
+        raise
+    except RecursionError:
+        raise CompileError(filename, 1, 1, "the program is nested too deeply (expression or "
+                                           "statement nesting exceeds the compiler's limit)") from None
+    except Exception as e:  # last resort: never leak a Python exception to the user
+        raise CompileError(filename, 1, 1, f"internal compiler error: {type(e).__name__}: {e}") from e

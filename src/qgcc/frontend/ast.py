@@ -1,0 +1,272 @@
+"""Typed abstract syntax tree produced by `parser.py` and annotated by `sema.py`.
+
+Every node carries the 1-based line and column of the token that best locates
+it in a diagnostic (the operator of a binary expression, the name of a
+declarator, the keyword of a statement).  `sema.py` fills in the annotation
+fields (declared with `init=False`): expression types, constant values,
+resolved symbols.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Node:
+    line: int
+    col: int
+
+
+# ------------------------------------------------------------------ declarations
+
+
+@dataclass
+class Spec(Node):
+    """One declaration-specifier keyword (`int`, `const`, `__global__`, ...)."""
+
+    text: str
+
+
+@dataclass
+class TypeSyntax(Node):
+    """Specifiers plus pointer levels, as written (resolved by sema)."""
+
+    specs: list[Spec]
+    # One entry per '*', each with the qualifiers written after it.
+    pointers: list[list[Spec]] = field(default_factory=list)
+
+
+@dataclass
+class ParamDecl(Node):
+    type: TypeSyntax
+    name: str | None
+    # Array suffixes written on the parameter (`int a[]` -> [None]); adjusted to a pointer.
+    arrays: list["Expr | None"] = field(default_factory=list)
+    funcptr: bool = False
+
+
+@dataclass
+class Declarator(Node):
+    """A flattened declarator: name, pointer levels, array sizes, parameter list."""
+
+    name: str
+    pointers: list[list[Spec]] = field(default_factory=list)
+    arrays: list["Expr | None"] = field(default_factory=list)
+    params: list[ParamDecl] | None = None  # not None for a function declarator
+    funcptr: bool = False  # `(*name)(...)`
+    parens: bool = False  # some other parenthesised declarator
+
+
+@dataclass
+class InitDeclarator(Node):
+    decl: Declarator
+    init: "Expr | BraceInit | None"
+
+
+@dataclass
+class BraceInit(Node):
+    items: list[Any]
+
+
+@dataclass
+class Declaration(Node):
+    specs: list[Spec]
+    items: list[InitDeclarator]
+
+
+@dataclass
+class FunctionDef(Node):
+    specs: list[Spec]
+    decl: Declarator
+    body: "Block"
+    end_line: int
+
+
+# ------------------------------------------------------------------ expressions
+
+
+@dataclass
+class Expr(Node):
+    # Annotations set by sema.
+    ty: Any = field(default=None, init=False, repr=False, compare=False)
+    const: int | None = field(default=None, init=False, repr=False, compare=False)
+    # The undecayed type when the expression names a (__shared__) array or a row of one.
+    arr: Any = field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass
+class IntLit(Expr):
+    text: str
+
+
+@dataclass
+class CharLit(Expr):
+    text: str
+
+
+@dataclass
+class BoolLit(Expr):
+    value: bool
+
+
+@dataclass
+class FloatLit(Expr):
+    text: str
+
+
+@dataclass
+class StringLit(Expr):
+    text: str
+
+
+@dataclass
+class Name(Expr):
+    name: str
+    sym: Any = field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass
+class Member(Expr):
+    base: Expr
+    name: str
+    arrow: bool = False
+    sreg: Any = field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass
+class Unary(Expr):
+    op: str  # - + ! ~ * &
+    operand: Expr
+
+
+@dataclass
+class IncDec(Expr):
+    op: str  # ++ or --
+    prefix: bool
+    operand: Expr
+
+
+@dataclass
+class Binary(Expr):
+    op: str
+    left: Expr
+    right: Expr
+    # For arithmetic ops: the common type both operands are converted to.
+    opty: Any = field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass
+class Assign(Expr):
+    op: str  # '=' or '+=' ...
+    target: Expr
+    value: Expr
+    opty: Any = field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass
+class Cond(Expr):
+    cond: Expr
+    then: Expr
+    other: Expr
+
+
+@dataclass
+class Comma(Expr):
+    left: Expr
+    right: Expr
+
+
+@dataclass
+class Cast(Expr):
+    type: TypeSyntax
+    operand: Expr
+    target: Any = field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass
+class Index(Expr):
+    base: Expr
+    index: Expr
+
+
+@dataclass
+class Call(Expr):
+    func: Expr
+    args: list[Expr]
+    # Resolved callee: a FuncSym or the name of a built-in.
+    callee: Any = field(default=None, init=False, repr=False, compare=False)
+
+
+# ------------------------------------------------------------------ statements
+
+
+@dataclass
+class Stmt(Node):
+    pass
+
+
+@dataclass
+class Block(Stmt):
+    items: list[Any]  # Stmt | Declaration
+    end_line: int = 0
+
+
+@dataclass
+class DeclStmt(Stmt):
+    decl: Declaration
+    # Set by sema: the VarSym of each declarator, in order.
+    syms: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
+
+
+@dataclass
+class ExprStmt(Stmt):
+    expr: Expr | None
+
+
+@dataclass
+class If(Stmt):
+    cond: Expr
+    then: Stmt
+    other: Stmt | None
+
+
+@dataclass
+class While(Stmt):
+    cond: Expr
+    body: Stmt
+
+
+@dataclass
+class DoWhile(Stmt):
+    body: Stmt
+    cond: Expr
+
+
+@dataclass
+class For(Stmt):
+    init: Stmt | None  # DeclStmt or ExprStmt
+    cond: Expr | None
+    step: Expr | None
+    body: Stmt
+
+
+@dataclass
+class Break(Stmt):
+    pass
+
+
+@dataclass
+class Continue(Stmt):
+    pass
+
+
+@dataclass
+class Return(Stmt):
+    value: Expr | None
+
+
+@dataclass
+class TranslationUnit:
+    items: list[Any]  # FunctionDef | Declaration

@@ -1,0 +1,919 @@
+"""Code generation: annotated AST -> qsass over virtual registers, one kernel at a time.
+
+Layout follows the machine's reconvergence rule (min-PC scheduling): code is
+emitted in source order and every join point lies after the code that
+reaches it.  `if`: `BRZ c, Lelse; then; BRA Ljoin; Lelse: else; Ljoin:`;
+`while`/`for`: `Ltop: cond; BRZ c, Lexit; body; Lcont: step; BRA Ltop; Lexit:`;
+`do`: `Ltop: body; Lcont: cond; BRNZ c, Ltop`.  break/continue/return in a
+device function branch forward; `return` in a kernel is `EXIT`.  The only
+backward branches are loop back-edges (the user's loops and the 32-iteration
+loop of each general division).
+
+Device functions are inlined at every call.  Values are `int` virtual
+registers or `C` constants (folded and used as immediates where the ISA allows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..diagnostics import CompileError
+from ..isa import AtomOp, Op, to_s32
+from ..machine import SPEC
+from ..program import Param
+from . import ast as A
+from .ir import VI
+from .sema import ATOMICS, FuncSym, VarSym
+from .types import (BOOL, CHAR, INT, UINT, ArrayType, IntType, PtrType, Type, VoidType,
+                    fold_binary, is_ptr, wrap)
+
+MASK32 = 0xFFFFFFFF
+
+
+class C:
+    """A compile-time constant value (a Python int in its type's domain or a u32 pattern)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int):
+        self.value = value
+
+    def __repr__(self) -> str:  # pragma: no cover
+        return f"C({self.value})"
+
+
+def is_c(v) -> bool:
+    return isinstance(v, C)
+
+
+@dataclass
+class MemLV:
+    base: "int | None"  # vreg holding an address, or None (absolute address in off)
+    off: int
+    elem: IntType
+
+
+@dataclass
+class VarLV:
+    sym: VarSym
+
+
+@dataclass
+class Frame:
+    func: FuncSym
+    ret_label: int | None  # None: the kernel itself (return -> EXIT)
+    ret_reg: int | None
+    loops: list[tuple[int, int]] = field(default_factory=list)  # (break label, continue label)
+
+
+def _log2(c: int) -> int | None:
+    if c > 0 and c & (c - 1) == 0:
+        return c.bit_length() - 1
+    return None
+
+
+class KernelGen:
+    IR_LIMIT = 8 * SPEC.max_instrs
+
+    def __init__(self, fs: FuncSym, filename: str, lines: list[str], remat_params: bool = False):
+        self.fs = fs
+        # Re-read parameters that are never assigned with LDC at each use instead of
+        # keeping them in registers from the entry (used when registers run short).
+        self.remat_params = remat_params
+        self.filename = filename
+        self.lines = lines
+        self.code: list[VI] = []
+        self.nv = 0
+        self.nl = 0
+        self.env: dict[VarSym, object] = {}
+        self.shared: dict[VarSym, int] = {}
+        self.shared_used = 0
+        self.frames: list[Frame] = []
+        self.var_regs: set[int] = set()  # registers that are the home of a variable
+        self.line = fs.line
+
+    # ------------------------------------------------------------------ emission
+
+    def error(self, line: int, col: int, msg: str) -> CompileError:
+        src = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return CompileError(self.filename, line, col, msg, src)
+
+    def new(self) -> int:
+        self.nv += 1
+        return self.nv - 1
+
+    def label(self) -> int:
+        self.nl += 1
+        return self.nl - 1
+
+    def place(self, lab: int) -> None:
+        self.code.append(VI(None, target=lab))
+
+    def emit(self, op: Op, rd: int = -1, rs1: int = -1, rs2: int = -1, imm: int = 0,
+             use_imm: bool = False, mod: int = 0, target: int | None = None) -> None:
+        if len(self.code) > self.IR_LIMIT:
+            raise self.error(self.fs.line, self.fs.col,
+                             f"kernel '{self.fs.name}' needs more than {SPEC.max_instrs} "
+                             f"instructions; the machine holds at most {SPEC.max_instrs}")
+        self.code.append(VI(op, rd, rs1, rs2, to_s32(imm), use_imm, int(mod), target, self.line))
+
+    def reg(self, v) -> int:
+        if is_c(v):
+            t = self.new()
+            self.emit(Op.MOV, t, imm=v.value, use_imm=True)
+            return t
+        return v
+
+    def mov(self, dst: int, v) -> None:
+        if is_c(v):
+            self.emit(Op.MOV, dst, imm=v.value, use_imm=True)
+        elif v != dst:
+            self.emit(Op.MOV, dst, v)
+
+    def alu(self, op: Op, a, b) -> "int | C":
+        """rd = a op b with ISA semantics; folds constants, uses the immediate form when b is one."""
+        from ..isa import alu as isa_alu
+
+        if is_c(a) and is_c(b):
+            return C(isa_alu(op, a.value, b.value))
+        if is_c(b):
+            c = b.value & MASK32
+            if (c == 0 and op in (Op.ADD, Op.SUB, Op.OR, Op.XOR, Op.SHL, Op.SHR, Op.SRA)) or \
+                    (c == 1 and op is Op.MUL) or (c == MASK32 and op is Op.AND):
+                return a  # identity
+        t = self.new()
+        if is_c(b):
+            self.emit(op, t, a, imm=b.value, use_imm=True)
+        else:
+            self.emit(op, t, self.reg(a), b)
+        return t
+
+    # ------------------------------------------------------------------ kernel
+
+    def run(self) -> tuple[list[VI], list[Param]]:
+        fs = self.fs
+        fd = fs.definition
+        assert fd is not None
+        params = []
+        for p in fs.params:
+            t = p.ty
+            if isinstance(t, PtrType):
+                params.append(Param(p.name, t.elem.kind, pointer=True, const=t.const))
+            else:
+                params.append(Param(p.name, t.kind, pointer=False, const=p.readonly))
+        self.frames.append(Frame(fs, None, None))
+        self.line = fs.line
+        for p in fs.params:
+            if self.remat_params and not p.assigned:
+                continue  # read where used (e_Name)
+            v = self.new()
+            self.emit(Op.LDC, v, imm=p.index)
+            self.env[p] = v
+            self.var_regs.add(v)
+        for item in fd.body.items:
+            self.stmt(item)
+        self.line = fd.end_line
+        self.emit(Op.EXIT)
+        self.frames.pop()
+        return self.code, params
+
+    # ------------------------------------------------------------------ statements
+
+    def stmt(self, s) -> None:
+        saved = self.line
+        self.line = s.line
+        getattr(self, "s_" + type(s).__name__)(s)
+        self.line = saved
+
+    def s_Block(self, s: A.Block) -> None:
+        for it in s.items:
+            self.stmt(it)
+
+    def s_DeclStmt(self, s: A.DeclStmt) -> None:
+        for sym, it in zip(s.syms, s.decl.items):
+            self.line = it.line
+            if sym.kind == "shared":
+                self.alloc_shared(sym)
+            elif sym.kind == "const":
+                self.env[sym] = C(sym.const_value)
+            else:
+                v = self.new()
+                if it.init is not None:
+                    self.mov(v, self.convert(self.val(it.init), it.init.ty, sym.ty))
+                else:
+                    self.emit(Op.MOV, v, imm=0, use_imm=True)
+                self.env[sym] = v
+                self.var_regs.add(v)
+
+    def alloc_shared(self, sym: VarSym) -> None:
+        if sym in self.shared:
+            return
+        size = 1
+        if isinstance(sym.ty, ArrayType):
+            for d in sym.ty.dims:
+                size *= d
+        if self.shared_used + size > SPEC.shared_words:
+            raise self.error(sym.line, sym.col,
+                             f"kernel '{self.fs.name}' needs {self.shared_used + size} cells of "
+                             f"__shared__ memory ('{sym.name}' needs {size}); the machine has "
+                             f"{SPEC.shared_words}")
+        self.shared[sym] = SPEC.shared_base + self.shared_used
+        self.shared_used += size
+
+    def s_ExprStmt(self, s: A.ExprStmt) -> None:
+        if s.expr is not None:
+            self.effect(s.expr)
+
+    def s_If(self, s: A.If) -> None:
+        c = s.cond.const
+        if c is not None:
+            chosen = s.then if c else s.other
+            if chosen is not None:
+                self.stmt(chosen)
+            return
+        else_l = self.label()
+        self.branch(s.cond, else_l, False)
+        self.stmt(s.then)
+        if s.other is not None:
+            end_l = self.label()
+            self.line = s.line
+            self.emit(Op.BRA, target=end_l)
+            self.place(else_l)
+            self.stmt(s.other)
+            self.place(end_l)
+        else:
+            self.place(else_l)
+
+    def loop(self, s, cond: A.Expr | None, body, step: A.Expr | None, do: bool) -> None:
+        top, exit_l, cont_l = self.label(), self.label(), self.label()
+        frame = self.frames[-1]
+        self.place(top)
+        if not do and cond is not None:
+            if cond.const is not None and not cond.const:
+                self.place(exit_l)
+                return
+            self.line = cond.line
+            self.branch(cond, exit_l, False)
+        frame.loops.append((exit_l, cont_l))
+        self.stmt(body)
+        frame.loops.pop()
+        self.place(cont_l)
+        if step is not None:
+            self.line = step.line
+            self.effect(step)
+        if do:
+            self.line = cond.line
+            self.branch(cond, top, True)
+        else:
+            self.line = s.line
+            self.emit(Op.BRA, target=top)
+        self.place(exit_l)
+
+    def s_While(self, s: A.While) -> None:
+        self.loop(s, s.cond, s.body, None, do=False)
+
+    def s_DoWhile(self, s: A.DoWhile) -> None:
+        self.loop(s, s.cond, s.body, None, do=True)
+
+    def s_For(self, s: A.For) -> None:
+        if s.init is not None:
+            self.stmt(s.init)
+            self.line = s.line
+        self.loop(s, s.cond, s.body, s.step, do=False)
+
+    def s_Break(self, s: A.Break) -> None:
+        self.emit(Op.BRA, target=self.frames[-1].loops[-1][0])
+
+    def s_Continue(self, s: A.Continue) -> None:
+        self.emit(Op.BRA, target=self.frames[-1].loops[-1][1])
+
+    def s_Return(self, s: A.Return) -> None:
+        frame = self.frames[-1]
+        if frame.ret_label is None:
+            if s.value is not None:
+                self.effect(s.value)
+            self.emit(Op.EXIT)
+            return
+        if s.value is not None:
+            if frame.ret_reg is not None:
+                v = self.convert(self.val(s.value), s.value.ty, frame.func.ret)
+                self.mov(frame.ret_reg, v)
+            else:
+                self.effect(s.value)
+        self.emit(Op.BRA, target=frame.ret_label)
+
+    # ------------------------------------------------------------------ conversions
+
+    def convert(self, v, src: Type, dst: Type):
+        if not isinstance(dst, IntType) or not isinstance(src, IntType):
+            return v
+        if is_c(v):
+            return C(wrap(v.value, dst))
+        k = dst.kind
+        if k == "bool":
+            return v if src.kind == "bool" else self.alu(Op.SNE, v, C(0))
+        if k == "char":
+            if src.kind in ("char", "bool"):
+                return v
+            return self.alu(Op.SRA, self.alu(Op.SHL, v, C(24)), C(24))
+        if k == "uchar":
+            if src.kind in ("uchar", "bool"):
+                return v
+            return self.alu(Op.AND, v, C(0xFF))
+        return v
+
+    # ------------------------------------------------------------------ memory
+
+    def base_reg(self, lv: MemLV) -> tuple[int, int]:
+        if lv.base is None:
+            t = self.new()
+            self.emit(Op.MOV, t, imm=lv.off, use_imm=True)
+            return t, 0
+        return lv.base, lv.off
+
+    def load(self, lv: MemLV) -> int:
+        b, off = self.base_reg(lv)
+        t = self.new()
+        self.emit(Op.LD, t, b, imm=off)
+        if lv.elem == CHAR:
+            return self.alu(Op.SRA, self.alu(Op.SHL, t, C(24)), C(24))
+        return t
+
+    def store(self, lv: MemLV, v) -> None:
+        """Store v (already converted to the element type) into a cell."""
+        if lv.elem == CHAR:
+            v = self.alu(Op.AND, v, C(0xFF))
+        v = self.reg(v)
+        b, off = self.base_reg(lv)
+        self.emit(Op.ST, -1, b, v, imm=off)
+
+    def read(self, lv):
+        if isinstance(lv, VarLV):
+            return self.env[lv.sym]
+        return self.load(lv)
+
+    def write(self, lv, v) -> None:
+        if isinstance(lv, VarLV):
+            self.mov(self.env[lv.sym], v)
+        else:
+            self.store(lv, v)
+
+    def add_offset(self, base, off: int, idx, stride: int) -> tuple["int | None", int]:
+        """Address base+off+idx*stride as (register or None, constant offset)."""
+        if is_c(base):
+            off += base.value
+            base = None
+        if is_c(idx):
+            return base, off + idx.value * stride
+        if stride != 1:
+            k = _log2(stride)
+            idx = self.alu(Op.SHL, idx, C(k)) if k is not None else self.alu(Op.MUL, idx, C(stride))
+        if base is None:
+            return idx, off
+        return self.alu(Op.ADD, base, idx), off
+
+    def split_const(self, e: A.Expr) -> tuple[A.Expr | None, int]:
+        """e as (rest, constant) with e == rest + constant (modulo 2^32)."""
+        if e.const is not None:
+            return None, e.const
+        if isinstance(e, A.Binary) and e.op in ("+", "-") and not is_ptr(e.ty):
+            if e.right.const is not None:
+                c = e.right.const
+                return e.left, (c if e.op == "+" else -c)
+            if e.op == "+" and e.left.const is not None:
+                return e.right, e.left.const
+        return e, 0
+
+    def index_addr(self, e: A.Index) -> tuple["int | None", int]:
+        arr = e.base.arr
+        if arr is not None:
+            base, off = self.array_addr(e.base)
+            stride = 1
+            for d in arr.dims[1:]:
+                stride *= d
+        else:
+            base, off = self.ptr_addr(e.base)
+            stride = 1
+        rest, c = self.split_const(e.index)
+        off += c * stride
+        if rest is None:
+            return base, off
+        return self.add_offset(base, off, self.val(rest), stride)
+
+    def array_addr(self, e: A.Expr) -> tuple["int | None", int]:
+        """Address of an array or array row expression."""
+        if isinstance(e, A.Name):
+            return None, self.shared[e.sym]
+        assert isinstance(e, A.Index)
+        return self.index_addr(e)
+
+    def ptr_addr(self, pe: A.Expr) -> tuple["int | None", int]:
+        """The address a pointer-valued expression holds, as (register or None, offset)."""
+        if pe.arr is not None:
+            return self.array_addr(pe)
+        if isinstance(pe, A.Binary) and pe.op in ("+", "-") and is_ptr(pe.ty):
+            if is_ptr(pe.left.ty):
+                p, ie = pe.left, pe.right
+            else:
+                p, ie = pe.right, pe.left
+            base, off = self.ptr_addr(p)
+            rest, c = self.split_const(ie)
+            sign = -1 if pe.op == "-" else 1
+            off += sign * c
+            if rest is None:
+                return base, off
+            iv = self.val(rest)
+            if sign < 0:
+                iv = self.alu(Op.MUL, iv, C(-1))
+            return self.add_offset(base, off, iv, 1)
+        if isinstance(pe, A.Unary) and pe.op == "&":
+            lv = self.lvalue(pe.operand)
+            assert isinstance(lv, MemLV)
+            return lv.base, lv.off
+        v = self.val(pe)
+        if is_c(v):
+            return None, v.value
+        return v, 0
+
+    def lvalue(self, e: A.Expr):
+        if isinstance(e, A.Name):
+            sym = e.sym
+            if sym.kind == "shared":
+                return MemLV(None, self.shared[sym], sym.ty)
+            v = self.env[sym]
+            if is_c(v):  # an unassigned parameter bound to a constant: give it a register
+                r = self.reg(v)
+                self.env[sym] = r
+            return VarLV(sym)
+        if isinstance(e, A.Index):
+            base, off = self.index_addr(e)
+            return MemLV(base, off, e.ty)
+        if isinstance(e, A.Unary) and e.op == "*":
+            base, off = self.ptr_addr(e.operand)
+            return MemLV(base, off, e.ty)
+        raise AssertionError(f"not an lvalue: {e}")  # pragma: no cover
+
+    # ------------------------------------------------------------------ expressions
+
+    def effect(self, e: A.Expr) -> None:
+        """Evaluate e for its side effects only."""
+        saved = self.line
+        self.line = e.line
+        if isinstance(e, A.Assign):
+            self.e_Assign(e, want=False)
+        elif isinstance(e, A.IncDec):
+            self.e_IncDec(e, want=False)
+        elif isinstance(e, A.Comma):
+            self.effect(e.left)
+            self.effect(e.right)
+        elif isinstance(e, A.Cast) and isinstance(e.target, VoidType):
+            self.effect(e.operand)
+        elif isinstance(e, A.Cond) and isinstance(e.ty, VoidType):
+            self.e_Cond(e)
+        elif e.const is not None:
+            pass
+        else:
+            self.val(e)
+        self.line = saved
+
+    def val(self, e: A.Expr):
+        """The value of e (decayed arrays give their address)."""
+        if e.const is not None and not is_ptr(e.ty):
+            return C(e.const)
+        saved = self.line
+        self.line = e.line
+        if e.arr is not None:
+            base, off = self.array_addr(e)
+            v = C(off) if base is None else (base if off == 0 else self.alu(Op.ADD, base, C(off)))
+        else:
+            v = getattr(self, "e_" + type(e).__name__)(e)
+        self.line = saved
+        return v
+
+    def e_Name(self, e: A.Name):
+        sym = e.sym
+        if sym.kind == "shared":
+            return self.load(MemLV(None, self.shared[sym], sym.ty))
+        if sym not in self.env and sym.kind == "param" and sym in self.fs.params:
+            t = self.new()  # a kernel parameter re-read where it is used
+            self.emit(Op.LDC, t, imm=sym.index)
+            return t
+        return self.env[sym]
+
+    def e_Member(self, e: A.Member):
+        t = self.new()
+        self.emit(Op.S2R, t, mod=e.sreg)
+        return t
+
+    def e_Unary(self, e: A.Unary):
+        op = e.op
+        if op == "*":
+            return self.load(self.lvalue(e))
+        if op == "&":
+            base, off = self.ptr_addr(e)
+            if base is None:
+                return C(off)
+            return base if off == 0 else self.alu(Op.ADD, base, C(off))
+        v = self.val(e.operand)
+        if op == "+":
+            return v
+        if op == "-":
+            return self.alu(Op.MUL, v, C(-1))
+        if op == "~":
+            return self.alu(Op.XOR, v, C(-1))
+        if op == "!":
+            return self.alu(Op.SEQ, v, C(0))
+        raise AssertionError(op)  # pragma: no cover
+
+    def e_IncDec(self, e: A.IncDec, want: bool = True):
+        lv = self.lvalue(e.operand)
+        t = e.operand.ty
+        old = self.read(lv)
+        delta = 1 if e.op == "++" else -1
+        if isinstance(lv, VarLV) and want and not e.prefix:
+            copy = self.new()
+            self.mov(copy, old)
+            old = copy
+        new = self.alu(Op.ADD, old, C(delta))
+        stored = self.assign_to(lv, new, t if is_ptr(t) else INT, t, want and e.prefix)
+        if not want:
+            return None
+        return stored if e.prefix else old
+
+    def e_Binary(self, e: A.Binary):
+        op = e.op
+        if op in ("&&", "||"):
+            return self.logical(e)
+        lt, rt = e.left.ty, e.right.ty
+        if op in ("+", "-") and (is_ptr(lt) or is_ptr(rt)):
+            if op == "-" and is_ptr(lt) and is_ptr(rt):
+                return self.alu(Op.SUB, self.val(e.left), self.val(e.right))
+            base, off = self.ptr_addr(e)
+            if base is None:
+                return C(off)
+            return base if off == 0 else self.alu(Op.ADD, base, C(off))
+        a = self.val(e.left)
+        b = self.val(e.right)
+        if op in ("<", ">", "<=", ">=", "==", "!="):
+            t, neg = self.compare(op, a, b, e.opty)
+            return self.alu(Op.XOR, t, C(1)) if neg else t
+        return self.arith(op, a, b, e.opty)
+
+    def arith(self, op: str, a, b, t: IntType):
+        if is_c(a) and is_c(b):
+            return C(fold_binary(op, a.value, b.value, t))
+        if op in ("+", "*", "&", "|", "^") and is_c(a):
+            a, b = b, a
+        if op == "+":
+            if is_c(b) and b.value & MASK32 == 0:
+                return a
+            return self.alu(Op.ADD, a, b)
+        if op == "-":
+            if is_c(b):
+                if b.value & MASK32 == 0:
+                    return a
+                return self.alu(Op.ADD, a, C(-b.value))
+            return self.alu(Op.SUB, a, b)
+        if op == "*":
+            if is_c(b):
+                c = b.value & MASK32
+                if c == 0:
+                    return C(0)
+                if c == 1:
+                    return a
+                k = _log2(c)
+                if k is not None:
+                    return self.alu(Op.SHL, a, C(k))
+            return self.alu(Op.MUL, a, b)
+        if op in ("/", "%"):
+            return self.divmod(op, a, b, t.signed)
+        if op == "&":
+            return self.alu(Op.AND, a, b)
+        if op == "|":
+            return self.alu(Op.OR, a, b)
+        if op == "^":
+            return self.alu(Op.XOR, a, b)
+        if op == "<<":
+            return self.alu(Op.SHL, a, C(b.value & 31) if is_c(b) else b)
+        if op == ">>":
+            return self.alu(Op.SRA if t.signed else Op.SHR, a, C(b.value & 31) if is_c(b) else b)
+        raise AssertionError(op)  # pragma: no cover
+
+    def compare(self, op: str, a, b, t: IntType) -> tuple["int | C", bool]:
+        """(v, negated): the truth of `a op b` is v (0/1), inverted when negated."""
+        signed = t.signed
+        slt = Op.SLT if signed else Op.SLTU
+        if is_c(a) and is_c(b):
+            return C(fold_binary(op, a.value, b.value, t)), False
+        if op in ("==", "!="):
+            if is_c(a):
+                a, b = b, a
+            return self.alu(Op.SEQ if op == "==" else Op.SNE, a, b), False
+        if is_c(a):  # put the constant on the right
+            a, b = b, a
+            op = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}[op]
+        if is_c(b) and op in (">", "<="):
+            c = wrap(b.value, t)
+            top = 0x7FFFFFFF if signed else MASK32
+            if c == top:  # a <= MAX is always true, a > MAX always false
+                return C(1 if op == "<=" else 0), False
+            # a <= c  <=>  a < c+1 ;  a > c  <=>  !(a < c+1)
+            return self.alu(slt, a, C(c + 1)), op == ">"
+        if op == "<":
+            return self.alu(slt, a, b), False
+        if op == ">=":
+            return self.alu(slt, a, b), True
+        if op == ">":
+            return self.alu(slt, self.reg(b), a), False
+        return self.alu(slt, self.reg(b), a), True  # <=
+
+    def logical(self, e: A.Binary):
+        is_and = e.op == "&&"
+        lc = e.left.const
+        if lc is not None:
+            if bool(lc) != is_and:  # 0 && x -> 0 ; 1 || x -> 1
+                return C(0 if is_and else 1)
+            return self.truth(e.right)
+        res = self.new()
+        end = self.label()
+        self.mov(res, self.truth(e.left))
+        self.emit(Op.BRZ if is_and else Op.BRNZ, rs1=res, target=end)
+        self.mov(res, self.truth(e.right))
+        self.place(end)
+        return res
+
+    def truth(self, e: A.Expr):
+        """e converted to bool (0/1)."""
+        v = self.val(e)
+        if e.ty == BOOL:
+            return v
+        if is_c(v):
+            return C(int(v.value != 0))
+        return self.alu(Op.SNE, v, C(0))
+
+    def branch(self, e: A.Expr, lab: int, jump_if: bool) -> None:
+        """Branch to lab when the truth of e equals jump_if; fall through otherwise."""
+        if e.const is not None:
+            if bool(e.const) == jump_if:
+                self.emit(Op.BRA, target=lab)
+            return
+        saved = self.line
+        self.line = e.line
+        if isinstance(e, A.Binary) and e.op in ("&&", "||"):
+            is_and = e.op == "&&"
+            if jump_if != is_and:
+                # && jumping on false / || jumping on true: either operand decides.
+                self.branch(e.left, lab, jump_if)
+                self.branch(e.right, lab, jump_if)
+            else:
+                skip = self.label()
+                self.branch(e.left, skip, not jump_if)
+                self.branch(e.right, lab, jump_if)
+                self.place(skip)
+        elif isinstance(e, A.Unary) and e.op == "!":
+            self.branch(e.operand, lab, not jump_if)
+        elif isinstance(e, A.Binary) and e.op in ("<", ">", "<=", ">=", "==", "!="):
+            if e.op in ("==", "!=") and (e.right.const == 0 or e.left.const == 0):
+                # x == 0 / x != 0: test x directly
+                other = e.left if e.right.const == 0 else e.right
+                v = self.val(other)
+                truth_is_v = e.op == "!="
+                self.cond_jump(v, jump_if == truth_is_v, lab)
+            else:
+                a = self.val(e.left)
+                b = self.val(e.right)
+                t, neg = self.compare(e.op, a, b, e.opty)
+                self.cond_jump(t, jump_if != neg, lab)
+        else:
+            self.cond_jump(self.val(e), jump_if, lab)
+        self.line = saved
+
+    def cond_jump(self, v, nonzero: bool, lab: int) -> None:
+        if is_c(v):
+            if (v.value != 0) == nonzero:
+                self.emit(Op.BRA, target=lab)
+            return
+        self.emit(Op.BRNZ if nonzero else Op.BRZ, rs1=v, target=lab)
+
+    def assign_to(self, lv, raw, src: Type, dst: Type, want: bool):
+        """Store raw (a value of type src) converted to dst into lv; returns the stored value."""
+        if isinstance(lv, MemLV) and lv.elem == CHAR and isinstance(src, IntType):
+            # The cell keeps the low 8 bits only: no need to sign-extend first.
+            self.store(lv, raw)
+            return self.convert(raw, src, dst) if want else None
+        v = self.convert(raw, src, dst)
+        self.write(lv, v)
+        if isinstance(lv, VarLV):
+            return self.env[lv.sym]
+        return v
+
+    def e_Assign(self, e: A.Assign, want: bool = True):
+        tt = e.target.ty
+        if e.op == "=":
+            raw = self.val(e.value)  # C++17: the right operand is sequenced first
+            lv = self.lvalue(e.target)
+            return self.assign_to(lv, raw, e.value.ty, tt, want)
+        op = e.op[:-1]
+        rv = self.val(e.value)
+        lv = self.lvalue(e.target)
+        old = self.read(lv)
+        if is_ptr(tt):
+            if op == "-":
+                rv = C(-rv.value) if is_c(rv) else self.alu(Op.MUL, rv, C(-1))
+            new = old if is_c(rv) and rv.value & MASK32 == 0 else self.alu(Op.ADD, old, rv)
+            return self.assign_to(lv, new, tt, tt, want)
+        new = self.arith(op, old, rv, e.opty)
+        return self.assign_to(lv, new, e.opty, tt, want)
+
+    def e_Cond(self, e: A.Cond):
+        c = e.cond.const
+        void = isinstance(e.ty, VoidType)
+        if c is not None:
+            chosen = e.then if c else e.other
+            if void:
+                self.effect(chosen)
+                return None
+            return self.convert(self.val(chosen), chosen.ty, e.ty)
+        else_l, end_l = self.label(), self.label()
+        res = None if void else self.new()
+        self.branch(e.cond, else_l, False)
+        for i, arm in enumerate((e.then, e.other)):
+            if void:
+                self.effect(arm)
+            else:
+                self.mov(res, self.convert(self.val(arm), arm.ty, e.ty))
+            if i == 0:
+                self.emit(Op.BRA, target=end_l)
+                self.place(else_l)
+        self.place(end_l)
+        return res
+
+    def e_Comma(self, e: A.Comma):
+        self.effect(e.left)
+        return self.val(e.right)
+
+    def e_Cast(self, e: A.Cast):
+        if isinstance(e.target, VoidType):
+            self.effect(e.operand)
+            return None
+        return self.convert(self.val(e.operand), e.operand.ty, e.target)
+
+    def e_Index(self, e: A.Index):
+        return self.load(self.lvalue(e))
+
+    # ------------------------------------------------------------------ calls
+
+    def e_Call(self, e: A.Call):
+        callee = e.callee
+        if isinstance(callee, FuncSym):
+            return self.inline(e, callee)
+        if callee == "__syncthreads":
+            self.emit(Op.BAR)
+            return None
+        if callee in ("min", "max"):
+            t = e.ty
+            a = self.convert(self.val(e.args[0]), e.args[0].ty, t)
+            b = self.convert(self.val(e.args[1]), e.args[1].ty, t)
+            # min(a,b) = b + (a-b)*(a<b) ; max(a,b) = a + (b-a)*(a<b)
+            lt, neg = self.compare("<", a, b, t)
+            if neg:
+                lt = self.alu(Op.XOR, lt, C(1))
+            if callee == "min":
+                return self.arith("+", b, self.arith("*", self.alu(Op.SUB, self.reg(a), b), lt, UINT), UINT)
+            return self.arith("+", a, self.arith("*", self.alu(Op.SUB, self.reg(b), a), lt, UINT), UINT)
+        if callee == "abs":
+            v = self.val(e.args[0])
+            s = self.alu(Op.SRA, v, C(31))
+            return self.alu(Op.SUB, self.alu(Op.XOR, v, s), s)
+        if callee in ATOMICS:
+            return self.atomic(e, callee)
+        raise AssertionError(callee)  # pragma: no cover
+
+    def atomic(self, e: A.Call, name: str):
+        elem = e.ty
+        base, off = self.ptr_addr(e.args[0])
+        vals = [self.convert(self.val(a), a.ty, elem) for a in e.args[1:]]
+        if base is None:
+            base = self.reg(C(off))
+            off = 0
+        rd = self.new()
+        if name == "atomicCAS":
+            cmp, new = vals
+            self.mov(rd, new)
+            self.emit(Op.ATOM, rd, base, self.reg(cmp), imm=off, mod=AtomOp.CAS)
+            return rd
+        v = vals[0]
+        signed = elem == INT
+        mod = {
+            "atomicAdd": AtomOp.ADD, "atomicSub": AtomOp.ADD, "atomicExch": AtomOp.EXCH,
+            "atomicAnd": AtomOp.AND, "atomicOr": AtomOp.OR, "atomicXor": AtomOp.XOR,
+            "atomicMin": AtomOp.MIN if signed else AtomOp.MINU,
+            "atomicMax": AtomOp.MAX if signed else AtomOp.MAXU,
+        }[name]
+        if name == "atomicSub":
+            v = C(-v.value) if is_c(v) else self.alu(Op.MUL, v, C(-1))
+        self.emit(Op.ATOM, rd, base, self.reg(v), imm=off, mod=mod)
+        return rd
+
+    def inline(self, e: A.Call, fs: FuncSym):
+        fd = fs.definition
+        assert fd is not None
+        args = []
+        for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
+            v = self.convert(self.val(a), a.ty, pt)
+            if not is_c(v) and v in self.var_regs and i + 1 < len(e.args):
+                # A later argument might modify the variable: pass its current value.
+                r = self.new()
+                self.mov(r, v)
+                v = r
+            args.append(v)
+        for sym, v in zip(fs.params, args):
+            if sym.assigned:
+                r = self.new()
+                self.mov(r, v)
+                self.env[sym] = r
+                self.var_regs.add(r)
+            else:
+                self.env[sym] = v
+        ret_reg = None if isinstance(fs.ret, VoidType) else self.new()
+        frame = Frame(fs, self.label(), ret_reg)
+        self.frames.append(frame)
+        if ret_reg is not None and not self.always_returns(fd.body):
+            # Falling off the end of a non-void function is undefined; make it 0.
+            self.emit(Op.MOV, ret_reg, imm=0, use_imm=True)
+        for item in fd.body.items:
+            self.stmt(item)
+        self.frames.pop()
+        self.place(frame.ret_label)
+        return ret_reg
+
+    def always_returns(self, s) -> bool:
+        if isinstance(s, A.Return):
+            return True
+        if isinstance(s, A.Block):
+            return any(self.always_returns(x) for x in s.items)
+        if isinstance(s, A.If):
+            return s.other is not None and self.always_returns(s.then) and self.always_returns(s.other)
+        return False
+
+    # ------------------------------------------------------------------ division
+
+    def divmod(self, op: str, a, b, signed: bool):
+        want_q = op == "/"
+        if is_c(b):
+            c = b.value & MASK32
+            if c == 1:
+                return a if want_q else C(0)
+            k = _log2(c)
+            if not signed and k is not None:
+                return self.alu(Op.SHR, a, C(k)) if want_q else self.alu(Op.AND, a, C(c - 1))
+            if signed and c == MASK32:  # divisor -1
+                return self.alu(Op.MUL, a, C(-1)) if want_q else C(0)
+            if signed and k is not None and k < 31:
+                bias = self.alu(Op.SHR, self.alu(Op.SRA, a, C(31)), C(32 - k))
+                t = self.alu(Op.ADD, a, bias)
+                if want_q:
+                    return self.alu(Op.SRA, t, C(k))
+                return self.alu(Op.SUB, a, self.alu(Op.AND, t, C(-c)))
+        if not signed:
+            q, r = self.udiv(a, b)
+            return q if want_q else r
+        sa = self.alu(Op.SRA, a, C(31))
+        ua = self.alu(Op.SUB, self.alu(Op.XOR, a, sa), sa)
+        if is_c(b):
+            bv = to_s32(b.value)
+            sb = C(-1 if bv < 0 else 0)
+            ub = C(abs(bv) & MASK32)
+        else:
+            sb = self.alu(Op.SRA, b, C(31))
+            ub = self.alu(Op.SUB, self.alu(Op.XOR, b, sb), sb)
+        q, r = self.udiv(ua, ub)
+        if want_q:
+            s = self.alu(Op.XOR, sa, sb)
+            return self.alu(Op.SUB, self.alu(Op.XOR, q, s), s)
+        return self.alu(Op.SUB, self.alu(Op.XOR, r, sa), sa)
+
+    def udiv(self, n, d) -> tuple[int, int]:
+        """32-iteration restoring division; returns (quotient, remainder) registers.
+
+        n/0 gives quotient 0xFFFFFFFF and remainder n.
+        """
+        nn, r, i = self.new(), self.new(), self.new()
+        self.mov(nn, n)
+        self.emit(Op.MOV, r, imm=0, use_imm=True)
+        self.emit(Op.MOV, i, imm=32, use_imm=True)
+        top = self.label()
+        self.place(top)
+        carry = self.alu(Op.SHR, r, C(31))           # bit shifted out of r
+        self.emit(Op.SHL, r, r, imm=1, use_imm=True)
+        hi = self.alu(Op.SHR, nn, C(31))             # next dividend bit
+        self.emit(Op.OR, r, r, hi)
+        self.emit(Op.SHL, nn, nn, imm=1, use_imm=True)
+        lt = self.alu(Op.SLTU, r, d)
+        ge = self.alu(Op.OR, self.alu(Op.XOR, lt, C(1)), carry)  # r >= d (or overflowed)
+        self.emit(Op.OR, nn, nn, ge)                 # quotient bit enters at the bottom
+        sub = self.alu(Op.MUL, ge, d)
+        self.emit(Op.SUB, r, r, sub)
+        self.emit(Op.ADD, i, i, imm=-1, use_imm=True)
+        self.emit(Op.BRNZ, rs1=i, target=top)
+        return nn, r

@@ -1,0 +1,68 @@
+"""The code generator's intermediate form: qsass instructions over virtual registers.
+
+`VI` mirrors `isa.Instr` but its register fields hold virtual register numbers
+(-1 = unused), branches name a label instead of an address, and `LABEL`
+pseudo-instructions mark branch targets.  `regalloc.py` turns a list of VIs
+into real `Instr`s.
+"""
+
+from __future__ import annotations
+
+from ..isa import WRITES_RD, AtomOp, Fmt, FORMATS, Op
+
+
+class VI:
+    __slots__ = ("op", "rd", "rs1", "rs2", "imm", "use_imm", "mod", "target", "line")
+
+    def __init__(self, op: Op | None, rd: int = -1, rs1: int = -1, rs2: int = -1, imm: int = 0,
+                 use_imm: bool = False, mod: int = 0, target: int | None = None,
+                 line: int | None = None):
+        self.op = op  # None: a label (its number in `target`)
+        self.rd = rd
+        self.rs1 = rs1
+        self.rs2 = rs2
+        self.imm = imm
+        self.use_imm = use_imm
+        self.mod = mod
+        self.target = target
+        self.line = line
+
+    @property
+    def is_label(self) -> bool:
+        return self.op is None
+
+    def reads(self) -> tuple[int, ...]:
+        f = FORMATS[self.op]
+        if f is Fmt.ALU:
+            return (self.rs1,) if self.use_imm else (self.rs1, self.rs2)
+        if f is Fmt.MOV:
+            return () if self.use_imm else (self.rs1,)
+        if f is Fmt.LD:
+            return (self.rs1,)
+        if f is Fmt.ST:
+            return (self.rs1, self.rs2)
+        if f is Fmt.ATOM:
+            return (self.rs1, self.rs2, self.rd) if self.mod == AtomOp.CAS else (self.rs1, self.rs2)
+        if f is Fmt.BRC:
+            return (self.rs1,)
+        return ()
+
+    def writes(self) -> int | None:
+        return self.rd if self.op in WRITES_RD else None
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        if self.op is None:
+            return f"L{self.target}:"
+        parts = [self.op.name]
+        for f in ("rd", "rs1", "rs2"):
+            v = getattr(self, f)
+            if v >= 0:
+                parts.append(f"{f}=v{v}")
+        if self.use_imm or self.op in (Op.LD, Op.ST, Op.ATOM, Op.LDC):
+            parts.append(f"#{self.imm}")
+        if self.target is not None:
+            parts.append(f"->L{self.target}")
+        return " ".join(parts)
+
+
+PURE_OPS = frozenset(op for op, f in FORMATS.items() if f in (Fmt.ALU, Fmt.MOV, Fmt.S2R, Fmt.LDC))

@@ -1,0 +1,461 @@
+"""Source text -> `ast.TranslationUnit`.
+
+Pipeline: `preprocess` (comments, directives) -> Lark's lexer -> macro
+expansion and rejection of unsupported C++ keywords on the token stream ->
+Lark's LALR parser fed token by token -> a tree builder that turns the Lark
+tree into the dataclasses of `ast.py`.  Lark's exceptions are converted into
+`CompileError`s with gcc-style messages ("expected ';' before 'x'").
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from ..diagnostics import CompileError
+from . import ast as A
+from .preprocess import MacroDef, Preprocessed, preprocess
+
+GRAMMAR_FILE = "cuda.lark"
+
+
+def grammar_path() -> Path:
+    """The grammar inside the installed package if present, else the repository's."""
+    import qgcc
+
+    here = Path(qgcc.__file__).resolve()
+    candidates = [here.parent / "grammars" / GRAMMAR_FILE]
+    if len(here.parents) > 2:
+        candidates.append(here.parents[2] / "grammars" / GRAMMAR_FILE)
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise FileNotFoundError(f"cannot find the grammar {GRAMMAR_FILE} (looked in "
+                            + ", ".join(str(c.parent) for c in candidates) + ")")
+
+
+@lru_cache(maxsize=1)
+def get_lark() -> Lark:
+    text = grammar_path().read_text(encoding="utf-8")
+    return Lark(text, parser="lalr", lexer="basic", propagate_positions=True,
+                maybe_placeholders=True)
+
+
+# Reserved words of CUDA C++ that the subset does not have, with the message naming them.
+UNSUPPORTED_KEYWORDS: dict[str, str] = {
+    "switch": "'switch' statements are not supported; use if/else",
+    "case": "'case' labels are not supported ('switch' is not supported)",
+    "default": "'default' labels are not supported ('switch' is not supported)",
+    "goto": "'goto' is not supported",
+    "struct": "'struct' types are not supported",
+    "class": "'class' types are not supported",
+    "union": "'union' types are not supported",
+    "enum": "'enum' types are not supported; use const int or #define",
+    "template": "templates are not supported",
+    "typename": "templates are not supported ('typename')",
+    "new": "dynamic memory allocation ('new') is not supported",
+    "delete": "dynamic memory allocation ('delete') is not supported",
+    "sizeof": "'sizeof' is not supported (memory is addressed in 32-bit cells: every element "
+              "occupies one cell)",
+    "namespace": "namespaces are not supported",
+    "using": "'using' is not supported",
+    "operator": "operator overloading is not supported",
+    "virtual": "'virtual' is not supported",
+    "this": "'this' is not supported (no classes)",
+    "throw": "exceptions are not supported ('throw')",
+    "try": "exceptions are not supported ('try')",
+    "catch": "exceptions are not supported ('catch')",
+    "asm": "inline assembly ('asm') is not supported",
+    "__asm__": "inline assembly ('__asm__') is not supported",
+    "nullptr": "'nullptr' is not supported; use 0",
+    "static_cast": "C++ casts ('static_cast') are not supported; use a C cast",
+    "reinterpret_cast": "C++ casts ('reinterpret_cast') are not supported; use a C cast",
+    "const_cast": "C++ casts ('const_cast') are not supported; use a C cast",
+    "dynamic_cast": "C++ casts ('dynamic_cast') are not supported; use a C cast",
+    "decltype": "'decltype' is not supported",
+    "static_assert": "'static_assert' is not supported",
+    "alignas": "'alignas' is not supported",
+    "__align__": "'__align__' is not supported",
+    "explicit": "'explicit' is not supported",
+    "friend": "'friend' is not supported",
+    "mutable": "'mutable' is not supported",
+    "public": "'public' is not supported (no classes)",
+    "private": "'private' is not supported (no classes)",
+    "protected": "'protected' is not supported (no classes)",
+    "typeid": "'typeid' is not supported",
+    "wchar_t": "'wchar_t' is not supported",
+    "half": "'half' is not supported",
+    "__half": "'__half' is not supported",
+}
+
+_REGEX_TERMINAL_NAMES = {
+    "NAME": "an identifier",
+    "INTLIT": "a number",
+    "FLOATLIT": "a number",
+    "CHARLIT": "a character literal",
+    "STRLIT": "a string literal",
+    "$END": "end of input",
+}
+
+
+class _Ctx:
+    def __init__(self, filename: str, source: str):
+        self.filename = filename
+        self.lines = source.split("\n")
+
+    def error(self, line: int, col: int, msg: str) -> CompileError:
+        src = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return CompileError(self.filename, line, col, msg, src)
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type == "$END":
+        return "end of input"
+    return f"'{tok.value}'"
+
+
+def _terminal_text(name: str) -> str | None:
+    if name in _REGEX_TERMINAL_NAMES:
+        return None
+    try:
+        t = get_lark().get_terminal(name)
+    except KeyError:
+        return None
+    if t.pattern.type == "str":
+        return t.pattern.value
+    return None
+
+
+def _syntax_message(expected: set[str], tok: Token) -> str:
+    texts = {_terminal_text(n) for n in expected}
+    found = _describe_token(tok)
+    where = "at end of input" if tok.type == "$END" else f"before {found}"
+    if tok.type == "$END" and "}" in texts:
+        return "expected '}' at end of input"
+    if "NAME" in expected and "INTLIT" not in expected and \
+            tok.type in ("INTLIT", "FLOATLIT", "CHARLIT", "STRLIT"):
+        return f"expected an identifier {where}"
+    if "__global__" in texts and "}" not in texts:
+        return f"expected a declaration {where}"
+    if "INTLIT" in expected and ("(" in texts or "-" in texts):
+        return f"expected an expression {where}"
+    for want in (";", ")", "]", "}", ":", "(", "while"):
+        if want in texts:
+            return f"expected '{want}' {where}"
+    if "NAME" in expected:
+        return f"expected an identifier {where}"
+    if tok.type == "$END":
+        return "unexpected end of input"
+    return f"unexpected {found}"
+
+
+class _Expander:
+    """The token stream: Lark's lexer output with object-like macros expanded."""
+
+    def __init__(self, ctx: _Ctx, pp: Preprocessed):
+        self.ctx = ctx
+        self.pp = pp
+        self.body_cache: dict[int, list[Token]] = {}
+        self.last: Token | None = None
+
+    def _lex(self, text: str):
+        return get_lark().lex(text)
+
+    def _body_tokens(self, m: MacroDef) -> list[Token]:
+        key = id(m)
+        if key not in self.body_cache:
+            try:
+                toks = list(self._lex(m.body))
+            except UnexpectedCharacters as e:
+                raise self.ctx.error(m.line, m.body_col + e.column - 1,
+                                     f"unexpected character '{m.body[e.pos_in_stream]}' "
+                                     f"in macro '{m.name}'") from None
+            self.body_cache[key] = toks
+        return self.body_cache[key]
+
+    def tokens(self):
+        try:
+            for tok in self._lex(self.pp.text):
+                yield from self._expand(tok, frozenset())
+        except UnexpectedCharacters as e:
+            ch = self.pp.text[e.pos_in_stream] if e.pos_in_stream < len(self.pp.text) else "?"
+            if ch in "\"'":
+                raise self.ctx.error(e.line, e.column, f"missing terminating {ch} character") from None
+            shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}"
+            raise self.ctx.error(e.line, e.column, f"unexpected character '{shown}'") from None
+
+    def _expand(self, tok: Token, hide: frozenset):
+        if tok.type == "NAME":
+            m = self.pp.lookup(tok.value, tok.line)
+            if m is not None and tok.value not in hide:
+                if len(hide) > 64:
+                    raise self.ctx.error(tok.line, tok.column, "macro expansion nested too deeply")
+                for bt in self._body_tokens(m):
+                    nt = Token(bt.type, bt.value, start_pos=tok.start_pos, line=tok.line,
+                               column=tok.column, end_line=tok.end_line,
+                               end_column=tok.end_column, end_pos=tok.end_pos)
+                    yield from self._expand(nt, hide | {tok.value})
+                return
+            if tok.value in UNSUPPORTED_KEYWORDS:
+                raise self.ctx.error(tok.line, tok.column, UNSUPPORTED_KEYWORDS[tok.value])
+        self.last = tok
+        yield tok
+
+
+def parse(source: str, filename: str = "<input>") -> A.TranslationUnit:
+    ctx = _Ctx(filename, source)
+    pp = preprocess(source, filename)
+    lark = get_lark()
+    ip = lark.parse_interactive(None)
+    exp = _Expander(ctx, pp)
+    prev: Token | None = None
+    tok: Token | None = None
+    try:
+        for tok in exp.tokens():
+            ip.feed_token(tok)
+            prev = tok
+        tree = ip.feed_eof(prev)
+    except UnexpectedToken as e:
+        bad = e.token
+        if bad.type == "$END":
+            line = prev.end_line if prev is not None else 1
+            col = prev.end_column if prev is not None else 1
+        else:
+            line, col = bad.line, bad.column
+        expected = set(e.expected)
+        try:  # exact set (LALR lookaheads of a reduce state over-approximate)
+            expected = set((e.interactive_parser or ip).accepts()) or expected
+        except Exception:  # pragma: no cover - fall back to the table's lookaheads
+            pass
+        raise ctx.error(line, col, _syntax_message(expected, bad)) from None
+    except UnexpectedInput as e:  # pragma: no cover - other Lark input errors
+        raise ctx.error(getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1,
+                        "syntax error") from None
+    return _Builder(ctx).build(tree)
+
+
+# ---------------------------------------------------------------------- tree -> AST
+
+
+class _Builder:
+    def __init__(self, ctx: _Ctx):
+        self.ctx = ctx
+
+    def build(self, tree: Tree) -> A.TranslationUnit:
+        items = []
+        for ch in tree.children:
+            if isinstance(ch, Tree):
+                if ch.data == "function_def":
+                    items.append(self.function_def(ch))
+                elif ch.data == "declaration":
+                    items.append(self.declaration(ch))
+        return A.TranslationUnit(items)
+
+    # ---------------------------------------------------------------- declarations
+
+    def specs(self, t: Tree) -> list[A.Spec]:
+        out = []
+        for ch in t.children:  # decl_spec trees
+            tok = ch.children[0]
+            out.append(A.Spec(tok.line, tok.column, tok.value))
+        return out
+
+    def pointers(self, t: Tree | None) -> list[list[A.Spec]]:
+        if t is None:
+            return []
+        out = []
+        for p in t.children:  # pointer trees: '*' ptr_qual*
+            quals = []
+            for q in p.children[1:]:
+                tok = q.children[0]
+                quals.append(A.Spec(tok.line, tok.column, tok.value))
+            out.append(quals)
+        return out
+
+    def declarator(self, t: Tree) -> A.Declarator:
+        ptrs = self.pointers(t.children[0])
+        d = self.direct(t.children[1])
+        d.pointers = ptrs + d.pointers
+        return d
+
+    def direct(self, t: Tree) -> A.Declarator:
+        kind = t.data
+        ch = t.children
+        if kind == "name_decl":
+            tok = ch[0]
+            return A.Declarator(tok.line, tok.column, tok.value)
+        if kind == "array_decl":
+            d = self.direct(ch[0])
+            size = self.expr(ch[2]) if ch[2] is not None else None
+            if d.params is not None or d.funcptr:
+                d.parens = True
+            d.arrays.append(size)
+            return d
+        if kind == "func_decl":
+            d = self.direct(ch[0])
+            params = [self.param(p) for p in ch[2].children] if ch[2] is not None else []
+            if d.params is not None or d.arrays:
+                d.parens = True
+            elif d.pointers and d.name:
+                # `(*f)(...)`: the inner declarator had pointers -> a function pointer.
+                d.funcptr = True
+                return d
+            d.params = params
+            return d
+        if kind == "paren_decl":
+            inner = self.declarator(ch[1])
+            if not inner.pointers:
+                inner.parens = True
+            return inner
+        raise AssertionError(kind)
+
+    def param(self, t: Tree) -> A.ParamDecl:
+        specs = self.specs(t.children[0])
+        line, col = specs[0].line, specs[0].col
+        if t.data == "abstract_param":
+            ptrs = self.pointers(t.children[1])
+            return A.ParamDecl(line, col, A.TypeSyntax(line, col, specs, ptrs), None)
+        d = self.declarator(t.children[1])
+        return A.ParamDecl(d.line, d.col, A.TypeSyntax(line, col, specs, d.pointers), d.name,
+                           list(d.arrays), funcptr=d.funcptr or d.params is not None or d.parens)
+
+    def declaration(self, t: Tree) -> A.Declaration:
+        specs = self.specs(t.children[0])
+        items = []
+        for ch in t.children[1:]:
+            if isinstance(ch, Tree) and ch.data == "init_declarator":
+                d = self.declarator(ch.children[0])
+                init = ch.children[1]
+                if init is not None:
+                    init = self.brace(init) if isinstance(init, Tree) and init.data == "brace_init" \
+                        else self.expr(init)
+                items.append(A.InitDeclarator(d.line, d.col, d, init))
+        return A.Declaration(specs[0].line, specs[0].col, specs, items)
+
+    def brace(self, t: Tree) -> A.BraceInit:
+        tok = t.children[0]
+        return A.BraceInit(tok.line, tok.column, [])
+
+    def function_def(self, t: Tree) -> A.FunctionDef:
+        specs = self.specs(t.children[0])
+        d = self.declarator(t.children[1])
+        body = self.block(t.children[2])
+        return A.FunctionDef(d.line, d.col, specs, d, body, t.meta.end_line)
+
+    def type_name(self, t: Tree) -> A.TypeSyntax:
+        specs = self.specs(t.children[0])
+        return A.TypeSyntax(specs[0].line, specs[0].col, specs, self.pointers(t.children[1]))
+
+    # ---------------------------------------------------------------- statements
+
+    def block(self, t: Tree) -> A.Block:
+        items = [self.item(ch) for ch in t.children]
+        return A.Block(t.meta.line, t.meta.column, items, t.meta.end_line)
+
+    def item(self, t: Tree):
+        if t.data == "declaration":
+            d = self.declaration(t)
+            return A.DeclStmt(d.line, d.col, d)
+        return self.stmt(t)
+
+    def stmt(self, t) -> A.Stmt:
+        if not isinstance(t, Tree):
+            raise AssertionError(f"unexpected statement {t!r}")
+        k = t.data
+        ch = t.children
+        line, col = t.meta.line, t.meta.column
+        if k == "compound_stmt":
+            return self.block(t)
+        if k == "declaration":
+            d = self.declaration(t)
+            return A.DeclStmt(d.line, d.col, d)
+        if k == "expr_stmt":
+            if ch[0] is None:
+                return A.ExprStmt(ch[1].line, ch[1].column, None)
+            e = self.expr(ch[0])
+            return A.ExprStmt(e.line, e.col, e)
+        if k == "if_stmt":
+            return A.If(line, col, self.expr(ch[0]), self.stmt(ch[1]),
+                        self.stmt(ch[2]) if ch[2] is not None else None)
+        if k == "while_stmt":
+            return A.While(line, col, self.expr(ch[0]), self.stmt(ch[1]))
+        if k == "do_stmt":
+            return A.DoWhile(line, col, self.stmt(ch[0]), self.expr(ch[1]))
+        if k == "for_stmt":
+            init = self.item(ch[0])
+            if isinstance(init, A.ExprStmt) and init.expr is None:
+                init = None
+            cond = self.expr(ch[1]) if ch[1] is not None else None
+            step = self.expr(ch[2]) if ch[2] is not None else None
+            return A.For(line, col, init, cond, step, self.stmt(ch[3]))
+        if k == "break_stmt":
+            return A.Break(line, col)
+        if k == "continue_stmt":
+            return A.Continue(line, col)
+        if k == "return_stmt":
+            return A.Return(line, col, self.expr(ch[1]) if ch[1] is not None else None)
+        raise AssertionError(k)
+
+    # ---------------------------------------------------------------- expressions
+
+    def expr(self, t) -> A.Expr:
+        if isinstance(t, Token):  # pragma: no cover - primaries are always wrapped
+            raise AssertionError(f"bare token {t!r}")
+        k = t.data
+        ch = t.children
+        if k == "name":
+            tok = ch[0]
+            return A.Name(tok.line, tok.column, tok.value)
+        if k == "int_lit":
+            tok = ch[0]
+            return A.IntLit(tok.line, tok.column, tok.value)
+        if k == "float_lit":
+            tok = ch[0]
+            return A.FloatLit(tok.line, tok.column, tok.value)
+        if k == "char_lit":
+            tok = ch[0]
+            return A.CharLit(tok.line, tok.column, tok.value)
+        if k == "string_lit":
+            tok = ch[0]
+            return A.StringLit(tok.line, tok.column, "".join(c.value for c in ch))
+        if k == "bool_lit":
+            tok = ch[0]
+            return A.BoolLit(tok.line, tok.column, tok.value == "true")
+        if k == "binop":
+            op = ch[1]
+            return A.Binary(op.line, op.column, op.value, self.expr(ch[0]), self.expr(ch[2]))
+        if k == "assign":
+            op = ch[1].children[0]
+            return A.Assign(op.line, op.column, op.value, self.expr(ch[0]), self.expr(ch[2]))
+        if k == "cond":
+            q = ch[1]
+            return A.Cond(q.line, q.column, self.expr(ch[0]), self.expr(ch[2]), self.expr(ch[4]))
+        if k == "comma":
+            c = ch[1]
+            return A.Comma(c.line, c.column, self.expr(ch[0]), self.expr(ch[2]))
+        if k == "cast":
+            p = ch[0]
+            return A.Cast(p.line, p.column, self.type_name(ch[1]), self.expr(ch[3]))
+        if k == "unary":
+            op = ch[0]
+            return A.Unary(op.line, op.column, op.value, self.expr(ch[1]))
+        if k == "pre_incdec":
+            op = ch[0]
+            return A.IncDec(op.line, op.column, op.value, True, self.expr(ch[1]))
+        if k == "post_incdec":
+            op = ch[1]
+            return A.IncDec(op.line, op.column, op.value, False, self.expr(ch[0]))
+        if k == "index":
+            base = self.expr(ch[0])
+            return A.Index(base.line, base.col, base, self.expr(ch[2]))
+        if k == "call":
+            callee = self.expr(ch[0])
+            args = [self.expr(a) for a in ch[2].children] if ch[2] is not None else []
+            return A.Call(callee.line, callee.col, callee, args)
+        if k == "member":
+            name = ch[2]
+            return A.Member(name.line, name.column, self.expr(ch[0]), name.value, ch[1].value == "->")
+        raise AssertionError(k)

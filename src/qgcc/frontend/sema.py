@@ -1,0 +1,1039 @@
+"""Semantic analysis: names, types, constants and every subset restriction.
+
+Input: the `ast.TranslationUnit` from the parser.  Output: a `SemaResult`
+listing the kernels and device functions, with every expression annotated in
+place (`ty`, `const`, `arr`, `sym`, `opty`, `callee`, ...).  All user-facing
+errors except capacity limits (registers, shared memory, instruction count,
+which `codegen` checks) are raised here as `CompileError`s.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..diagnostics import CompileError
+from ..isa import SReg
+from ..machine import SPEC
+from . import ast as A
+from .types import (BOOL, CHAR, INT, UCHAR, UINT, VOID, ArrayType, IntType, PtrType, Type,
+                    VoidType, fold_binary, is_arith, is_int, is_ptr, is_scalar, promote,
+                    usual_arithmetic, wrap)
+
+INT_MAX = 0x7FFFFFFF
+
+
+@dataclass(eq=False)
+class VarSym:
+    name: str
+    ty: Type
+    kind: str  # 'local' | 'param' | 'shared' | 'const'
+    line: int
+    col: int
+    readonly: bool = False
+    const_value: int | None = None  # compile-time value of a constant
+    index: int = -1  # parameter position
+    assigned: bool = False  # target of =, op=, ++ or -- somewhere
+    hidden: bool = False  # an unnamed parameter (not visible in the body)
+
+    def __repr__(self) -> str:
+        return f"VarSym({self.name}: {self.ty}, {self.kind})"
+
+
+@dataclass(eq=False)
+class FuncSym:
+    name: str
+    kind: str  # 'global' | 'device'
+    ret: Type
+    param_types: list[Type]
+    line: int
+    col: int
+    params: list[VarSym] = field(default_factory=list)
+    definition: A.FunctionDef | None = None
+    calls: list[tuple["FuncSym", A.Call]] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"FuncSym({self.name})"
+
+
+@dataclass
+class SemaResult:
+    kernels: list[FuncSym]
+    functions: dict[str, FuncSym]
+
+
+BUILTIN_VECTORS = {
+    "threadIdx": (SReg.TID_X, SReg.TID_Y, SReg.TID_Z),
+    "blockDim": (SReg.NTID_X, SReg.NTID_Y, SReg.NTID_Z),
+    "blockIdx": (SReg.CTAID_X, SReg.CTAID_Y, SReg.CTAID_Z),
+    "gridDim": (SReg.NCTAID_X, SReg.NCTAID_Y, SReg.NCTAID_Z),
+}
+
+ATOMICS = {"atomicAdd", "atomicSub", "atomicMin", "atomicMax", "atomicExch", "atomicCAS",
+           "atomicAnd", "atomicOr", "atomicXor"}
+BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs"}
+
+UNSUPPORTED_FUNCS = {
+    "printf": "'printf' is not supported (there is no host I/O)",
+    "malloc": "dynamic memory allocation ('malloc') is not supported",
+    "calloc": "dynamic memory allocation ('calloc') is not supported",
+    "realloc": "dynamic memory allocation ('realloc') is not supported",
+    "free": "dynamic memory allocation ('free') is not supported",
+    "cudaMalloc": "dynamic memory allocation ('cudaMalloc') is not supported",
+    "assert": "'assert' is not supported",
+}
+for _n in ("atomicInc", "atomicDec", "atomicAdd_block", "atomicAdd_system", "__syncwarp",
+           "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+           "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "__threadfence",
+           "__threadfence_block", "__syncthreads_count", "__syncthreads_and",
+           "__syncthreads_or", "__popc", "__clz", "__ffs", "__brev", "__mul24", "__umul24",
+           "__mulhi", "__umulhi", "clock", "clock64", "__ldg"):
+    UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported"
+
+TYPE_WORDS = ("void", "bool", "char", "int", "unsigned", "signed")
+STORAGE_WORDS = ("__global__", "__device__", "__shared__", "static", "inline", "__inline__",
+                 "__forceinline__", "__noinline__", "register")
+BASE_TYPES = {
+    ("void",): VOID,
+    ("bool",): BOOL,
+    ("char",): CHAR,
+    ("char", "signed"): CHAR,
+    ("char", "unsigned"): UCHAR,
+    ("int",): INT,
+    ("signed",): INT,
+    ("int", "signed"): INT,
+    ("unsigned",): UINT,
+    ("int", "unsigned"): UINT,
+}
+PARAM_CTYPES = {"int": "int", "unsigned": "unsigned", "bool": "bool", "char": "char", "uchar": "uchar"}
+
+
+@dataclass
+class SpecInfo:
+    base: Type
+    const: bool
+    storage: dict[str, A.Spec]
+    first: A.Spec
+
+
+class Sema:
+    def __init__(self, filename: str, source: str):
+        self.filename = filename
+        self.lines = source.split("\n")
+        self.functions: dict[str, FuncSym] = {}
+        self.globals: dict[str, VarSym] = {}
+        self.scopes: list[dict[str, VarSym]] = []
+        self.func: FuncSym | None = None
+        self.loop_depth = 0
+
+    # ------------------------------------------------------------------ helpers
+
+    def error(self, node_or_line, col_or_msg, msg: str | None = None) -> CompileError:
+        if msg is None:
+            line, col, msg = node_or_line.line, node_or_line.col, col_or_msg
+        else:
+            line, col = node_or_line, col_or_msg
+        src = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        return CompileError(self.filename, line, col, msg, src)
+
+    def lookup(self, name: str) -> VarSym | None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return self.globals.get(name)
+
+    def declare(self, sym: VarSym) -> None:
+        scope = self.scopes[-1] if self.scopes else self.globals
+        if sym.name in scope:
+            prev = scope[sym.name]
+            raise self.error(sym.line, sym.col,
+                             f"redefinition of '{sym.name}' (previously declared on line {prev.line})")
+        if not self.scopes and sym.name in self.functions:
+            raise self.error(sym.line, sym.col, f"redefinition of '{sym.name}' (a function)")
+        scope[sym.name] = sym
+
+    # ------------------------------------------------------------------ types
+
+    def spec_info(self, specs: list[A.Spec], what: str = "declaration") -> SpecInfo:
+        words: dict[str, A.Spec] = {}
+        const = False
+        storage: dict[str, A.Spec] = {}
+        longs = [s for s in specs if s.text == "long"]
+        for s in specs:
+            t = s.text
+            if t == "float":
+                raise self.error(s, "'float' is not supported yet")
+            if t == "double":
+                raise self.error(s, "'double' is not supported")
+            if t == "long":
+                raise self.error(s, "'long long' is not supported" if len(longs) > 1
+                                 else "'long' is not supported")
+            if t == "short":
+                raise self.error(s, "'short' is not supported")
+            if t == "auto":
+                raise self.error(s, "'auto' is not supported; write the type")
+            if t == "typedef":
+                raise self.error(s, "'typedef' is not supported")
+            if t == "__host__":
+                raise self.error(s, "'__host__' is not supported (only device code is compiled)")
+            if t == "__constant__":
+                raise self.error(s, "'__constant__' memory is not supported; pass a pointer "
+                                    "parameter or use a const")
+            if t == "__managed__":
+                raise self.error(s, "'__managed__' memory is not supported")
+            if t == "extern":
+                if any(x.text == "__shared__" for x in specs):
+                    raise self.error(s, "dynamic shared memory ('extern __shared__') is not "
+                                        "supported; declare the __shared__ array with a constant size")
+                raise self.error(s, "'extern' is not supported")
+            if t in ("const", "constexpr"):
+                const = True
+            elif t in ("volatile", "__restrict__", "__restrict"):
+                pass
+            elif t in TYPE_WORDS:
+                if t in words:
+                    raise self.error(s, f"duplicate '{t}'")
+                words[t] = s
+            else:
+                if t in storage:
+                    raise self.error(s, f"duplicate '{t}'")
+                storage[t] = s
+        if not words:
+            raise self.error(specs[0], f"missing type specifier in {what}")
+        key = tuple(sorted(words))
+        if key not in BASE_TYPES:
+            later = max(words.values(), key=lambda s: (s.line, s.col))
+            raise self.error(later, "invalid combination of type specifiers '"
+                             + " ".join(s.text for s in specs if s.text in TYPE_WORDS) + "'")
+        return SpecInfo(BASE_TYPES[key], const, storage, specs[0])
+
+    def apply_pointers(self, base: Type, pointers: list[list[A.Spec]], const: bool,
+                       at: A.Node) -> tuple[Type, bool]:
+        """Returns (type, readonly-variable) for `base` with the declarator's '*'s."""
+        if not pointers:
+            return base, const
+        if len(pointers) > 1:
+            raise self.error(at, "pointers to pointers are not supported")
+        if isinstance(base, VoidType):
+            raise self.error(at, "'void *' pointers are not supported; use a typed pointer")
+        ptr_const = any(q.text == "const" for q in pointers[0])
+        return PtrType(base, const), ptr_const
+
+    def type_of_syntax(self, ts: A.TypeSyntax, what: str) -> Type:
+        info = self.spec_info(ts.specs, what)
+        for k, s in info.storage.items():
+            raise self.error(s, f"'{k}' is not allowed in a {what}")
+        t, _ = self.apply_pointers(info.base, ts.pointers, info.const, ts)
+        return t
+
+    def array_dim(self, e: A.Expr | None, name: str, at: A.Node) -> int:
+        if e is None:
+            raise self.error(at, f"array '{name}' needs a size")
+        self.rvalue(e)
+        if e.const is None or not is_int(e.ty):
+            raise self.error(e, f"size of array '{name}' is not a compile-time constant")
+        if e.const <= 0:
+            raise self.error(e, f"size of array '{name}' must be positive (got {e.const})")
+        return e.const
+
+    # ------------------------------------------------------------------ top level
+
+    def run(self, tu: A.TranslationUnit) -> SemaResult:
+        defs: list[tuple[FuncSym, A.FunctionDef]] = []
+        for item in tu.items:
+            if isinstance(item, A.FunctionDef):
+                fs = self.declare_function(item.specs, item.decl, definition=item)
+                defs.append((fs, item))
+            else:
+                self.top_declaration(item)
+        for fs, fd in defs:
+            self.function_body(fs, fd)
+        self.check_calls()
+        self.check_recursion([fs for fs, _ in defs])
+        kernels = [fs for fs, _ in defs if fs.kind == "global"]
+        return SemaResult(kernels, self.functions)
+
+    def top_declaration(self, d: A.Declaration) -> None:
+        if not d.items:
+            self.spec_info(d.specs)
+            return
+        for it in d.items:
+            if it.decl.params is not None and not it.decl.funcptr and not it.decl.parens:
+                if it.init is not None:
+                    raise self.error(it, f"function '{it.decl.name}' cannot have an initialiser")
+                self.declare_function(d.specs, it.decl, definition=None)
+                continue
+            info = self.spec_info(d.specs)
+            self.check_declarator_shape(it.decl)
+            st = info.storage
+            if "__shared__" in st:
+                raise self.error(st["__shared__"], "__shared__ variables must be declared inside a "
+                                                   "kernel or device function")
+            if "__device__" in st:
+                raise self.error(st["__device__"], "__device__ variables are not supported; pass "
+                                                   "data through kernel parameters")
+            if it.decl.arrays:
+                raise self.error(it.decl, "global arrays are not supported; pass a pointer "
+                                          "parameter or use a __shared__ array")
+            ty, readonly = self.apply_pointers(info.base, it.decl.pointers, info.const, it.decl)
+            if not readonly or not is_int(ty):
+                raise self.error(it.decl, f"global variable '{it.decl.name}' is not supported; only "
+                                          "integer constants ('const int N = 4;') may be declared "
+                                          "at file scope")
+            if it.init is None or isinstance(it.init, A.BraceInit):
+                raise self.error(it.decl, f"constant '{it.decl.name}' needs an initialiser")
+            self.rvalue(it.init)
+            if it.init.const is None or not is_int(it.init.ty):
+                raise self.error(it.init, f"file-scope constant '{it.decl.name}' needs a "
+                                          "compile-time constant initialiser")
+            sym = VarSym(it.decl.name, ty, "const", it.decl.line, it.decl.col, readonly=True,
+                         const_value=wrap(it.init.const, ty))
+            self.declare(sym)
+
+    def check_declarator_shape(self, d: A.Declarator) -> None:
+        if d.funcptr:
+            raise self.error(d, "function pointers are not supported")
+        if d.parens:
+            raise self.error(d, f"unsupported declarator for '{d.name}'")
+
+    def declare_function(self, specs: list[A.Spec], d: A.Declarator,
+                         definition: A.FunctionDef | None) -> FuncSym:
+        self.check_declarator_shape(d)
+        if d.params is None:
+            raise self.error(d, f"expected a parameter list after '{d.name}'")
+        if d.arrays:
+            raise self.error(d, f"function '{d.name}' cannot return an array")
+        info = self.spec_info(specs, "function declaration")
+        st = info.storage
+        for bad in ("__shared__", "register"):
+            if bad in st:
+                raise self.error(st[bad], f"'{bad}' is not allowed on a function")
+        if "__global__" in st and "__device__" in st:
+            raise self.error(st["__device__"], "a function cannot be both __global__ and __device__")
+        if "__global__" in st:
+            kind = "global"
+        elif "__device__" in st:
+            kind = "device"
+        else:
+            raise self.error(d, f"function '{d.name}' must be __global__ or __device__ "
+                                "(host code is not supported)")
+        ret, _ = self.apply_pointers(info.base, d.pointers, False, d)
+        if kind == "global" and not isinstance(ret, VoidType):
+            raise self.error(d, f"kernel '{d.name}' must return void")
+        ptypes: list[Type] = []
+        pnames: list[tuple[A.ParamDecl, Type, bool]] = []
+        params = d.params
+        if len(params) == 1 and params[0].name is None and not params[0].type.pointers \
+                and not params[0].arrays:
+            t0 = self.spec_info(params[0].type.specs, "parameter").base
+            if isinstance(t0, VoidType):
+                params = []
+        for p in params:
+            if p.funcptr:
+                raise self.error(p, "function pointers are not supported")
+            pinfo = self.spec_info(p.type.specs, "parameter")
+            for k, s in pinfo.storage.items():
+                if k != "register":
+                    raise self.error(s, f"'{k}' is not allowed on a parameter")
+            ptrs = list(p.type.pointers)
+            if p.arrays:
+                if len(p.arrays) > 1:
+                    raise self.error(p, "multi-dimensional array parameters are not supported")
+                ptrs = ptrs + [[]]
+            t, readonly = self.apply_pointers(pinfo.base, ptrs, pinfo.const, p)
+            if isinstance(t, VoidType):
+                raise self.error(p, f"parameter '{p.name or '?'}' has type void")
+            ptypes.append(t)
+            pnames.append((p, t, readonly))
+        if kind == "global" and len(ptypes) > SPEC.max_params:
+            raise self.error(d, f"kernel '{d.name}' has {len(ptypes)} parameters; the machine "
+                                f"allows at most {SPEC.max_params}")
+        prev = self.functions.get(d.name)
+        if d.name in self.globals:
+            raise self.error(d, f"redefinition of '{d.name}' (a constant)")
+        if prev is not None:
+            if prev.kind != kind or prev.ret != ret or prev.param_types != ptypes:
+                raise self.error(d, f"conflicting declaration of '{d.name}' (previously declared "
+                                    f"on line {prev.line})")
+            if definition is not None and prev.definition is not None:
+                raise self.error(d, f"redefinition of function '{d.name}' (previously defined "
+                                    f"on line {prev.definition.line})")
+            fs = prev
+        else:
+            fs = FuncSym(d.name, kind, ret, ptypes, d.line, d.col)
+            self.functions[d.name] = fs
+        if definition is not None:
+            fs.definition = definition
+            fs.params = []
+            seen: set[str] = set()
+            named = {p.name for p, _, _ in pnames if p.name is not None}
+            for i, (p, t, readonly) in enumerate(pnames):
+                name = p.name
+                if name is None:  # an unnamed parameter still needs a name in Kernel.params
+                    name = f"arg{i}"
+                    while name in named or name in seen:
+                        name += "_"
+                elif name in seen:
+                    raise self.error(p, f"redefinition of parameter '{p.name}'")
+                seen.add(name)
+                fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=i,
+                                        hidden=p.name is None))
+        return fs
+
+    def function_body(self, fs: FuncSym, fd: A.FunctionDef) -> None:
+        self.func = fs
+        self.loop_depth = 0
+        self.scopes = [{}]
+        for p in fs.params:
+            if not p.hidden:
+                self.scopes[0][p.name] = p
+        for item in fd.body.items:
+            self.stmt(item)
+        self.scopes = []
+        self.func = None
+
+    def check_calls(self) -> None:
+        for fs in self.functions.values():
+            for callee, call in fs.calls:
+                if callee.definition is None:
+                    raise self.error(call, f"function '{callee.name}' is declared but never defined")
+
+    def check_recursion(self, order: list[FuncSym]) -> None:
+        for start in order:
+            # Depth-first search for a call path from `start` back to `start`.
+            stack: list[tuple[FuncSym, int, list[FuncSym]]] = [(start, 0, [start])]
+            visited: set[int] = set()
+            first_call: dict[int, A.Call] = {}
+            while stack:
+                f, i, path = stack.pop()
+                if i >= len(f.calls):
+                    continue
+                stack.append((f, i + 1, path))
+                callee, call = f.calls[i]
+                if len(path) == 1:
+                    first_call[id(callee)] = call
+                    root_call = call
+                else:
+                    root_call = first_call[id(path[1])]
+                if callee is start:
+                    if len(path) == 1:
+                        raise self.error(call, f"recursion is not supported: '{start.name}' "
+                                               "calls itself")
+                    chain = " -> ".join(p.name for p in path + [start])
+                    raise self.error(root_call, f"recursion is not supported: '{start.name}' calls "
+                                                f"itself ({chain})")
+                if id(callee) in visited:
+                    continue
+                visited.add(id(callee))
+                stack.append((callee, 0, path + [callee]))
+
+    # ------------------------------------------------------------------ statements
+
+    def stmt(self, s) -> None:
+        if isinstance(s, A.DeclStmt):
+            self.local_declaration(s)
+        elif isinstance(s, A.Block):
+            self.scopes.append({})
+            for it in s.items:
+                self.stmt(it)
+            self.scopes.pop()
+        elif isinstance(s, A.ExprStmt):
+            if s.expr is not None:
+                self.rvalue(s.expr, allow_void=True)
+        elif isinstance(s, A.If):
+            self.condition(s.cond)
+            self.sub_stmt(s.then)
+            if s.other is not None:
+                self.sub_stmt(s.other)
+        elif isinstance(s, A.While):
+            self.condition(s.cond)
+            self.loop_body(s.body)
+        elif isinstance(s, A.DoWhile):
+            self.loop_body(s.body)
+            self.condition(s.cond)
+        elif isinstance(s, A.For):
+            self.scopes.append({})
+            if s.init is not None:
+                self.stmt(s.init)
+            if s.cond is not None:
+                self.condition(s.cond)
+            if s.step is not None:
+                self.rvalue(s.step, allow_void=True)
+            self.loop_body(s.body)
+            self.scopes.pop()
+        elif isinstance(s, A.Break):
+            if self.loop_depth == 0:
+                raise self.error(s, "'break' statement not in a loop")
+        elif isinstance(s, A.Continue):
+            if self.loop_depth == 0:
+                raise self.error(s, "'continue' statement not in a loop")
+        elif isinstance(s, A.Return):
+            self.return_stmt(s)
+        else:  # pragma: no cover
+            raise AssertionError(type(s))
+
+    def sub_stmt(self, s) -> None:
+        # A declaration as the whole body of if/while gets its own scope.
+        self.scopes.append({})
+        self.stmt(s)
+        self.scopes.pop()
+
+    def loop_body(self, s) -> None:
+        self.loop_depth += 1
+        self.sub_stmt(s)
+        self.loop_depth -= 1
+
+    def condition(self, e: A.Expr) -> None:
+        t = self.rvalue(e)
+        if not is_scalar(t):
+            raise self.error(e, f"condition has type '{t}'; expected a scalar")
+
+    def return_stmt(self, s: A.Return) -> None:
+        fs = self.func
+        assert fs is not None
+        if isinstance(fs.ret, VoidType):
+            if s.value is not None:
+                t = self.rvalue(s.value, allow_void=True)
+                if not isinstance(t, VoidType):
+                    what = "kernel" if fs.kind == "global" else "void function"
+                    raise self.error(s.value, f"{what} '{fs.name}' must not return a value")
+            return
+        if s.value is None:
+            raise self.error(s, f"function '{fs.name}' must return a value of type '{fs.ret}'")
+        self.rvalue(s.value)
+        self.convert_check(s.value, fs.ret, "return")
+
+    def local_declaration(self, ds: A.DeclStmt) -> None:
+        d = ds.decl
+        info = self.spec_info(d.specs)
+        st = info.storage
+        for bad in ("__global__", "__device__", "static"):
+            if bad in st:
+                msg = ("static local variables are not supported" if bad == "static"
+                       else f"'{bad}' is not allowed on a local variable")
+                raise self.error(st[bad], msg)
+        for k in ("inline", "__inline__", "__forceinline__", "__noinline__"):
+            if k in st:
+                raise self.error(st[k], f"'{k}' is not allowed on a variable")
+        shared = "__shared__" in st
+        if not d.items:
+            return
+        for it in d.items:
+            decl = it.decl
+            if decl.params is not None and not decl.funcptr:
+                raise self.error(decl, "local function declarations are not supported")
+            self.check_declarator_shape(decl)
+            if isinstance(it.init, A.BraceInit):
+                raise self.error(it.init, "initialiser lists are not supported")
+            if shared:
+                sym = self.shared_declaration(info, it)
+            else:
+                if decl.arrays:
+                    raise self.error(decl, f"local arrays are not supported ('{decl.name}'): "
+                                           "registers cannot be indexed; use a __shared__ array")
+                ty, readonly = self.apply_pointers(info.base, decl.pointers, info.const, decl)
+                if isinstance(ty, VoidType):
+                    raise self.error(decl, f"variable '{decl.name}' has type void")
+                sym = VarSym(decl.name, ty, "local", decl.line, decl.col, readonly=readonly)
+                if it.init is not None:
+                    self.rvalue(it.init)
+                    self.convert_check(it.init, ty, "initialisation")
+                    if readonly and is_int(ty) and it.init.const is not None:
+                        sym.kind = "const"
+                        sym.const_value = wrap(it.init.const, ty)
+                elif readonly:
+                    raise self.error(decl, f"const variable '{decl.name}' needs an initialiser")
+            self.declare(sym)
+            ds.syms.append(sym)
+
+    def shared_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        decl = it.decl
+        if it.init is not None:
+            raise self.error(it.init, "__shared__ variables cannot have an initialiser")
+        if decl.pointers:
+            raise self.error(decl, "__shared__ pointers are not supported; declare a __shared__ "
+                                   "array")
+        if not is_int(info.base):
+            raise self.error(decl, f"__shared__ variable '{decl.name}' has type '{info.base}'")
+        if len(decl.arrays) > 2:
+            raise self.error(decl, "__shared__ arrays have at most 2 dimensions")
+        dims = tuple(self.array_dim(e, decl.name, decl) for e in decl.arrays)
+        ty: Type = ArrayType(info.base, dims) if dims else info.base
+        return VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=info.const)
+
+    # ------------------------------------------------------------------ expressions
+
+    def rvalue(self, e: A.Expr, allow_void: bool = False) -> Type:
+        """Type-check e as a value: arrays decay to pointers (2-D arrays are an error)."""
+        t = self.check(e)
+        if isinstance(t, ArrayType):
+            e.arr = t
+            if len(t.dims) > 1:
+                raise self.error(e, f"2-D array cannot be used as a value (type '{t}'); index it")
+            t = PtrType(t.elem, False)
+            e.ty = t
+        if isinstance(t, VoidType) and not allow_void:
+            raise self.error(e, "void value used in an expression")
+        return t
+
+    def check(self, e: A.Expr) -> Type:
+        m = getattr(self, "check_" + type(e).__name__)
+        t = m(e)
+        e.ty = t
+        return t
+
+    def convert_check(self, e: A.Expr, dst: Type, ctx: str) -> None:
+        src = e.ty
+        if isinstance(src, VoidType):
+            raise self.error(e, "void value used in an expression")
+        if isinstance(dst, IntType):
+            if isinstance(src, IntType):
+                return
+            raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
+        if isinstance(dst, PtrType):
+            if isinstance(src, PtrType):
+                if src.elem != dst.elem:
+                    raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
+                if src.const and not dst.const:
+                    raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx} "
+                                        "(it would discard 'const')")
+                return
+            if isinstance(src, IntType) and e.const == 0:
+                return  # null pointer constant
+            raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
+        raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")  # pragma: no cover
+
+    # -- literals
+
+    def check_IntLit(self, e: A.IntLit) -> Type:
+        m = re.fullmatch(r"(0[xX][0-9a-fA-F]*|0[bB][01]*|[0-9]+)([A-Za-z_][A-Za-z0-9_]*)?", e.text)
+        if not m:
+            raise self.error(e, f"invalid integer literal '{e.text}'")  # pragma: no cover
+        digits, suffix = m.group(1), m.group(2) or ""
+        if digits[:2] in ("0x", "0X"):
+            if len(digits) == 2:
+                raise self.error(e, f"invalid integer literal '{e.text}'")
+            value = int(digits[2:], 16)
+        elif digits[:2] in ("0b", "0B"):
+            if len(digits) == 2:
+                raise self.error(e, f"invalid integer literal '{e.text}'")
+            value = int(digits[2:], 2)
+        elif digits.startswith("0") and len(digits) > 1:
+            if not re.fullmatch(r"[0-7]+", digits):
+                raise self.error(e, f"invalid digit in octal literal '{e.text}'")
+            value = int(digits, 8)
+        else:
+            value = int(digits)
+        if suffix and suffix not in ("u", "U"):
+            if re.fullmatch(r"[uU]?[lL]{1,2}[uU]?", suffix):
+                raise self.error(e, f"integer literal suffix '{suffix}' is not supported "
+                                    "('long' is not supported)")
+            raise self.error(e, f"invalid suffix '{suffix}' on integer literal")
+        if value > 0xFFFFFFFF:
+            raise self.error(e, f"integer literal '{e.text}' does not fit in 32 bits")
+        t = UINT if suffix or value > INT_MAX else INT
+        e.const = value
+        return t
+
+    def check_CharLit(self, e: A.CharLit) -> Type:
+        body = e.text[1:-1]
+        if body == "":
+            raise self.error(e, "empty character constant")
+        vals = []
+        i = 0
+        simple = {"n": 10, "t": 9, "r": 13, "0": 0, "\\": 92, "'": 39, '"': 34, "a": 7, "b": 8,
+                  "f": 12, "v": 11, "?": 63}
+        while i < len(body):
+            c = body[i]
+            if c != "\\":
+                if ord(c) > 127:
+                    raise self.error(e, "non-ASCII character constants are not supported")
+                vals.append(ord(c))
+                i += 1
+                continue
+            nxt = body[i + 1]
+            if nxt == "x":
+                m = re.match(r"[0-9a-fA-F]+", body[i + 2:])
+                if not m:
+                    raise self.error(e, "\\x used with no following hex digits")
+                vals.append(int(m.group(0), 16))
+                i += 2 + len(m.group(0))
+            elif nxt in "01234567":
+                m = re.match(r"[0-7]{1,3}", body[i + 1:])
+                vals.append(int(m.group(0), 8))
+                i += 1 + len(m.group(0))
+            elif nxt in simple:
+                vals.append(simple[nxt])
+                i += 2
+            else:
+                raise self.error(e, f"unknown escape sequence '\\{nxt}'")
+        if len(vals) != 1:
+            raise self.error(e, "multi-character character constants are not supported")
+        if vals[0] > 255:
+            raise self.error(e, "character constant out of range")
+        e.const = wrap(vals[0], CHAR)
+        return CHAR
+
+    def check_BoolLit(self, e: A.BoolLit) -> Type:
+        e.const = int(e.value)
+        return BOOL
+
+    def check_FloatLit(self, e: A.FloatLit) -> Type:
+        raise self.error(e, f"floating-point constant '{e.text}': 'float' is not supported yet")
+
+    def check_StringLit(self, e: A.StringLit) -> Type:
+        raise self.error(e, "string literals are not supported")
+
+    # -- names
+
+    def check_Name(self, e: A.Name) -> Type:
+        sym = self.lookup(e.name)
+        if sym is None:
+            if e.name in self.functions:
+                raise self.error(e, f"function '{e.name}' cannot be used as a value (function "
+                                    "pointers are not supported)")
+            if e.name in BUILTIN_VECTORS:
+                raise self.error(e, f"'{e.name}' must be used with .x, .y or .z")
+            if e.name == "warpSize":
+                e.const = SPEC.warp_size
+                return INT
+            if e.name == "NULL":
+                raise self.error(e, "unknown identifier 'NULL'; use 0")
+            raise self.error(e, f"unknown identifier '{e.name}'")
+        e.sym = sym
+        if sym.const_value is not None:
+            e.const = sym.const_value
+        return sym.ty
+
+    def check_Member(self, e: A.Member) -> Type:
+        b = e.base
+        if isinstance(b, A.Name) and b.name in BUILTIN_VECTORS and self.lookup(b.name) is None:
+            if e.arrow:
+                raise self.error(e, f"'{b.name}' is not a pointer; use '{b.name}.{e.name}'")
+            axes = {"x": 0, "y": 1, "z": 2}
+            if e.name not in axes:
+                raise self.error(e, f"'{b.name}' has no member '{e.name}' (use .x, .y or .z)")
+            e.sreg = BUILTIN_VECTORS[b.name][axes[e.name]]
+            b.ty = None
+            return UINT
+        if e.arrow:
+            raise self.error(e, "'->' is not supported (structs are not supported)")
+        raise self.error(e, f"member access '.{e.name}' is not supported (structs are not "
+                            "supported)")
+
+    # -- operators
+
+    def check_Unary(self, e: A.Unary) -> Type:
+        op = e.op
+        if op == "&":
+            t = self.check(e.operand)
+            if isinstance(t, ArrayType):
+                raise self.error(e, "taking the address of an array is not supported; use the "
+                                    "array name or '&a[0]'")
+            kind = self.lvalue_kind(e.operand)
+            if kind == "var":
+                raise self.error(e, f"cannot take the address of local variable "
+                                    f"'{e.operand.sym.name}' (locals live in registers)")
+            if kind != "mem":
+                raise self.error(e, "cannot take the address of this expression")
+            return PtrType(t, self.mem_const(e.operand))
+        t = self.rvalue(e.operand)
+        if op == "*":
+            if not isinstance(t, PtrType):
+                raise self.error(e, f"indirection requires a pointer operand ('{t}' is not one)")
+            return t.elem
+        if op == "!":
+            if not is_scalar(t):
+                raise self.error(e, f"invalid operand to '!' ('{t}')")
+            if e.operand.const is not None:
+                e.const = int(e.operand.const == 0)
+            return BOOL
+        if not is_arith(t):
+            raise self.error(e, f"invalid operand to unary '{op}' ('{t}')")
+        r = promote(t)
+        c = e.operand.const
+        if c is not None:
+            e.const = wrap(-c if op == "-" else (~c if op == "~" else c), r)
+        return r
+
+    def lvalue_kind(self, e: A.Expr) -> str | None:
+        """'var' (a register variable), 'mem' (a memory cell) or None."""
+        if isinstance(e, A.Name) and isinstance(e.sym, VarSym):
+            if e.sym.kind in ("local", "param"):
+                return "var"
+            if e.sym.kind == "const":
+                return "const"
+            if e.sym.kind == "shared" and not isinstance(e.sym.ty, ArrayType):
+                return "mem"
+            return None
+        if isinstance(e, A.Index) and not isinstance(e.ty, ArrayType):
+            return "mem"
+        if isinstance(e, A.Unary) and e.op == "*":
+            return "mem"
+        return None
+
+    def mem_const(self, e: A.Expr) -> bool:
+        """Whether a memory lvalue is read-only (through a pointer to const)."""
+        if isinstance(e, A.Name):
+            return e.sym.readonly
+        if isinstance(e, A.Index):
+            bt = e.base.ty
+            if isinstance(bt, PtrType):
+                return bt.const
+            return False
+        if isinstance(e, A.Unary):
+            return e.operand.ty.const
+        return False  # pragma: no cover
+
+    def check_assignable(self, target: A.Expr, at: A.Node, what: str) -> None:
+        kind = self.lvalue_kind(target)
+        if kind == "var":
+            sym = target.sym
+            if sym.readonly:
+                raise self.error(target, f"cannot {what} const variable '{sym.name}'")
+            sym.assigned = True
+            return
+        if kind == "const":
+            raise self.error(target, f"cannot {what} const variable '{target.sym.name}'")
+        if kind == "mem":
+            if self.mem_const(target):
+                if isinstance(target, A.Name):
+                    raise self.error(target, f"cannot {what} const variable '{target.name}'")
+                ptr = target.base.ty if isinstance(target, A.Index) else target.operand.ty
+                raise self.error(target, f"cannot {what} read-only memory (through '{ptr}')")
+            return
+        if isinstance(target, A.Member) and target.sreg is not None:
+            raise self.error(target, f"cannot {what} '{target.base.name}.{target.name}' "
+                                     "(it is read-only)")
+        if isinstance(target.ty, ArrayType):
+            raise self.error(target, f"cannot {what} an array")
+        raise self.error(at, "expression is not assignable")
+
+    def check_IncDec(self, e: A.IncDec) -> Type:
+        t = self.check(e.operand)
+        verb = "increment" if e.op == "++" else "decrement"
+        if isinstance(t, ArrayType):
+            raise self.error(e.operand, f"cannot {verb} an array")
+        self.check_assignable(e.operand, e, verb)
+        if t == BOOL:
+            raise self.error(e, f"cannot {verb} a bool")
+        if not is_scalar(t):  # pragma: no cover
+            raise self.error(e, f"cannot {verb} a value of type '{t}'")
+        return t
+
+    def check_Binary(self, e: A.Binary) -> Type:
+        op = e.op
+        lt = self.rvalue(e.left)
+        rt = self.rvalue(e.right)
+        lc, rc = e.left.const, e.right.const
+
+        def bad() -> CompileError:
+            return self.error(e, f"invalid operands to binary '{op}' ('{lt}' and '{rt}')")
+
+        if op in ("&&", "||"):
+            if not (is_scalar(lt) and is_scalar(rt)):
+                raise bad()
+            if lc is not None and rc is not None:
+                e.const = fold_binary(op, lc, rc, INT)
+            e.opty = INT
+            return BOOL
+        if op in ("+", "-") and (is_ptr(lt) or is_ptr(rt)):
+            if is_ptr(lt) and is_int(rt):
+                e.opty = lt
+                return lt
+            if op == "+" and is_int(lt) and is_ptr(rt):
+                e.opty = rt
+                return rt
+            if op == "-" and is_ptr(lt) and is_ptr(rt):
+                if lt.elem != rt.elem:
+                    raise bad()
+                e.opty = INT
+                return INT
+            raise bad()
+        if op in ("<", ">", "<=", ">=", "==", "!=") and (is_ptr(lt) or is_ptr(rt)):
+            ok = (is_ptr(lt) and is_ptr(rt) and lt.elem == rt.elem) or (
+                op in ("==", "!=") and ((is_ptr(lt) and rc == 0 and is_int(rt))
+                                        or (is_ptr(rt) and lc == 0 and is_int(lt))))
+            if not ok:
+                raise bad()
+            e.opty = UINT
+            return BOOL
+        if not (is_arith(lt) and is_arith(rt)):
+            raise bad()
+        if op in ("<<", ">>"):
+            t = promote(lt)
+            e.opty = t
+            res = t
+        elif op in ("<", ">", "<=", ">=", "==", "!="):
+            e.opty = usual_arithmetic(lt, rt)
+            res = BOOL
+        else:
+            e.opty = usual_arithmetic(lt, rt)
+            res = e.opty
+        if lc is not None and rc is not None:
+            e.const = fold_binary(op, lc, rc, e.opty)
+        return res
+
+    def check_Assign(self, e: A.Assign) -> Type:
+        tt = self.check(e.target)
+        verb = "assign to"
+        if isinstance(tt, ArrayType):
+            raise self.error(e.target, "cannot assign to an array")
+        vt = self.rvalue(e.value)
+        self.check_assignable(e.target, e, verb)
+        if e.op == "=":
+            self.convert_check(e.value, tt, "assignment")
+            return tt
+        op = e.op[:-1]
+        if is_ptr(tt):
+            if op in ("+", "-") and is_int(vt):
+                e.opty = tt
+                return tt
+            raise self.error(e, f"invalid operands to '{e.op}' ('{tt}' and '{vt}')")
+        if not (is_arith(tt) and is_arith(vt)):
+            raise self.error(e, f"invalid operands to '{e.op}' ('{tt}' and '{vt}')")
+        e.opty = promote(tt) if op in ("<<", ">>") else usual_arithmetic(tt, vt)
+        return tt
+
+    def check_Cond(self, e: A.Cond) -> Type:
+        ct = self.rvalue(e.cond)
+        if not is_scalar(ct):
+            raise self.error(e.cond, f"condition has type '{ct}'; expected a scalar")
+        a = self.rvalue(e.then, allow_void=True)
+        b = self.rvalue(e.other, allow_void=True)
+        if isinstance(a, VoidType) and isinstance(b, VoidType):
+            return VOID
+        if is_arith(a) and is_arith(b):
+            t = a if a == b else usual_arithmetic(a, b)
+        elif is_ptr(a) and is_ptr(b) and a.elem == b.elem:
+            t = PtrType(a.elem, a.const or b.const)
+        elif is_ptr(a) and e.other.const == 0 and is_int(b):
+            t = a
+        elif is_ptr(b) and e.then.const == 0 and is_int(a):
+            t = b
+        else:
+            raise self.error(e, f"incompatible operand types in '?:' ('{a}' and '{b}')")
+        if e.cond.const is not None and e.then.const is not None and e.other.const is not None:
+            e.const = wrap(e.then.const if e.cond.const else e.other.const, t)
+        return t
+
+    def check_Comma(self, e: A.Comma) -> Type:
+        self.rvalue(e.left, allow_void=True)
+        return self.rvalue(e.right, allow_void=True)
+
+    def check_Cast(self, e: A.Cast) -> Type:
+        t = self.type_of_syntax(e.type, "cast")
+        e.target = t
+        st = self.rvalue(e.operand, allow_void=isinstance(t, VoidType))
+        if isinstance(t, VoidType):
+            return VOID
+        if isinstance(t, IntType):
+            if isinstance(st, PtrType):
+                raise self.error(e, f"cast from pointer to integer is not supported "
+                                    f"('{st}' to '{t}')")
+            if e.operand.const is not None:
+                e.const = wrap(e.operand.const, t)
+            return t
+        assert isinstance(t, PtrType)
+        if isinstance(st, PtrType):
+            if st.elem != t.elem:
+                raise self.error(e, f"casts between pointer types are not supported "
+                                    f"('{st}' to '{t}')")
+            return t
+        if e.operand.const == 0:
+            return t
+        raise self.error(e, f"cast from integer to pointer is not supported ('{st}' to '{t}')")
+
+    def check_Index(self, e: A.Index) -> Type:
+        bt = self.check(e.base)
+        it = self.rvalue(e.index)
+        if isinstance(bt, ArrayType):
+            e.base.arr = bt
+            if not is_int(it):
+                raise self.error(e, f"array subscript is not an integer ('{it}')")
+            if len(bt.dims) > 1:
+                return ArrayType(bt.elem, bt.dims[1:])
+            return bt.elem
+        if isinstance(bt, PtrType):
+            if not is_int(it):
+                raise self.error(e, f"array subscript is not an integer ('{it}')")
+            return bt.elem
+        if is_int(bt) and isinstance(it, (PtrType, ArrayType)):
+            raise self.error(e, "write the pointer first: 'p[i]', not 'i[p]'")
+        raise self.error(e, f"subscripted value is not an array or pointer (type '{bt}')")
+
+    def check_Call(self, e: A.Call) -> Type:
+        f = e.func
+        if not isinstance(f, A.Name):
+            raise self.error(e, "called object is not a function")
+        name = f.name
+        if self.lookup(name) is not None:
+            raise self.error(e, f"called object '{name}' is not a function")
+        fs = self.functions.get(name)
+        if fs is not None:
+            if fs.kind == "global":
+                raise self.error(e, f"cannot call kernel '{name}' from device code (kernel "
+                                    "launches are not supported)")
+            if len(e.args) != len(fs.param_types):
+                raise self.error(e, f"function '{name}' expects {len(fs.param_types)} "
+                                    f"argument{'s' if len(fs.param_types) != 1 else ''}, "
+                                    f"got {len(e.args)}")
+            for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
+                self.rvalue(a)
+                self.convert_check(a, pt, f"argument {i + 1} of '{name}'")
+            e.callee = fs
+            if self.func is None:
+                raise self.error(e, f"a constant initialiser cannot call function '{name}'")
+            self.func.calls.append((fs, e))
+            return fs.ret
+        if name in UNSUPPORTED_FUNCS:
+            raise self.error(e, UNSUPPORTED_FUNCS[name])
+        if name in BUILTIN_FUNCS:
+            e.callee = name
+            return self.builtin_call(e, name)
+        raise self.error(e, f"unknown function '{name}'")
+
+    def nargs(self, e: A.Call, name: str, n: int) -> None:
+        if len(e.args) != n:
+            raise self.error(e, f"'{name}' expects {n} argument{'s' if n != 1 else ''}, "
+                                f"got {len(e.args)}")
+
+    def builtin_call(self, e: A.Call, name: str) -> Type:
+        if name == "__syncthreads":
+            self.nargs(e, name, 0)
+            return VOID
+        if name in ("min", "max"):
+            self.nargs(e, name, 2)
+            a, b = (self.rvalue(x) for x in e.args)
+            if not (is_arith(a) and is_arith(b)):
+                raise self.error(e, f"'{name}' needs integer arguments ('{a}' and '{b}')")
+            t = usual_arithmetic(a, b)
+            ca, cb = e.args[0].const, e.args[1].const
+            if ca is not None and cb is not None:
+                lt = fold_binary("<", ca, cb, t)
+                e.const = wrap((ca if lt else cb) if name == "min" else (cb if lt else ca), t)
+            return t
+        if name == "abs":
+            self.nargs(e, name, 1)
+            a = self.rvalue(e.args[0])
+            if not is_arith(a):
+                raise self.error(e, f"'abs' needs an integer argument ('{a}')")
+            if e.args[0].const is not None:
+                e.const = wrap(abs(wrap(e.args[0].const, INT)), INT)
+            return INT
+        # atomics
+        self.nargs(e, name, 3 if name == "atomicCAS" else 2)
+        pt = self.rvalue(e.args[0])
+        if not isinstance(pt, PtrType) or pt.elem not in (INT, UINT):
+            raise self.error(e.args[0], f"first argument of '{name}' must be an 'int *' or "
+                                        f"'unsigned int *' pointer (got '{pt}')")
+        if pt.const:
+            raise self.error(e.args[0], f"first argument of '{name}' points to const ('{pt}')")
+        for i, a in enumerate(e.args[1:], start=2):
+            self.rvalue(a)
+            self.convert_check(a, pt.elem, f"argument {i} of '{name}'")
+        return pt.elem
+
+
+def analyse(tu: A.TranslationUnit, filename: str, source: str) -> SemaResult:
+    return Sema(filename, source).run(tu)

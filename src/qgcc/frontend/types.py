@@ -1,0 +1,201 @@
+"""The C types of the subset, their value domains and the conversions between them.
+
+Register representation: every scalar lives in one 32-bit register holding its
+C value as a two's-complement pattern: `int`/`unsigned` use all 32 bits, `bool`
+is 0 or 1, `char` (= `signed char`) is sign-extended (-128..127), `unsigned
+char` is 0..255.  Promotion to int is therefore free; narrowing conversions
+cost one or two instructions (see `codegen.convert`).
+
+Memory representation: one 32-bit cell per element; char/uchar cells hold the
+8-bit pattern zero-extended, bool cells hold 0/1.
+
+Room for float32: a `FloatType` would join `IntType` as an arithmetic type;
+`usual_arithmetic` and `is_arith` are the only places that would need to learn it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MASK32 = 0xFFFFFFFF
+
+
+class Type:
+    def __str__(self) -> str:
+        return self.name()
+
+    def name(self) -> str:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class VoidType(Type):
+    def name(self) -> str:
+        return "void"
+
+
+@dataclass(frozen=True)
+class IntType(Type):
+    kind: str  # 'int' | 'unsigned' | 'bool' | 'char' | 'uchar'
+
+    def name(self) -> str:
+        return {"unsigned": "unsigned int", "uchar": "unsigned char"}.get(self.kind, self.kind)
+
+    @property
+    def signed(self) -> bool:
+        return self.kind in ("int", "char")
+
+    @property
+    def bits(self) -> int:
+        return {"int": 32, "unsigned": 32, "bool": 1, "char": 8, "uchar": 8}[self.kind]
+
+
+@dataclass(frozen=True)
+class PtrType(Type):
+    elem: IntType
+    const: bool = False  # pointee is const
+
+    def name(self) -> str:
+        return f"{'const ' if self.const else ''}{self.elem.name()} *"
+
+
+@dataclass(frozen=True)
+class ArrayType(Type):
+    """A static __shared__ array (1-D or 2-D), never a value by itself."""
+
+    elem: IntType
+    dims: tuple[int, ...]
+
+    def name(self) -> str:
+        return self.elem.name() + "".join(f"[{d}]" for d in self.dims)
+
+
+VOID = VoidType()
+INT = IntType("int")
+UINT = IntType("unsigned")
+BOOL = IntType("bool")
+CHAR = IntType("char")
+UCHAR = IntType("uchar")
+
+
+def is_int(t: Type) -> bool:
+    return isinstance(t, IntType)
+
+
+def is_arith(t: Type) -> bool:
+    return isinstance(t, IntType)
+
+
+def is_ptr(t: Type) -> bool:
+    return isinstance(t, PtrType)
+
+
+def is_scalar(t: Type) -> bool:
+    return isinstance(t, (IntType, PtrType))
+
+
+def promote(t: IntType) -> IntType:
+    """Integer promotion: bool/char/unsigned char -> int."""
+    return UINT if t.kind == "unsigned" else INT
+
+
+def usual_arithmetic(a: IntType, b: IntType) -> IntType:
+    """C's usual arithmetic conversions for the subset: unsigned wins after promotion."""
+    pa, pb = promote(a), promote(b)
+    return UINT if UINT in (pa, pb) else INT
+
+
+def wrap(value: int, t: Type) -> int:
+    """A Python int converted to type t, in t's value domain (the register value)."""
+    if isinstance(t, IntType):
+        k = t.kind
+        if k == "bool":
+            return int(value != 0)
+        if k == "char":
+            return ((value & 0xFF) ^ 0x80) - 0x80
+        if k == "uchar":
+            return value & 0xFF
+        if k == "int":
+            value &= MASK32
+            return value - (1 << 32) if value & 0x80000000 else value
+        return value & MASK32
+    return value & MASK32  # pointers: cell addresses
+
+
+def same_pointee(a: PtrType, b: PtrType) -> bool:
+    return a.elem == b.elem
+
+
+# ---------------------------------------------------------------- constant arithmetic
+# The exact semantics of every operator on 32-bit values, shared by the constant
+# folder and the code generator's immediate folding; the emitted instruction
+# sequences compute the same results (including division by zero, see docs/subset.md).
+
+
+def to_s32(v: int) -> int:
+    v &= MASK32
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def udiv(a: int, b: int) -> int:
+    a &= MASK32
+    b &= MASK32
+    return MASK32 if b == 0 else a // b
+
+
+def urem(a: int, b: int) -> int:
+    a &= MASK32
+    b &= MASK32
+    return a if b == 0 else a % b
+
+
+def sdiv(a: int, b: int) -> int:
+    """Signed division truncating toward zero; x/0 = -1 for x >= 0 and 1 for x < 0."""
+    a, b = to_s32(a), to_s32(b)
+    q = udiv(abs(a), abs(b))
+    if (a < 0) != (b < 0):
+        q = -q
+    return to_s32(q)
+
+
+def srem(a: int, b: int) -> int:
+    """Signed remainder with the dividend's sign; x%0 = x."""
+    a, b = to_s32(a), to_s32(b)
+    r = urem(abs(a), abs(b))
+    return to_s32(-r if a < 0 else r)
+
+
+def fold_binary(op: str, a: int, b: int, t: IntType) -> int:
+    """`a op b` evaluated in the (promoted) type t; comparisons return 0/1."""
+    ua, ub = a & MASK32, b & MASK32
+    if op == "+":
+        r = ua + ub
+    elif op == "-":
+        r = ua - ub
+    elif op == "*":
+        r = ua * ub
+    elif op == "/":
+        r = sdiv(ua, ub) if t.signed else udiv(ua, ub)
+    elif op == "%":
+        r = srem(ua, ub) if t.signed else urem(ua, ub)
+    elif op == "&":
+        r = ua & ub
+    elif op == "|":
+        r = ua | ub
+    elif op == "^":
+        r = ua ^ ub
+    elif op == "<<":
+        r = ua << (ub & 31)
+    elif op == ">>":
+        r = (to_s32(ua) >> (ub & 31)) if t.signed else (ua >> (ub & 31))
+    elif op in ("<", ">", "<=", ">=", "==", "!="):
+        x, y = (to_s32(ua), to_s32(ub)) if t.signed else (ua, ub)
+        return int({"<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y,
+                    "==": x == y, "!=": x != y}[op])
+    elif op == "&&":
+        return int(ua != 0 and ub != 0)
+    elif op == "||":
+        return int(ua != 0 or ub != 0)
+    else:  # pragma: no cover
+        raise ValueError(op)
+    return wrap(r, t)

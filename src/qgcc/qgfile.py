@@ -1,0 +1,308 @@
+"""The .qg container: a compiled program (and, later, the network weights) in one safetensors file.
+
+Layout (docs/qg-format.md):
+
+* tensor `program.code`: int64 [n], the encode() words of the instructions
+  reinterpreted as signed 64-bit integers;
+* any extra tensors (the linker's weights, later);
+* string metadata: `format`="qg", `format_version`="1", `kernels` (JSON),
+  `lines` (JSON), `source_name`, `source`, `qsass`, `content_hash`, plus extras.
+
+`content_hash` is the sha256 (hex) of: the code tensor's bytes (little-endian
+int64), then the `kernels` metadata string (UTF-8), then for every other tensor
+in sorted name order its name, NUL, dtype name, JSON shape, NUL and its raw
+little-endian C-order bytes.  It is checked on load.
+
+Files are written atomically (temp file in the same directory, fsync,
+os.replace): on any error no output file exists and an existing one is untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .diagnostics import QgFileError
+from .isa import Instr, decode, encode
+from .program import ELEM_DTYPES, Kernel, Param, Program
+
+FORMAT = "qg"
+FORMAT_VERSION = "1"
+CODE_TENSOR = "program.code"
+RESERVED_META = ("format", "format_version", "kernels", "lines", "source_name", "source", "qsass",
+                 "content_hash")
+_FIX = "recompile it with qgcc"
+
+
+@dataclass
+class QgFile:
+    path: str
+    program: Program
+    tensors: dict[str, np.ndarray] = field(default_factory=dict)  # every tensor but program.code
+    meta: dict[str, str] = field(default_factory=dict)  # all string metadata
+
+
+# -- atomic writes ------------------------------------------------------------
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class AtomicFiles:
+    """Stage several files as temporaries beside their targets, then rename them all at once.
+
+    Usage: `with AtomicFiles() as batch: batch.add(path, data)...; batch.commit()`.
+    Leaving the block without commit() (an exception) removes every temporary.
+    """
+
+    def __init__(self):
+        self._staged: list[tuple[str, str]] = []
+
+    def add(self, path: str | os.PathLike, data: bytes) -> None:
+        target = os.fspath(path)
+        d = os.path.dirname(os.path.abspath(target))
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=d)
+        self._staged.append((tmp, target))
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+
+    def commit(self) -> None:
+        dirs = set()
+        while self._staged:
+            tmp, target = self._staged[0]
+            os.replace(tmp, target)
+            self._staged.pop(0)
+            dirs.add(os.path.dirname(os.path.abspath(target)))
+        for d in dirs:  # make the renames durable; best effort (not every filesystem allows it)
+            try:
+                fd = os.open(d, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.fsync(fd)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+
+    def discard(self) -> None:
+        for tmp, _ in self._staged:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        self._staged.clear()
+
+    def __enter__(self) -> "AtomicFiles":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.discard()
+
+
+def atomic_write(path: str | os.PathLike, data: bytes) -> None:
+    """Write `data` to `path` atomically; on failure `path` is untouched and no temporary remains."""
+    with AtomicFiles() as batch:
+        batch.add(path, data)
+        batch.commit()
+
+
+# -- encoding helpers -----------------------------------------------------------
+
+def code_tensor(program: Program) -> np.ndarray:
+    words = [encode(ins) for ins in program.code]
+    return np.array([w - (1 << 64) if w >= (1 << 63) else w for w in words], dtype=np.int64)
+
+
+def kernels_json(kernels: list[Kernel]) -> str:
+    return json.dumps([
+        {"name": k.name, "entry": k.entry, "end": k.end,
+         "params": [{"name": p.name, "ctype": p.ctype, "pointer": p.pointer, "const": p.const}
+                    for p in k.params],
+         "shared_words": k.shared_words, "regs": k.regs}
+        for k in kernels], separators=(",", ":"))
+
+
+def content_hash(code: np.ndarray, kernels: str, tensors: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(code, dtype="<i8").tobytes())
+    h.update(kernels.encode("utf-8"))
+    for name in sorted(tensors):
+        arr = np.asarray(tensors[name])
+        h.update(name.encode("utf-8") + b"\0")
+        h.update(arr.dtype.name.encode() + json.dumps(list(arr.shape)).encode() + b"\0")
+        h.update(np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes())
+    return h.hexdigest()
+
+
+# -- save -------------------------------------------------------------------------
+
+def save(program: Program, path: str | os.PathLike, extra_tensors: dict[str, np.ndarray] | None = None,
+         extra_meta: dict[str, str] | None = None) -> None:
+    """Write `program` (and extras) to `path` atomically.
+
+    Raises ValueError for a malformed program or bad extras (nothing is written),
+    OSError when the file cannot be written (an existing file is left untouched).
+    """
+    from .asm.disassembler import check_program, disassemble
+
+    problem = check_program(program)
+    if problem:
+        raise ValueError(f"cannot save a malformed program: {problem}")
+    extra_tensors = dict(extra_tensors or {})
+    extra_meta = dict(extra_meta or {})
+    for name, arr in extra_tensors.items():
+        if not isinstance(name, str) or not name or name == CODE_TENSOR:
+            raise ValueError(f"extra tensor name {name!r} is reserved or empty")
+        if not isinstance(arr, np.ndarray):
+            raise ValueError(f"extra tensor '{name}' is not a numpy array")
+    for key, value in extra_meta.items():
+        if key in RESERVED_META or key == "__metadata__":
+            raise ValueError(f"metadata key '{key}' is reserved")
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ValueError(f"metadata {key!r} must map a string to a string")
+    code = code_tensor(program)
+    kjson = kernels_json(program.kernels)
+    meta = dict(extra_meta)
+    meta.update({
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kernels": kjson,
+        "lines": json.dumps([ins.line for ins in program.code], separators=(",", ":")),
+        "source_name": program.source_name,
+        "source": "\n".join(program.source_lines),
+        "qsass": disassemble(program, header=f"{program.source_name}: qsass disassembly"),
+        "content_hash": content_hash(code, kjson, extra_tensors),
+    })
+    import safetensors.numpy
+
+    tensors = {CODE_TENSOR: code}
+    tensors.update({k: np.ascontiguousarray(v) for k, v in extra_tensors.items()})
+    try:
+        data = safetensors.numpy.save(tensors, metadata=meta)
+    except Exception as e:  # unsupported dtype and the like
+        raise ValueError(f"cannot serialise the tensors: {e}") from None
+    atomic_write(path, data)
+
+
+# -- load ---------------------------------------------------------------------------
+
+def _bad(path: str, what: str, fix: str = _FIX) -> QgFileError:
+    return QgFileError(f"{path}: {what}; {fix}")
+
+
+def _read_header(path: str, data: bytes) -> dict:
+    if len(data) < 8:
+        raise _bad(path, "not a .qg file (truncated: too short for a safetensors header)")
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > len(data) - 8:
+        raise _bad(path, "not a .qg file (truncated or corrupt safetensors header)")
+    try:
+        header = json.loads(data[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise _bad(path, "not a .qg file (corrupt safetensors header)") from None
+    if not isinstance(header, dict):
+        raise _bad(path, "not a .qg file (corrupt safetensors header)")
+    return header
+
+
+def _parse_kernels(path: str, text: str) -> list[Kernel]:
+    bad = _bad(path, "corrupt 'kernels' metadata")
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raise bad from None
+    if not isinstance(raw, list):
+        raise bad
+    kernels = []
+    for k in raw:
+        if not isinstance(k, dict) or set(k) != {"name", "entry", "end", "params", "shared_words", "regs"}:
+            raise bad
+        if not isinstance(k["params"], list):
+            raise bad
+        params = []
+        for p in k["params"]:
+            if not isinstance(p, dict) or set(p) != {"name", "ctype", "pointer", "const"}:
+                raise bad
+            if p["ctype"] not in ELEM_DTYPES:
+                raise bad
+            params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"]))
+        kernels.append(Kernel(k["name"], k["entry"], k["end"], params, k["shared_words"], k["regs"]))
+    return kernels
+
+
+def load(path: str | os.PathLike) -> QgFile:
+    """Read and fully validate a .qg file; every problem is a one-line QgFileError."""
+    from .asm.disassembler import check_program
+
+    spath = os.fspath(path)
+    try:
+        data = Path(spath).read_bytes()
+    except FileNotFoundError:
+        raise QgFileError(f"{spath}: no such file; compile a kernel with 'qgcc KERNEL.cu -o {spath}'") from None
+    except IsADirectoryError:
+        raise QgFileError(f"{spath}: is a directory, not a .qg file") from None
+    except OSError as e:
+        raise QgFileError(f"{spath}: cannot read: {e.strerror or e}") from None
+    header = _read_header(spath, data)
+    meta = header.get("__metadata__")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise _bad(spath, "not a .qg file (safetensors without format=qg metadata)")
+    if any(not isinstance(v, str) for v in meta.values()):
+        raise _bad(spath, "not a .qg file (non-string metadata)")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise _bad(spath, f"format version {meta.get('format_version')!r} is not supported "
+                          f"(this qgcc reads version {FORMAT_VERSION})")
+    for key in ("kernels", "lines", "content_hash"):
+        if not isinstance(meta.get(key), str):
+            raise _bad(spath, f"metadata '{key}' is missing")
+    if CODE_TENSOR not in header:
+        raise _bad(spath, f"tensor '{CODE_TENSOR}' is missing")
+    import safetensors.numpy
+
+    try:
+        tensors = safetensors.numpy.load(data)
+    except Exception as e:
+        msg = str(e).replace("\n", " ")
+        raise _bad(spath, f"not a .qg file (truncated or corrupt: {msg})") from None
+    code = tensors.pop(CODE_TENSOR)
+    if code.dtype != np.int64 or code.ndim != 1:
+        raise _bad(spath, f"tensor '{CODE_TENSOR}' must be int64 [n], found {code.dtype} {list(code.shape)}")
+    if content_hash(code, meta["kernels"], tensors) != meta["content_hash"]:
+        raise _bad(spath, "content hash mismatch (the file was modified or damaged)")
+    kernels = _parse_kernels(spath, meta["kernels"])
+    try:
+        lines = json.loads(meta["lines"])
+    except ValueError:
+        lines = None
+    if not isinstance(lines, list) or len(lines) != len(code) or \
+            any(not (ln is None or type(ln) is int) for ln in lines):
+        raise _bad(spath, "corrupt 'lines' metadata")
+    instrs: list[Instr] = []
+    for pc, (word, line) in enumerate(zip(code.tolist(), lines)):
+        try:
+            ins = decode(word & ((1 << 64) - 1))
+        except ValueError as e:
+            raise _bad(spath, f"instruction {pc} is invalid ({e})") from None
+        ins.line = line
+        instrs.append(ins)
+    source = meta.get("source", "")
+    program = Program(code=instrs, kernels=kernels,
+                      source_name=meta.get("source_name", spath),
+                      source_lines=source.split("\n") if source else [])
+    problem = check_program(program)
+    if problem:
+        raise _bad(spath, f"inconsistent program ({problem})")
+    return QgFile(spath, program, tensors, dict(meta))

@@ -1,0 +1,167 @@
+"""Parsing of qgrun's `--arg NAME=VALUE` and `--out NAME=PATH` options against a kernel's parameters.
+
+Everything is checked before anything runs; every problem is a one-line
+UsageError (exit code 2) that names the argument.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from ..diagnostics import UsageError
+from ..machine import SPEC
+from ..program import ELEM_DTYPES, Kernel, Param
+
+# Inclusive value range of each scalar parameter type.
+SCALAR_RANGES: dict[str, tuple[int, int]] = {
+    "int": (-(1 << 31), (1 << 31) - 1),
+    "unsigned": (0, (1 << 32) - 1),
+    "bool": (0, 1),
+    "char": (-128, 127),
+    "uchar": (0, 255),
+}
+
+_INT_RE = re.compile(r"([+-]?)(0[xX][0-9A-Fa-f]+|[0-9]+)\Z")
+# A .npy of the largest buffer the machine holds is well under this; anything bigger is refused unread.
+_MAX_NPY_BYTES = SPEC.global_words * 8 + (1 << 16)
+
+
+def parse_int(text: str) -> int | None:
+    """Decimal or 0x hex, optionally signed; None if malformed."""
+    m = _INT_RE.match(text.strip())
+    if not m or len(m.group(2)) > 40:
+        return None
+    v = int(m.group(2), 0) if m.group(2)[:2].lower() == "0x" else int(m.group(2), 10)
+    return -v if m.group(1) == "-" else v
+
+
+def _split(option: str, spec: str) -> tuple[str, str]:
+    name, eq, value = spec.partition("=")
+    name = name.strip()
+    if not eq or not name:
+        raise UsageError(f"{option} '{spec}': expected NAME=VALUE")
+    return name, value
+
+
+def _param(kernel: Kernel, option: str, name: str) -> Param:
+    for p in kernel.params:
+        if p.name == name:
+            return p
+    have = ", ".join(p.name for p in kernel.params) or "none"
+    raise UsageError(f"{option} '{name}': kernel '{kernel.name}' has no parameter '{name}' "
+                     f"(parameters: {have})")
+
+
+def parse_scalar(name: str, value: str, p: Param) -> int:
+    v = parse_int(value)
+    lo, hi = SCALAR_RANGES[p.ctype]
+    if v is None:
+        if value.startswith("@") or value.startswith("zeros:"):
+            raise UsageError(f"--arg {name}={value}: parameter '{name}' is a scalar ({p.describe()}); "
+                             f"give a number")
+        raise UsageError(f"--arg {name}={value}: expected a {p.ctype} (decimal or 0x hex)")
+    if not lo <= v <= hi:
+        raise UsageError(f"--arg {name}={value}: {v} is out of range for {p.ctype} ({lo}..{hi})")
+    return v
+
+
+def load_array(name: str, value: str, p: Param) -> np.ndarray:
+    want = np.dtype(ELEM_DTYPES[p.ctype])
+    if value.startswith("zeros:"):
+        n = parse_int(value[len("zeros:"):])
+        if n is None or n < 0:
+            raise UsageError(f"--arg {name}={value}: expected zeros:N with a count N >= 0")
+        if n > SPEC.global_words:
+            raise UsageError(f"--arg {name}={value}: {n} elements exceed the machine's global memory "
+                             f"({SPEC.global_words} cells)")
+        return np.zeros(n, dtype=want)
+    if not value.startswith("@") or len(value) < 2:
+        raise UsageError(f"--arg {name}={value}: parameter '{name}' is a pointer ({p.describe()}); "
+                         f"give @FILE.npy or zeros:N")
+    path = value[1:]
+    try:
+        size = os.path.getsize(path)
+        if size > _MAX_NPY_BYTES:
+            raise UsageError(f"--arg {name}={value}: {path} is {size} bytes, larger than any buffer "
+                             f"the machine holds ({SPEC.global_words} cells)")
+        arr = np.load(path, allow_pickle=False)
+    except UsageError:
+        raise
+    except FileNotFoundError:
+        raise UsageError(f"--arg {name}={value}: {path}: no such file") from None
+    except IsADirectoryError:
+        raise UsageError(f"--arg {name}={value}: {path} is a directory") from None
+    except OSError as e:
+        raise UsageError(f"--arg {name}={value}: cannot read {path}: {e.strerror or e}") from None
+    except Exception as e:  # not a .npy, pickled objects, corrupt header
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UsageError(f"--arg {name}={value}: {path} is not a readable .npy array ({msg})") from None
+    if not isinstance(arr, np.ndarray):  # an .npz archive
+        if hasattr(arr, "close"):
+            arr.close()
+        raise UsageError(f"--arg {name}={value}: {path} is not a .npy array (an .npz archive?)")
+    if arr.dtype != want:
+        raise UsageError(f"--arg {name}={value}: {path} has dtype {arr.dtype}, but parameter '{name}' "
+                         f"({p.describe()}) needs {want}")
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    if flat.size > SPEC.global_words:
+        raise UsageError(f"--arg {name}={value}: {flat.size} elements exceed the machine's global memory "
+                         f"({SPEC.global_words} cells)")
+    return flat
+
+
+def parse_args(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+    """`--arg` values -> (scalar words, host arrays), both keyed by parameter name."""
+    scalars: dict[str, int] = {}
+    arrays: dict[str, np.ndarray] = {}
+    seen: set[str] = set()
+    for spec in specs:
+        name, value = _split("--arg", spec)
+        p = _param(kernel, "--arg", name)
+        if name in seen:
+            raise UsageError(f"--arg '{name}' is given twice")
+        seen.add(name)
+        if p.pointer:
+            arrays[name] = load_array(name, value, p)
+        else:
+            scalars[name] = parse_scalar(name, value, p)
+    missing = [p for p in kernel.params if p.name not in seen]
+    if missing:
+        listed = ", ".join(f"'{p.name}' ({p.describe()})" for p in missing)
+        raise UsageError(f"missing --arg for {listed}")
+    return scalars, arrays
+
+
+def check_writable(label: str, path: str) -> None:
+    """The directory of an output file must exist, and the path must not be a directory."""
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise UsageError(f"{label}: directory '{os.path.dirname(path) or '.'}' does not exist")
+    if os.path.isdir(path):
+        raise UsageError(f"{label}: {path} is a directory")
+
+
+def parse_outs(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """`--out NAME=PATH` -> {buffer name: path}; only pointer parameters, each at most once."""
+    outs: dict[str, str] = {}
+    paths: dict[str, str] = {}
+    for spec in specs:
+        name, path = _split("--out", spec)
+        p = _param(kernel, "--out", name)
+        if not p.pointer:
+            raise UsageError(f"--out '{name}': parameter '{name}' is not a pointer ({p.describe()}); "
+                             f"only buffers can be written out")
+        if name in outs:
+            raise UsageError(f"--out '{name}' is given twice")
+        if not path:
+            raise UsageError(f"--out '{spec}': expected NAME=PATH.npy")
+        key = os.path.realpath(path)
+        if key in paths:
+            raise UsageError(f"--out '{name}' and --out '{paths[key]}' write the same file {path}")
+        check_writable(f"--out {name}={path}", path)
+        outs[name] = path
+        paths[key] = name
+    return outs

@@ -1,0 +1,701 @@
+"""qgcc and qgrun command lines: behaviour, every error path's message shape, exit codes, atomic outputs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from qgcc import engines, qgfile
+from qgcc.asm import assemble
+from qgcc.cli.qgcc_cmd import main as qgcc_main
+from qgcc.cli.qgrun_cmd import main as qgrun_main
+from qgcc.trace import ExitCode
+
+ROOT = Path(__file__).resolve().parents[1]
+
+VADD = """\
+// hand-written vector add
+.source "vadd.cu"
+.kernel vadd
+.param const int* a
+.param const int* b
+.param int* c
+.param int n
+    .loc 3    // int i = blockIdx.x * blockDim.x + threadIdx.x;
+    S2R r0, %ctaid.x
+    S2R r1, %ntid.x
+    MUL r0, r0, r1
+    S2R r1, %tid.x
+    ADD r0, r0, r1
+    .loc 4    // if (i < n) c[i] = a[i] + b[i];
+    LDC r1, c[3]
+    SLT r2, r0, r1
+    BRZ r2, done
+    LDC r3, c[0]
+    ADD r3, r3, r0
+    LD r3, [r3]
+    LDC r4, c[1]
+    ADD r4, r4, r0
+    LD r4, [r4]
+    ADD r3, r3, r4
+    LDC r4, c[2]
+    ADD r4, r4, r0
+    ST [r4], r3
+done:
+    .loc 5    // }
+    EXIT
+.end
+"""
+
+KERNELS = """\
+.source "faults.cu"
+.kernel oob
+.param int* c
+    .loc 2    // c[1000] = 1;
+    LDC r0, c[0]
+    MOV r1, #1
+    ST [r0+1000], r1
+    EXIT
+.end
+.kernel divbar
+    .loc 7    // if (threadIdx.x) __syncthreads();
+    S2R r0, %tid.x
+    BRZ r0, skip
+    BAR
+skip:
+    EXIT
+.end
+.kernel spin
+    .loc 9    // for (;;);
+top:
+    BRA top
+.end
+.kernel count
+.param int* ctr
+    .loc 12   // atomicAdd(ctr, 1); __syncthreads();
+    LDC r0, c[0]
+    MOV r1, #1
+    ATOM.ADD r2, [r0], r1
+    BAR
+    EXIT
+.end
+.kernel params
+.param int i
+.param unsigned u
+.param bool b
+.param char ch
+.param uchar uc
+.param unsigned* out
+    LDC r0, c[5]
+    LDC r1, c[0]
+    ST [r0], r1
+    LDC r1, c[1]
+    ST [r0+1], r1
+    LDC r1, c[2]
+    ST [r0+2], r1
+    LDC r1, c[3]
+    ST [r0+3], r1
+    LDC r1, c[4]
+    ST [r0+4], r1
+    EXIT
+.end
+.kernel ptrs
+.param char* s
+.param uchar* us
+.param bool* f
+.param unsigned* w
+    EXIT
+.end
+"""
+
+VADD_ARGS = ["--grid", "3", "--block", "4", "--arg", "a=@a.npy", "--arg", "b=@b.npy",
+             "--arg", "c=zeros:10", "--arg", "n=10"]
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):  # rich would colour a pipe
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("QGCC_DEBUG", raising=False)
+    (tmp_path / "vadd.qsass").write_text(VADD)
+    (tmp_path / "k.qsass").write_text(KERNELS)
+    np.save(tmp_path / "a.npy", np.arange(10, dtype=np.int32))
+    np.save(tmp_path / "b.npy", 100 * np.arange(10, dtype=np.int32))
+    qgfile.save(assemble(VADD, "vadd.qsass"), tmp_path / "vadd.qg")
+    qgfile.save(assemble(KERNELS, "k.qsass"), tmp_path / "k.qg")
+    return tmp_path
+
+
+def qgcc(*args):
+    return CliRunner().invoke(qgcc_main, list(args), catch_exceptions=False)
+
+
+def qgrun(*args):
+    return CliRunner().invoke(qgrun_main, list(args), catch_exceptions=False)
+
+
+def one_line_error(r, tool: str, code: int) -> str:
+    assert r.exit_code == code, (r.exit_code, r.stdout, r.stderr)
+    assert r.stderr.startswith(f"{tool}: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    return r.stderr[len(f"{tool}: error: "):].rstrip("\n")
+
+
+# ============================================================================ qgcc
+
+def test_qgcc_assembles_to_default_output(work):
+    (work / "vadd.qg").unlink()
+    r = qgcc("vadd.qsass")
+    assert r.exit_code == 0 and r.stdout == "" and r.stderr == ""
+    q = qgfile.load(work / "vadd.qg")
+    assert q.program.kernels[0].name == "vadd"
+    assert q.program.source_line(4) == "if (i < n) c[i] = a[i] + b[i];"
+
+
+def test_qgcc_output_option_and_subdirectory_input(work):
+    (work / "src").mkdir()
+    shutil.copy(work / "vadd.qsass", work / "src" / "v.qsass")
+    assert qgcc("src/v.qsass").exit_code == 0
+    assert (work / "src" / "v.qg").exists()  # default output: beside the input
+    assert qgcc("src/v.qsass", "-o", "out.qg").exit_code == 0
+    assert qgfile.load("out.qg").program.kernels[0].name == "vadd"
+
+
+def test_qgcc_S_and_d(work):
+    r = qgcc("-S", "vadd.qsass", "-o", "norm.qsass")
+    assert r.exit_code == 0
+    text = (work / "norm.qsass").read_text()
+    assert "    .loc 4    // if (i < n) c[i] = a[i] + b[i];" in text
+    assert "BRZ      r2, L18" in text
+    r = qgcc("-S", "vadd.qsass", "-o", "-")
+    assert r.exit_code == 0 and r.stdout == text
+    r = qgcc("-d", "vadd.qg")
+    assert r.exit_code == 0
+    assert r.stdout.startswith("// disassembly of vadd.qg (source: vadd.cu)\n")
+    assert r.stdout.split("\n", 1)[1] == text.split("\n", 1)[1]  # same body as -S
+    r = qgcc("-d", "vadd.qg", "-o", "dis.qsass")
+    assert r.exit_code == 0 and r.stdout == "" and (work / "dis.qsass").read_text().endswith(".end\n")
+    # the disassembly assembles back to the same program
+    assert qgcc("dis.qsass", "-o", "again.qg").exit_code == 0
+    a, b = qgfile.load("vadd.qg"), qgfile.load("again.qg")
+    assert a.meta["content_hash"] == b.meta["content_hash"]
+
+
+def test_qgcc_compile_error_writes_nothing(work):
+    (work / "bad.qsass").write_text(".kernel k\n    MOV r1, #99999999999\n.end\n")
+    (work / "bad.qg").write_bytes(b"precious")
+    r = qgcc("bad.qsass")
+    assert r.exit_code == ExitCode.COMPILE_ERROR
+    assert r.stderr == ("bad.qsass:2:14: error: immediate 99999999999 is out of range "
+                        "(-2147483648..4294967295)\n    MOV r1, #99999999999\n             ^\n")
+    assert r.stdout == ""
+    assert (work / "bad.qg").read_bytes() == b"precious"
+    r = qgcc("bad.qsass", "-o", "fresh.qg")
+    assert r.exit_code == 1 and not (work / "fresh.qg").exists()
+    assert [p for p in os.listdir(work) if p.endswith(".tmp")] == []
+
+
+def test_qgcc_not_utf8(work):
+    (work / "bin.qsass").write_bytes(b".kernel k\nNOP \xff\n.end\n")
+    r = qgcc("bin.qsass")
+    assert r.exit_code == 1
+    assert r.stderr == "bin.qsass:2:5: error: the file is not UTF-8 text (byte 0xff)\n"
+
+
+@pytest.mark.parametrize("argv,code,message", [
+    (["foo.txt"], 2, "foo.txt: unknown input type '.txt' (expected .cu, .qsass, or .qg with -d)"),
+    (["Makefile"], 2, "Makefile: unknown input type '(none)' (expected .cu, .qsass, or .qg with -d)"),
+    (["missing.qsass"], 2, "missing.qsass: no such file"),
+    (["vadd.qg"], 2, "vadd.qg is already compiled; use 'qgcc -d vadd.qg' to disassemble it or "
+                     "'qgrun vadd.qg ...' to run it"),
+    (["-S", "-d", "vadd.qg"], 2, "-S and -d cannot be combined"),
+    (["-d", "vadd.qsass"], 2, "-d disassembles a .qg file; vadd.qsass is not one"),
+    (["-S", "vadd.qsass"], 2, "the output vadd.qsass would overwrite the input; choose another with -o"),
+    (["vadd.qsass", "-o", "nodir/x.qg"], 2, "-o nodir/x.qg: directory 'nodir' does not exist"),
+    (["vadd.qsass", "-o", "-"], 2, "a .qg cannot be written to stdout; give -o FILE.qg"),
+    (["-d", "missing.qg"], 3, "missing.qg: no such file; compile a kernel with 'qgcc KERNEL.cu -o missing.qg'"),
+    (["-d", "vadd.qsass.bak.qg"], 3, None),
+    ([], 2, "Missing argument 'INPUT'. (see 'qgcc --help')"),
+    (["--bogus", "x.cu"], 2, None),  # click's wording varies between versions
+])
+def test_qgcc_usage_and_file_errors(work, argv, code, message):
+    (work / "vadd.qsass.bak.qg").write_bytes(b"\x00" * 100)
+    r = qgcc(*argv)
+    msg = one_line_error(r, "qgcc", code)
+    if message is not None:
+        assert msg == message
+    elif "--bogus" in argv:
+        assert "--bogus" in msg and msg.endswith("(see 'qgcc --help')")
+    assert r.stdout == ""
+
+
+def test_qgcc_internal_error_is_one_line(work, monkeypatch):
+    import qgcc.asm as asm_pkg
+
+    def boom(*a, **k):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(asm_pkg, "assemble", boom)
+    r = qgcc("vadd.qsass", "-o", "x.qg")
+    assert r.exit_code == ExitCode.INTERNAL
+    assert r.stderr == ("qgcc: internal error: RuntimeError: kaboom (please report it; "
+                        "set QGCC_DEBUG=1 for a traceback)\n")
+    assert not (work / "x.qg").exists()
+
+
+def test_qgcc_help_and_version(work):
+    r = qgcc("--help")
+    assert r.exit_code == 0 and "-S" in r.stdout and "-d" in r.stdout
+    r = qgcc("--version")
+    assert r.exit_code == 0 and "0.1.0" in r.stdout
+
+
+# ============================================================================ qgrun: success
+
+def test_qgrun_vadd_out_and_json(work):
+    r = qgrun("vadd.qg", *VADD_ARGS, "--out", "c=c.npy", "--json", "s.json")
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr == ""
+    c = np.load(work / "c.npy")
+    assert c.dtype == np.int32
+    np.testing.assert_array_equal(c, 101 * np.arange(10))
+    s = json.loads((work / "s.json").read_text())
+    assert set(s) == {"kernel", "grid", "block", "steps", "warp_instructions", "divergent_steps",
+                      "barrier_waits", "atomics", "loads", "stores", "engine", "device", "wall_time_s",
+                      "status", "exit_code"}
+    assert s["kernel"] == "vadd" and s["grid"] == [3, 1, 1] and s["block"] == [4, 1, 1]
+    assert (s["steps"], s["warp_instructions"], s["divergent_steps"], s["loads"], s["stores"]) == (57, 57, 1, 20, 10)
+    assert (s["barrier_waits"], s["atomics"]) == (0, 0)
+    assert s["engine"] == "ref" and s["device"] == "cpu" and s["status"] == "ok" and s["exit_code"] == 0
+    assert isinstance(s["wall_time_s"], float)
+    # summary table on stdout, plain text
+    assert "qgrun summary" in r.stdout and "divergent steps" in r.stdout and "\x1b[" not in r.stdout
+    assert [p for p in os.listdir(work) if p.endswith(".tmp")] == []
+
+
+def test_qgrun_trace_none_and_summary(work):
+    r = qgrun("vadd.qg", *VADD_ARGS, "--trace", "none")
+    assert r.exit_code == 0 and r.stdout == "" and r.stderr == ""
+    r = qgrun("vadd.qg", *VADD_ARGS)
+    assert r.exit_code == 0
+    lines = r.stdout.splitlines()
+    assert lines[0] == "qgrun summary"
+    assert any("steps" in ln and "57" in ln for ln in lines)
+
+
+def test_qgrun_trace_full(work):
+    r = qgrun("vadd.qg", *VADD_ARGS, "--trace", "full")
+    assert r.exit_code == 0
+    out = r.stdout
+    assert "\x1b[" not in out
+    lines = out.splitlines()
+    assert lines[0].split() == ["step", "blk", "wrp", "pc", "lanes", "instruction", "source", "results"]
+    rows = [ln for ln in lines[1:] if ln[:6].strip().isdigit()]
+    assert len(rows) == 57
+    assert rows[0].split()[:8] == ["0", "0", "0", "0", "●●●●", "S2R", "r0,", "%ctaid.x"]
+    assert "3: int i = blockIdx.x * blockDi..." in rows[0]
+    assert "L0 r0=0x00000000 (0)  L1 r0=0x00000000 (0)" in rows[0]
+    assert "L3 r1=0x00000003 (3)" in rows[3]
+    row45 = rows[45]
+    assert row45.split()[:5] == ["45", "2", "0", "7", "●●●●"] and "BRZ r2, L18" in row45 and "DIVERGE" in row45
+    assert rows[46].split()[4] == "●●○○"
+    assert "L0 [28]=0x00000328 (808)  L1 [29]=0x0000038d (909)" in rows[55]
+    assert "L1 r4=0x00000384 (900) <- [19]" in rows[51]
+    assert "RECONVERGE" in rows[56] and "5: }" in rows[56]
+    assert "qgrun summary" in out  # the summary follows the trace
+
+
+def test_qgrun_trace_barrier_and_atomics(work):
+    r = qgrun("k.qg", "--kernel", "count", "--grid", "1", "--block", "8", "--arg", "ctr=zeros:1",
+              "--out", "ctr=ctr.npy", "--trace", "full", "--json", "s.json")
+    assert r.exit_code == 0, r.stderr
+    assert np.load("ctr.npy").tolist() == [8]
+    assert "BARRIER-WAIT" in r.stdout and "BARRIER-RELEASE" in r.stdout
+    assert "L3 r2=0x00000003 (3) [0]=0x00000004 (4)" in r.stdout  # old value to rd, new value in memory
+    s = json.loads(Path("s.json").read_text())
+    assert s["atomics"] == 8 and s["barrier_waits"] == 2
+
+
+def test_qgrun_scalar_params_encoding(work):
+    r = qgrun("k.qg", "--kernel", "params", "--grid", "1", "--block", "1", "--arg", "i=-5",
+              "--arg", "u=0xFFFFFFFF", "--arg", "b=1", "--arg", "ch=-128", "--arg", "uc=255",
+              "--arg", "out=zeros:5", "--out", "out=o.npy", "--trace", "none")
+    assert r.exit_code == 0, r.stderr
+    o = np.load("o.npy")
+    assert o.dtype == np.uint32
+    assert o.tolist() == [0xFFFFFFFB, 0xFFFFFFFF, 1, 0xFFFFFF80, 255]
+
+
+def test_qgrun_pointer_dtypes_accepted(work):
+    np.save("s.npy", np.array([[-1, 2], [3, 4]], dtype=np.int8))
+    np.save("us.npy", np.array([255], dtype=np.uint8))
+    np.save("f.npy", np.array([True, False]))
+    np.save("w.npy", np.array(7, dtype=np.uint32))  # 0-d: one element
+    r = qgrun("k.qg", "--kernel", "ptrs", "--grid", "1", "--block", "1", "--arg", "s=@s.npy",
+              "--arg", "us=@us.npy", "--arg", "f=@f.npy", "--arg", "w=@w.npy",
+              "--out", "s=so.npy", "--out", "f=fo.npy", "--trace", "none")
+    assert r.exit_code == 0, r.stderr
+    so, fo = np.load("so.npy"), np.load("fo.npy")
+    assert so.dtype == np.int8 and so.tolist() == [-1, 2, 3, 4]  # flattened C-order
+    assert fo.dtype == np.bool_ and fo.tolist() == [True, False]
+
+
+def test_qgrun_runs_qsass_directly(work):
+    r = qgrun("vadd.qsass", *VADD_ARGS, "--out", "c=c.npy", "--trace", "none")
+    assert r.exit_code == 0
+    (work / "bad.qsass").write_text("MOV r1, #1\n")
+    r = qgrun("bad.qsass", "--grid", "1", "--block", "1")
+    assert r.exit_code == 1
+    assert r.stderr.startswith("bad.qsass:1:1: error: instruction outside a kernel")
+
+
+def test_qgrun_device_cuda_with_ref_engine(work):
+    r = qgrun("vadd.qg", *VADD_ARGS, "--device", "cuda", "--json", "s.json", "--trace", "none")
+    assert r.exit_code == 0
+    assert r.stderr == "qgrun: note: the ref engine runs on the CPU only; --device cuda is ignored\n"
+    assert json.loads(Path("s.json").read_text())["device"] == "cpu"
+
+
+def test_qgrun_cuda_engine_without_cuda(work, monkeypatch):
+    import torch
+
+    monkeypatch.setitem(engines.ENGINES, "fake",
+                        engines.Engine("fake", "qgcc.ref.emulator", "run", ("cpu", "cuda")))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    r = qgrun("vadd.qg", *VADD_ARGS, "--engine", "fake", "--device", "cuda", "--out", "c=c.npy")
+    assert one_line_error(r, "qgrun", 2) == ("--device cuda: CUDA is not available here "
+                                             "(torch.cuda.is_available() is False); use --device cpu")
+    assert not Path("c.npy").exists()
+
+
+def test_engine_registry_is_lazy():
+    code = ("import sys, qgcc.engines, qgcc.cli.qgrun_cmd; "
+            "assert 'qgcc.ref.emulator' not in sys.modules; "
+            "qgcc.engines.get('ref').load(); assert 'qgcc.ref.emulator' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# ============================================================================ qgrun: faults
+
+FAULTS = [
+    ("oob", ["--arg", "c=zeros:4"], ExitCode.MEMORY_FAULT, "out-of-bounds",
+     "qgrun: error: out-of-bounds: out-of-bounds store to cell 0x3e8 ",
+     " (block 0, warp 0, lane 0, pc 2, line 2: c[1000] = 1;)\n"),
+    ("divbar", [], ExitCode.BARRIER_FAULT, "barrier",
+     "qgrun: error: barrier: barrier in divergent code",
+     " (block 0, warp 0, lane 0, pc 6, line 7: if (threadIdx.x) __syncthreads();)\n"),
+    ("spin", ["--max-steps", "50"], ExitCode.STEP_LIMIT, "step-limit",
+     "qgrun: error: step-limit: the launch did not finish within 50 steps (raise --max-steps)",
+     " (block 0, warp 0, pc 8, line 9: for (;;);)\n"),
+]
+
+
+@pytest.mark.parametrize("kernel,extra,code,kind,head,tail", FAULTS, ids=[f[0] for f in FAULTS])
+def test_qgrun_faults(work, kernel, extra, code, kind, head, tail):
+    Path("s.json").write_text("old")
+    outs = ["--out", "c=c.npy"] if kernel == "oob" else []
+    Path("c.npy").write_bytes(b"precious")
+    r = qgrun("k.qg", "--kernel", kernel, "--grid", "2", "--block", "4", *extra, *outs, "--json", "s.json")
+    assert r.exit_code == code
+    assert r.stderr.startswith(head) and r.stderr.endswith(tail), r.stderr
+    assert r.stderr.count("\n") == 1
+    assert Path("c.npy").read_bytes() == b"precious"  # no outputs after a fault
+    s = json.loads(Path("s.json").read_text())  # but the summary is written
+    assert s["status"] == kind and s["exit_code"] == code and s["kernel"] == kernel
+    assert s["fault"]["kind"] == kind and isinstance(s["steps"], int)
+    assert "qgrun summary" not in r.stdout
+    assert [p for p in os.listdir(work) if p.endswith(".tmp")] == []
+
+
+def test_qgrun_fault_json_uses_stats_attached_by_engine(work, monkeypatch):
+    from qgcc.trace import MemoryFault, Stats
+
+    def engine_run(launch, max_steps, on_step=None):
+        f = MemoryFault("boom", block=1, pc=3)
+        f.stats = Stats(steps=7, warp_instructions=7, loads=2)
+        raise f
+
+    import qgcc.ref.emulator
+
+    monkeypatch.setattr(qgcc.ref.emulator, "run", engine_run)
+    r = qgrun("vadd.qg", *VADD_ARGS, "--json", "s.json")
+    assert r.exit_code == ExitCode.MEMORY_FAULT
+    assert r.stderr == "qgrun: error: out-of-bounds: boom (block 1, pc 3)\n"
+    s = json.loads(Path("s.json").read_text())
+    assert (s["steps"], s["loads"], s["stores"], s["status"]) == (7, 2, 0, "out-of-bounds")
+
+
+def test_qgrun_fault_with_full_trace_keeps_rows(work):
+    r = qgrun("k.qg", "--kernel", "spin", "--grid", "1", "--block", "1", "--max-steps", "5", "--trace", "full")
+    assert r.exit_code == ExitCode.STEP_LIMIT
+    assert len([ln for ln in r.stdout.splitlines() if ln[:6].strip().isdigit()]) == 5
+
+
+# ============================================================================ qgrun: usage errors
+
+PARAMS = ["--kernel", "params", "--grid", "1", "--block", "1", "--arg", "out=zeros:5"]
+SCALARS = {"i": "0", "u": "0", "b": "0", "ch": "0", "uc": "0"}
+
+
+def params_args(**override):
+    vals = dict(SCALARS, **override)
+    out = list(PARAMS)
+    for k, v in vals.items():
+        if v is not None:
+            out += ["--arg", f"{k}={v}"]
+    return out
+
+
+USAGE = [
+    # launch shape
+    (["vadd.qg", "--grid", "0", "--block", "4"], "--grid '0': expected X[,Y[,Z]] with positive integers"),
+    (["vadd.qg", *VADD_ARGS[4:], "--grid", "1", "--block", "8,9"], "--block 8,9,1 has 72 threads; the machine runs at most 64 threads per block"),
+    (["vadd.qg", "--grid", "1"], "Missing option '--block'. (see 'qgrun --help')"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--trace", "loud"],
+     "Invalid value for '--trace': 'loud' is not one of 'full', 'summary', 'none'. (see 'qgrun --help')"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--max-steps", "0"], None),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--engine", "warp9"], "unknown engine 'warp9' (engines: ref)"),
+    # kernels
+    (["k.qg", "--grid", "1", "--block", "1"],
+     "the program has several kernels (oob, divbar, spin, count, params, ptrs); choose one with --kernel"),
+    (["k.qg", "--kernel", "nope", "--grid", "1", "--block", "1"],
+     "no kernel named 'nope'; the program has: oob, divbar, spin, count, params, ptrs"),
+    # arguments
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy"],
+     "missing --arg for 'c' (int * c), 'n' (int n)"),
+    (["vadd.qg", *VADD_ARGS, "--arg", "m=1"], "--arg 'm': kernel 'vadd' has no parameter 'm' (parameters: a, b, c, n)"),
+    (["vadd.qg", *VADD_ARGS, "--arg", "n=5"], "--arg 'n' is given twice"),
+    (["vadd.qg", *VADD_ARGS, "--arg", "n"], "--arg 'n': expected NAME=VALUE"),
+    (["vadd.qg", *VADD_ARGS, "--arg", "=3"], "--arg '=3': expected NAME=VALUE"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:3",
+      "--arg", "n=ten"], "--arg n=ten: expected a int (decimal or 0x hex)"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:3",
+      "--arg", "n=1.5"], "--arg n=1.5: expected a int (decimal or 0x hex)"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:3",
+      "--arg", "n=@a.npy"], "--arg n=@a.npy: parameter 'n' is a scalar (int n); give a number"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=5", "--arg", "b=@b.npy", "--arg", "c=zeros:3",
+      "--arg", "n=1"], "--arg a=5: parameter 'a' is a pointer (const int * a); give @FILE.npy or zeros:N"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@f.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:3",
+      "--arg", "n=1"], "--arg a=@f.npy: f.npy has dtype float64, but parameter 'a' (const int * a) needs int32"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@u.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:3",
+      "--arg", "n=1"], "--arg a=@u.npy: u.npy has dtype uint32, but parameter 'a' (const int * a) needs int32"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@none.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:3",
+      "--arg", "n=1"], "--arg a=@none.npy: none.npy: no such file"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@junk.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:3",
+      "--arg", "n=1"], None),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@z.npz", "--arg", "b=@b.npy", "--arg", "c=zeros:3",
+      "--arg", "n=1"], "--arg a=@z.npz: z.npz is not a .npy array (an .npz archive?)"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@obj.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:3",
+      "--arg", "n=1"], None),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:-1",
+      "--arg", "n=1"], "--arg c=zeros:-1: expected zeros:N with a count N >= 0"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:99999",
+      "--arg", "n=1"], "--arg c=zeros:99999: 99999 elements exceed the machine's global memory (16384 cells)"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:16380",
+      "--arg", "n=1"], "the buffers need 16400 cells of global memory; the machine has 16384 (64 KiB)"),
+    # scalar ranges per type
+    (["k.qg", *params_args(i="2147483648")], "--arg i=2147483648: 2147483648 is out of range for int (-2147483648..2147483647)"),
+    (["k.qg", *params_args(i="-0x80000001")], "--arg i=-0x80000001: -2147483649 is out of range for int (-2147483648..2147483647)"),
+    (["k.qg", *params_args(u="-1")], "--arg u=-1: -1 is out of range for unsigned (0..4294967295)"),
+    (["k.qg", *params_args(u="0x100000000")], "--arg u=0x100000000: 4294967296 is out of range for unsigned (0..4294967295)"),
+    (["k.qg", *params_args(b="2")], "--arg b=2: 2 is out of range for bool (0..1)"),
+    (["k.qg", *params_args(ch="128")], "--arg ch=128: 128 is out of range for char (-128..127)"),
+    (["k.qg", *params_args(ch="-129")], "--arg ch=-129: -129 is out of range for char (-128..127)"),
+    (["k.qg", *params_args(uc="256")], "--arg uc=256: 256 is out of range for uchar (0..255)"),
+    (["k.qg", *params_args(uc="-1")], "--arg uc=-1: -1 is out of range for uchar (0..255)"),
+    # --out / --json
+    (["vadd.qg", *VADD_ARGS, "--out", "n=n.npy"],
+     "--out 'n': parameter 'n' is not a pointer (int n); only buffers can be written out"),
+    (["vadd.qg", *VADD_ARGS, "--out", "zz=z.npy"], "--out 'zz': kernel 'vadd' has no parameter 'zz' (parameters: a, b, c, n)"),
+    (["vadd.qg", *VADD_ARGS, "--out", "c=1.npy", "--out", "c=2.npy"], "--out 'c' is given twice"),
+    (["vadd.qg", *VADD_ARGS, "--out", "c=same.npy", "--out", "a=same.npy"],
+     "--out 'a' and --out 'c' write the same file same.npy"),
+    (["vadd.qg", *VADD_ARGS, "--out", "c=nodir/c.npy"], "--out c=nodir/c.npy: directory 'nodir' does not exist"),
+    (["vadd.qg", *VADD_ARGS, "--out", "c"], "--out 'c': expected NAME=VALUE"),
+    (["vadd.qg", *VADD_ARGS, "--json", "nodir/s.json"], "--json nodir/s.json: directory 'nodir' does not exist"),
+    (["vadd.qg", *VADD_ARGS, "--json", "c.npy", "--out", "c=c.npy"], "--json c.npy is also an --out file"),
+]
+
+
+@pytest.mark.parametrize("argv,message", USAGE)
+def test_qgrun_usage_errors(work, argv, message):
+    np.save("f.npy", np.zeros(3))
+    np.save("u.npy", np.zeros(3, dtype=np.uint32))
+    np.save("obj.npy", np.array([{}, 1], dtype=object), allow_pickle=True)
+    np.savez("z.npz", x=np.zeros(2))
+    Path("junk.npy").write_bytes(b"not an npy file")
+    Path("c.npy").write_bytes(b"precious")
+    r = qgrun(*argv, "--out", "c=c.npy") if argv[0] == "vadd.qg" and "--out" not in argv else qgrun(*argv)
+    msg = one_line_error(r, "qgrun", ExitCode.USAGE)
+    if message is not None:
+        assert msg == message
+    assert r.stdout == ""
+    assert Path("c.npy").read_bytes() == b"precious"
+    assert not Path("s.json").exists()
+
+
+def test_qgrun_bad_npy_messages(work):
+    Path("junk.npy").write_bytes(b"not an npy file")
+    np.save("obj.npy", np.array([{}, 1], dtype=object), allow_pickle=True)
+    base = ["vadd.qg", "--grid", "1", "--block", "1", "--arg", "b=@b.npy", "--arg", "c=zeros:3", "--arg", "n=1"]
+    msg = one_line_error(qgrun(*base, "--arg", "a=@junk.npy"), "qgrun", 2)
+    assert msg.startswith("--arg a=@junk.npy: junk.npy is not a readable .npy array (")
+    msg = one_line_error(qgrun(*base, "--arg", "a=@obj.npy"), "qgrun", 2)
+    assert msg.startswith("--arg a=@obj.npy: obj.npy is not a readable .npy array (")
+
+
+@pytest.mark.parametrize("content,match", [
+    (None, "nothing.qg: no such file; compile a kernel with 'qgcc KERNEL.cu -o nothing.qg'"),
+    (b"", "nothing.qg: not a .qg file (truncated: too short for a safetensors header); recompile it with qgcc"),
+    (b"\x05\x00\x00\x00\x00\x00\x00\x00{}}}}", None),
+])
+def test_qgrun_bad_qg_file(work, content, match):
+    if content is not None:
+        Path("nothing.qg").write_bytes(content)
+    r = qgrun("nothing.qg", "--grid", "1", "--block", "1")
+    msg = one_line_error(r, "qgrun", ExitCode.BAD_FILE)
+    if match:
+        assert msg == match
+
+
+def test_qgrun_unknown_extension_is_loaded_as_qg(work):
+    shutil.copy("vadd.qg", "vadd.bin")
+    assert qgrun("vadd.bin", *VADD_ARGS, "--trace", "none").exit_code == 0
+    Path("x.txt").write_text("hello")
+    one_line_error(qgrun("x.txt", "--grid", "1", "--block", "1"), "qgrun", ExitCode.BAD_FILE)
+
+
+def test_qgrun_output_write_failure_is_clean(work, monkeypatch):
+    Path("c.npy").write_bytes(b"precious")
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", boom)
+    r = qgrun("vadd.qg", *VADD_ARGS, "--out", "c=c.npy", "--trace", "none")
+    assert one_line_error(r, "qgrun", 2).startswith("cannot write ")
+    assert Path("c.npy").read_bytes() == b"precious"
+    assert [p for p in os.listdir(work) if p.endswith(".tmp")] == []
+
+
+def test_qgrun_internal_error(work, monkeypatch):
+    def broken(launch, max_steps, on_step=None):
+        raise ZeroDivisionError("oops")
+
+    import qgcc.ref.emulator
+
+    monkeypatch.setattr(qgcc.ref.emulator, "run", broken)
+    r = qgrun("vadd.qg", *VADD_ARGS, "--out", "c=c.npy")
+    assert r.exit_code == ExitCode.INTERNAL
+    assert r.stderr.startswith("qgrun: internal error: ZeroDivisionError: oops")
+    assert not Path("c.npy").exists()
+
+
+def test_qgrun_help(work):
+    r = qgrun("--help")
+    assert r.exit_code == 0
+    for opt in ("--grid", "--block", "--kernel", "--arg", "--out", "--engine", "--device", "--trace", "--json",
+                "--max-steps"):
+        assert opt in r.stdout
+
+
+# ============================================================================ .cu inputs (front end)
+
+def _frontend_ready() -> bool:
+    try:
+        from qgcc.frontend import compile_source  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_frontend = pytest.mark.skipif(not _frontend_ready(), reason="front end (compile_source) not available yet")
+
+
+@needs_frontend
+def test_qgcc_cu_compile_S_and_run(work):
+    shutil.copy(ROOT / "samples" / "vadd.cu", "vadd.cu")
+    r = qgcc("-S", "vadd.cu")
+    assert r.exit_code == 0, r.stderr
+    text = Path("vadd.qsass").read_text()
+    assert "c[i] = a[i] + b[i];" in text and ".loc " in text and ".kernel vadd" in text
+    assert qgcc("vadd.cu", "-o", "v.qg").exit_code == 0
+    assert qgcc("vadd.qsass", "-o", "v2.qg").exit_code == 0
+    a, b = qgfile.load("v.qg"), qgfile.load("v2.qg")
+    assert a.meta["content_hash"] == b.meta["content_hash"]  # -S output reassembles to the same program
+    r = qgrun("v.qg", *VADD_ARGS, "--out", "c=c.npy", "--trace", "full")
+    assert r.exit_code == 0, r.stderr
+    np.testing.assert_array_equal(np.load("c.npy"), 101 * np.arange(10))
+    assert "c[i] = a[i] + b[i];" in r.stdout
+
+
+@needs_frontend
+def test_qgcc_cu_compile_error(work):
+    Path("bad.cu").write_text("__global__ void k(int *a)\n{\n    a[0] = b;\n}\n")
+    Path("bad.qg").write_bytes(b"precious")
+    r = qgcc("bad.cu")
+    assert r.exit_code == ExitCode.COMPILE_ERROR
+    first, src, caret = r.stderr.rstrip("\n").split("\n")
+    assert first.startswith("bad.cu:3:") and ": error: " in first
+    assert src == "    a[0] = b;" and caret.strip() == "^"
+    assert Path("bad.qg").read_bytes() == b"precious"
+
+
+@needs_frontend
+def test_cu_fault_names_the_source_line(work):
+    Path("oob.cu").write_text("__global__ void oob(int *a, int n)\n{\n    a[threadIdx.x + n] = 7;\n}\n")
+    assert qgcc("oob.cu").exit_code == 0
+    r = qgrun("oob.qg", "--grid", "1", "--block", "4", "--arg", "a=zeros:4", "--arg", "n=2",
+              "--out", "a=aout.npy")
+    assert r.exit_code == ExitCode.MEMORY_FAULT
+    assert r.stderr.startswith("qgrun: error: out-of-bounds: out-of-bounds store to cell 0x4 ")
+    assert "(block 0, warp 0, lane 2, pc " in r.stderr
+    assert r.stderr.endswith(", line 3: a[threadIdx.x + n] = 7;)\n")
+    assert not Path("aout.npy").exists()
+    d = qgcc("-d", "oob.qg")
+    assert "    .loc 3    // a[threadIdx.x + n] = 7;" in d.stdout
+
+
+# ============================================================================ installed entry points
+
+def _tool(name: str) -> str:
+    exe = Path(sys.executable).parent / name
+    return str(exe) if exe.exists() else (shutil.which(name) or name)
+
+
+def test_entry_points_subprocess(work):
+    env = dict(os.environ)  # the work fixture removed the variables that force colour
+    r = subprocess.run([_tool("qgcc"), "vadd.qsass", "-o", "sp.qg"], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([_tool("qgrun"), "sp.qg", *VADD_ARGS, "--out", "c=sp.npy", "--trace", "full"],
+                       capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "●●○○" in r.stdout and "\x1b[" not in r.stdout
+    np.testing.assert_array_equal(np.load("sp.npy"), 101 * np.arange(10))
+    r = subprocess.run([_tool("qgrun"), "k.qg", "--kernel", "oob", "--grid", "1", "--block", "1",
+                        "--arg", "c=zeros:1"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == ExitCode.MEMORY_FAULT
+    assert r.stderr.startswith("qgrun: error: out-of-bounds: ") and "Traceback" not in r.stderr
+
+
+def test_entry_point_compile_error_and_ascii_stdout(work):
+    env = dict(os.environ, PYTHONIOENCODING="ascii")
+    Path("bad.qsass").write_text(".kernel k\nFOO\n.end\n")
+    r = subprocess.run([_tool("qgcc"), "bad.qsass"], capture_output=True, text=True, timeout=120, env=env)
+    assert r.returncode == 1
+    assert r.stderr == "bad.qsass:2:1: error: unknown mnemonic 'FOO'\nFOO\n^\n"
+    # a non-UTF-8 stdout gets an ASCII lane mask instead of a crash
+    r = subprocess.run([_tool("qgrun"), "vadd.qg", *VADD_ARGS, "--trace", "full"], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "##.." in r.stdout
