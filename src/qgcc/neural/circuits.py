@@ -135,13 +135,39 @@ def increment(n: Netlist, x: list[Sig], name: str = "inc") -> list[Sig]:
 
 
 def eq_plus(n: Netlist, x: list[Sig], plus: int, y: list[Sig], name: str = "eqp") -> Sig:
-    """[x + plus == y] in one level, for buses narrow enough (< 16 bits)."""
-    pairs = [(b, 1 << i) for i, b in enumerate(x)] + [(neg(b), 1 << i) for i, b in enumerate(y)]
-    # sum x + (2^k - 1 - y) == 2^k - 1 - plus
-    k = max(len(x), len(y))
-    offset = sum(1 << i for i in range(len(y)))
-    target = offset - plus
-    return n.gate([step(pairs, target), step(pairs, target + 1, -1)], name)
+    """[x + plus == y] (plus is 0 or 1).  One level for buses up to 10 bits; wider buses are
+    split at bit 8 and combined in a second level, so that no weighted sum gets large
+    weights (large weights would amplify any deviation of the RMSNorm scale)."""
+    if max(len(x), len(y)) <= 10:
+        pairs = [(b, 1 << i) for i, b in enumerate(x)] + [(neg(b), 1 << i) for i, b in enumerate(y)]
+        offset = sum(1 << i for i in range(len(y)))  # sum == x + (2^k - 1 - y)
+        target = offset - plus
+        return n.gate([step(pairs, target), step(pairs, target + 1, -1)], name)
+    xl, xh, yl, yh = x[:8], x[8:], y[:8], y[8:]
+    e_lo = eq_plus(n, xl, plus, yl, f"{name}.lo")
+    e_hi = eq_plus(n, xh, 0, yh, f"{name}.hi")
+    if plus == 0:
+        return n.and_([e_lo, e_hi], name)
+    wrap = n.and_([(b, True) for b in xl] + [(b, False) for b in yl], f"{name}.wrap")
+    e_hi1 = eq_plus(n, xh, 1, yh, f"{name}.hi1")
+    return n.gate([and_step([e_lo, e_hi]), and_step([wrap, e_hi1])], name)
+
+
+def less_than(n: Netlist, x: list, y: list, name: str = "lt") -> Sig:
+    """[x < y] unsigned for buses up to 16 bits, in two levels with small weights."""
+    def lt1(a, b, nm):
+        pairs = [(v, 1 << i) for i, v in enumerate(b)] + [(neg(v), 1 << i) for i, v in enumerate(a)]
+        return n.gate([step(pairs, sum(1 << i for i in range(len(a))) + 1)], nm)  # b - a >= 1
+    w = max(len(x), len(y))
+    if w <= 10:
+        return lt1(x, y, name)
+    zero = (n.ONE, False)
+    x = list(x) + [zero] * (w - len(x))
+    y = list(y) + [zero] * (w - len(y))
+    lt_hi = lt1(x[8:], y[8:], f"{name}.hi")
+    lt_lo = lt1(x[:8], y[:8], f"{name}.lo")
+    eq_hi = eq_plus(n, x[8:], 0, y[8:], f"{name}.eqhi")
+    return n.gate([and_step([lt_hi]), and_step([neg(lt_hi), eq_hi, lt_lo])], name)
 
 
 def eq_const(n: Netlist, x: list[Sig], value: int, extra=(), name: str = "") -> Step:

@@ -34,11 +34,17 @@ class FastLayer:
         self.in_norm = dense("input_layernorm.weight")
         self.post_norm = dense("post_attention_layernorm.weight")
         g = t["mlp.gate_proj.weight"].dense()
+        u_ = t["mlp.up_proj.weight"].dense()
+        d_ = t["mlp.down_proj.weight"].dense()
         rows = np.nonzero(np.any(g != 0, axis=1))[0]
         self.units = len(rows)
-        self.Wg = torch.from_numpy(g[rows]).to(device)
-        self.Wu = torch.from_numpy(t["mlp.up_proj.weight"].dense()[rows]).to(device)
-        self.Wd = torch.from_numpy(t["mlp.down_proj.weight"].dense()[:, rows]).to(device)
+        # Compact: the input dims the MLP reads, the output dims it writes.
+        self.mlp_in = torch.from_numpy(np.nonzero(np.any(g[rows] != 0, axis=0) | np.any(u_[rows] != 0, axis=0))[0])
+        self.mlp_out = torch.from_numpy(np.nonzero(np.any(d_[:, rows] != 0, axis=1))[0])
+        self.Wg = torch.from_numpy(g[rows][:, self.mlp_in.numpy()]).to(device)
+        self.Wu = torch.from_numpy(u_[rows][:, self.mlp_in.numpy()]).to(device)
+        self.Wd = torch.from_numpy(d_[self.mlp_out.numpy()][:, rows]).to(device)
+        self.mlp_in, self.mlp_out = self.mlp_in.to(device), self.mlp_out.to(device)
         # DeltaNet heads that have any key, query or value weight.
         qkv = t["linear_attn.in_proj_qkv.weight"].dense()
         used = [h for h in range(HEADS)
@@ -52,21 +58,35 @@ class FastLayer:
                     base = part * HEADS * HEAD_DIM + h * HEAD_DIM
                     idx.extend(range(base, base + HEAD_DIM))
             conv = t["linear_attn.conv1d.weight"].dense()[:, 0, CONV - 1]
-            self.Wqkv = torch.from_numpy(qkv[idx]).to(device)
-            self.conv_last = torch.from_numpy(conv[idx]).to(device)
             zrows = [r for h in used for r in range(h * HEAD_DIM, (h + 1) * HEAD_DIM)]
-            self.Wz = torch.from_numpy(t["linear_attn.in_proj_z.weight"].dense()[zrows]).to(device)
-            self.Wb = torch.from_numpy(t["linear_attn.in_proj_b.weight"].dense()[used]).to(device)
-            self.Wa = torch.from_numpy(t["linear_attn.in_proj_a.weight"].dense()[used]).to(device)
+            Wz = t["linear_attn.in_proj_z.weight"].dense()[zrows]
+            Wb = t["linear_attn.in_proj_b.weight"].dense()[used]
+            Wa = t["linear_attn.in_proj_a.weight"].dense()[used]
+            Wqkv = qkv[idx]
+            cols = np.nonzero(np.any(Wqkv != 0, axis=0) | np.any(Wz != 0, axis=0) | np.any(Wb != 0, axis=0)
+                              | np.any(Wa != 0, axis=0))[0]
+            self.mix_in = torch.from_numpy(cols).to(device)
+            self.Wqkv = torch.from_numpy(Wqkv[:, cols]).to(device)
+            self.conv_last = torch.from_numpy(conv[idx]).to(device)
+            self.Wz = torch.from_numpy(Wz[:, cols]).to(device)
+            self.Wb = torch.from_numpy(Wb[:, cols]).to(device)
+            self.Wa = torch.from_numpy(Wa[:, cols]).to(device)
             self.dt_bias = torch.from_numpy(t["linear_attn.dt_bias"].dense()[used]).to(device)
             self.A_log = torch.from_numpy(t["linear_attn.A_log"].dense()[used]).to(device)
             self.gnorm = torch.from_numpy(t["linear_attn.norm.weight"].dense()).to(device)
-            self.Wo = torch.from_numpy(t["linear_attn.out_proj.weight"].dense()[:, zrows]).to(device)
+            Wo = t["linear_attn.out_proj.weight"].dense()[:, zrows]
+            self.mix_out = torch.from_numpy(np.nonzero(np.any(Wo != 0, axis=1))[0]).to(device)
+            self.Wo = torch.from_numpy(Wo[self.mix_out.cpu().numpy()]).to(device)
+            # Heads are stored first-to-last from 0, so the used ones form a prefix.
+            assert used == list(range(len(used)))
 
     def forward(self, h: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         """One token through the layer; `state` (16 x 128 x 128) is updated in place."""
+        return self.mlp(self.mix(h, state))
+
+    def mix(self, h: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
         if self.heads:
-            x = _rms(h, self.in_norm)
+            x = _rms(h, self.in_norm)[self.mix_in]
             nh = len(self.heads)
             mixed = F.silu((self.Wqkv @ x) * self.conv_last)
             q, k, v = mixed.reshape(3, nh, HEAD_DIM)
@@ -75,22 +95,24 @@ class FastLayer:
             q = q / (HEAD_DIM ** 0.5)
             beta = torch.sigmoid(self.Wb @ x)
             g = -self.A_log.float().exp() * F.softplus((self.Wa @ x) + self.dt_bias)
-            S = state[self.heads]
-            S = S * g.exp()[:, None, None]
-            kv_mem = (S * k[:, :, None]).sum(dim=-2)
+            S = state[:nh]
+            S.mul_(g.exp()[:, None, None])
+            kv_mem = torch.bmm(k[:, None, :], S)[:, 0]
             delta = (v - kv_mem) * beta[:, None]
-            S = S + k[:, :, None] * delta[:, None, :]
-            state[self.heads] = S
-            o = (S * q[:, :, None]).sum(dim=-2)
+            S.baddbmm_(k[:, :, None], delta[:, None, :])
+            o = torch.bmm(q[:, None, :], S)[:, 0]
             var = o.pow(2).mean(-1, keepdim=True)
             o = o * torch.rsqrt(var + EPS)
             o = self.gnorm * o
             z = (self.Wz @ x).reshape(nh, HEAD_DIM)
             o = o * F.silu(z)
-            h = h + self.Wo @ o.reshape(-1)
-        x = _rms(h, self.post_norm)
+            h = h.index_add(0, self.mix_out, self.Wo @ o.reshape(-1))
+        return h
+
+    def mlp(self, h: torch.Tensor) -> torch.Tensor:
+        x = _rms(h, self.post_norm)[self.mlp_in]
         act = F.silu(self.Wg @ x) * (self.Wu @ x)
-        return h + self.Wd @ act
+        return h.index_add(0, self.mlp_out, self.Wd @ act)
 
 
 class FastMachine:
@@ -98,6 +120,9 @@ class FastMachine:
 
     def __init__(self, layers: list[LayerWeights], device: str = "cpu"):
         self.device = torch.device(device)
+        if self.device.type == "cpu":
+            # Matrix-vector products this small are memory-bound; extra threads only contend.
+            torch.set_num_threads(1)
         self.layers = [FastLayer(lw, self.device) for lw in layers]
         self.states = None
 

@@ -231,7 +231,8 @@ def build_machine(program: Program) -> Machine:
                   step(pairs + [(op["AND"], 2)], 4),
                   step(pairs + [(op["OR"], 2)], 3),
                   step(pairs + [(op["XOR"], 2)], 3), step(pairs + [(op["XOR"], 2)], 4, -1),
-                  and_step([op["MOV"], [a[i], IMMV[i]]]), and_step([op["LDC"], CONST[i]])]
+                  and_step([op["MOV"], a[i]]), and_step([op["MOV"], IMMV[i]]),  # exclusive under MOV
+                  and_step([op["LDC"], CONST[i]])]
             for sname, bus in sreg_src.items():
                 if i < len(bus):
                     st.append(and_step([R(f"sreg_{sname}"), bus[i]]))
@@ -275,10 +276,8 @@ def build_machine(program: Program) -> Machine:
     hi17 = n.threshold([(ADDR[i], -1) for i in range(17, 32)], 0, 0, "hi17zero")
     z1415 = n.threshold([(ADDR[14], -1), (ADDR[15], -1)], 0, 0, "z1415")
     z1015 = n.threshold([(ADDR[i], -1) for i in range(10, 16)], 0, 0, "z1015")
-    ltg = n.gate([step([(GSIZE[i], 1 << i) for i in range(15)] + [(neg(ADDR[i]), 1 << i) for i in range(14)],
-                       1 + (1 << 14) - 1)], "ltg")
-    lts = n.gate([step([(SHW[i], 1 << i) for i in range(11)] + [(neg(ADDR[i]), 1 << i) for i in range(10)],
-                       1 + (1 << 10) - 1)], "lts")
+    ltg = C.less_than(n, ADDR[:14], GSIZE, "ltg")
+    lts = C.less_than(n, ADDR[:10], SHW, "lts")
     valid = n.gate([and_step([hi17, neg(ADDR[16]), z1415, ltg]), and_step([hi17, ADDR[16], z1015, lts])], "valid")
     memop = n.gate([and_step([act_ms, [op["LD"], op["ST"], op["ATOM"]]])], "memop")
     oob = n.gate([and_step([memop, neg(valid)])], "oob")
