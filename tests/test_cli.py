@@ -140,6 +140,9 @@ def qgcc(*args):
 
 
 def qgrun(*args):
+    """qgrun on the emulator unless a test names an engine: these tests are about the CLI."""
+    if "--engine" not in args:
+        args = (*args, "--engine", "ref")
     return CliRunner().invoke(qgrun_main, list(args), catch_exceptions=False)
 
 

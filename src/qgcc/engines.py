@@ -63,8 +63,12 @@ class Engine:
 
 
 ENGINES: dict[str, Engine] = {
+    "neural": Engine("neural", "qgcc.neural.engine", "run_neural", ("cpu", "cuda"),
+                     "the compiled Qwen3.5 layers, stock math with all-zero blocks skipped (default)"),
+    "hf": Engine("hf", "qgcc.neural.engine", "run_hf", ("cpu", "cuda"),
+                 "the compiled layers as transformers' own Qwen3_5DecoderLayer modules"),
     "ref": Engine("ref", "qgcc.ref.emulator", "run", ("cpu",),
-                  "reference SIMT emulator (golden model; pure Python, CPU)"),
+                  "reference SIMT emulator (golden model for differential testing; pure Python, CPU)"),
 }
 
 

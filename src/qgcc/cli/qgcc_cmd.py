@@ -41,7 +41,7 @@ def _write_text(path: str, text: str) -> None:
         atomic_write(path, text.encode("utf-8"))
 
 
-def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool) -> int:
+def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_link: bool = False) -> int:
     from ..asm import disassemble
     from ..qgfile import load, save
 
@@ -76,7 +76,16 @@ def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool) -> in
     else:
         if output == "-":
             raise UsageError("a .qg cannot be written to stdout; give -o FILE.qg")
-        save(program, output)
+        tensors, meta = None, None
+        if not no_link:
+            from ..neural.linker import link, to_tensors
+            from ..neural.schedule import CapacityError
+
+            try:
+                tensors, meta = to_tensors(link(program))
+            except CapacityError as e:
+                raise UsageError(f"{input_path}: the program does not fit the compiled machine: {e}") from None
+        save(program, output, extra_tensors=tensors, extra_meta=meta)
     return 0
 
 
@@ -86,11 +95,13 @@ def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool) -> in
               help="Output file (default: INPUT with .qg or .qsass; '-' = stdout for text).")
 @click.option("-S", "asm_out", is_flag=True, help="Write qsass assembly with source annotations.")
 @click.option("-d", "disasm", is_flag=True, help="Disassemble a .qg (to stdout unless -o).")
+@click.option("--no-link", "no_link", is_flag=True,
+              help="Write the program only, without baking the layers (network engines then link at run time).")
 @click.version_option(__version__, "--version", prog_name=TOOL)
-def main(input_path: str, output: str | None, asm_out: bool, disasm: bool) -> int:
+def main(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_link: bool) -> int:
     """Compile a CUDA-C kernel file (.cu) or qsass assembly (.qsass) into a .qg program."""
     try:
-        return _run(input_path, output, asm_out, disasm)
+        return _run(input_path, output, asm_out, disasm, no_link)
     except CompileError as e:
         click.echo(e.render(), err=True)
         return int(ExitCode.COMPILE_ERROR)

@@ -50,7 +50,19 @@ def load_program(path: str):
     ext = Path(path).suffix.lower()
     if ext in CU_EXTS or ext in ASM_EXTS:
         return compile_file(path)
-    return load(path).program
+    qg = load(path)
+    if any(name.startswith("layers.") for name in qg.tensors):
+        from ..neural.linker import from_tensors
+        from ..program import attach_machine
+
+        try:
+            from ..isa import encode
+
+            code = [encode(i) for i in qg.program.code]
+            attach_machine(qg.program, from_tensors(qg.tensors, qg.meta, code))
+        except (KeyError, ValueError) as e:
+            raise QgFileError(f"{path}: the compiled layers are incomplete ({e}); recompile it with qgcc") from None
+    return qg.program
 
 
 def _restore_stdout_after_broken_pipe() -> None:
@@ -174,7 +186,8 @@ class _WriteError(Exception):
               help="A parameter: a number (decimal or 0x hex) for scalars; @FILE.npy or zeros:N for pointers.")
 @click.option("--out", "outs", multiple=True, metavar="NAME=PATH.npy",
               help="Write buffer NAME's final contents to PATH.npy after a successful run.")
-@click.option("--engine", default="ref", show_default=True, metavar="NAME", help="Engine to run on.")
+@click.option("--engine", default="neural", show_default=True, metavar="NAME",
+              help="neural (the compiled layers), hf (transformers' own modules) or ref (the emulator).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="Torch device for engines that use one (the ref engine always runs on the CPU).")
 @click.option("--trace", type=click.Choice(["full", "summary", "none"]), default="summary", show_default=True,
