@@ -73,6 +73,13 @@ class FastLayer:
             self.Wa = torch.from_numpy(Wa[:, cols]).to(device)
             self.dt_bias = torch.from_numpy(t["linear_attn.dt_bias"].dense()[used]).to(device)
             self.A_log = torch.from_numpy(t["linear_attn.A_log"].dense()[used]).to(device)
+            # With in_proj_a all zero the decay exp(g) depends on the weights alone; compute it
+            # once, and skip the multiply where it is exactly 1.0 (x * 1.0 == x in IEEE).
+            self.decay = None
+            if not np.any(Wa):
+                g0 = -self.A_log.float().exp() * F.softplus(torch.zeros_like(self.dt_bias) + self.dt_bias)
+                d = g0.exp()
+                self.decay = "one" if bool(torch.all(d == 1.0)) else d
             self.gnorm = torch.from_numpy(t["linear_attn.norm.weight"].dense()).to(device)
             Wo = t["linear_attn.out_proj.weight"].dense()[:, zrows]
             self.mix_out = torch.from_numpy(np.nonzero(np.any(Wo != 0, axis=1))[0]).to(device)
@@ -94,9 +101,12 @@ class FastLayer:
             k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + EPS)
             q = q / (HEAD_DIM ** 0.5)
             beta = torch.sigmoid(self.Wb @ x)
-            g = -self.A_log.float().exp() * F.softplus((self.Wa @ x) + self.dt_bias)
             S = state[:nh]
-            S.mul_(g.exp()[:, None, None])
+            if self.decay is None:
+                g = -self.A_log.float().exp() * F.softplus((self.Wa @ x) + self.dt_bias)
+                S.mul_(g.exp()[:, None, None])
+            elif self.decay != "one":
+                S.mul_(self.decay[:, None, None])
             kv_mem = torch.bmm(k[:, None, :], S)[:, 0]
             delta = (v - kv_mem) * beta[:, None]
             S.baddbmm_(k[:, :, None], delta[:, None, :])
