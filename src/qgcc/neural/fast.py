@@ -24,53 +24,69 @@ def _rms(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     return (x * torch.rsqrt(var + EPS)) * (1.0 + weight)
 
 
+def _coo(st) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    idx, val = st.arrays()
+    r, c = np.divmod(idx, st.shape[-1]) if len(st.shape) == 2 else (idx, np.zeros_like(idx))
+    return r, c, val
+
+
+def _compact(st, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The (rows x cols) block of a sparse matrix, without building the dense matrix."""
+    r, c, v = _coo(st)
+    ri = np.full(st.shape[0], -1)
+    ri[rows] = np.arange(len(rows))
+    ci = np.full(st.shape[1], -1)
+    ci[cols] = np.arange(len(cols))
+    keep = (ri[r] >= 0) & (ci[c] >= 0)
+    out = np.zeros((len(rows), len(cols)), dtype=np.float32)
+    out[ri[r[keep]], ci[c[keep]]] = v[keep]
+    return out
+
+
 class FastLayer:
     def __init__(self, lw: LayerWeights, device: torch.device):
-        t = {k: v for k, v in lw.tensors.items()}
+        t = lw.tensors
 
-        def dense(name):
+        def vec(name):
             return torch.from_numpy(t[name].dense()).to(device)
 
-        self.in_norm = dense("input_layernorm.weight")
-        self.post_norm = dense("post_attention_layernorm.weight")
-        g = t["mlp.gate_proj.weight"].dense()
-        u_ = t["mlp.up_proj.weight"].dense()
-        d_ = t["mlp.down_proj.weight"].dense()
-        rows = np.nonzero(np.any(g != 0, axis=1))[0]
+        self.in_norm = vec("input_layernorm.weight")
+        self.post_norm = vec("post_attention_layernorm.weight")
+        gr, gc, _ = _coo(t["mlp.gate_proj.weight"])
+        ur, uc, _ = _coo(t["mlp.up_proj.weight"])
+        dr, dc, _ = _coo(t["mlp.down_proj.weight"])
+        rows = np.unique(gr)
         self.units = len(rows)
-        # Compact: the input dims the MLP reads, the output dims it writes.
-        self.mlp_in = torch.from_numpy(np.nonzero(np.any(g[rows] != 0, axis=0) | np.any(u_[rows] != 0, axis=0))[0])
-        self.mlp_out = torch.from_numpy(np.nonzero(np.any(d_[:, rows] != 0, axis=1))[0])
-        self.Wg = torch.from_numpy(g[rows][:, self.mlp_in.numpy()]).to(device)
-        self.Wu = torch.from_numpy(u_[rows][:, self.mlp_in.numpy()]).to(device)
-        self.Wd = torch.from_numpy(d_[self.mlp_out.numpy()][:, rows]).to(device)
-        self.mlp_in, self.mlp_out = self.mlp_in.to(device), self.mlp_out.to(device)
-        # DeltaNet heads that have any key, query or value weight.
-        qkv = t["linear_attn.in_proj_qkv.weight"].dense()
-        used = [h for h in range(HEADS)
-                if np.any(qkv[h * HEAD_DIM:(h + 1) * HEAD_DIM]) or
-                np.any(qkv[HEADS * HEAD_DIM + h * HEAD_DIM:HEADS * HEAD_DIM + (h + 1) * HEAD_DIM])]
+        inp = np.unique(np.concatenate([gc[np.isin(gr, rows)], uc[np.isin(ur, rows)]]))
+        outp = np.unique(dr[np.isin(dc, rows)])
+        self.Wg = torch.from_numpy(_compact(t["mlp.gate_proj.weight"], rows, inp)).to(device)
+        self.Wu = torch.from_numpy(_compact(t["mlp.up_proj.weight"], rows, inp)).to(device)
+        self.Wd = torch.from_numpy(_compact(t["mlp.down_proj.weight"], outp, rows)).to(device)
+        self.mlp_in = torch.from_numpy(inp).to(device)
+        self.mlp_out = torch.from_numpy(outp).to(device)
+        # DeltaNet heads that have any query or key weight.
+        qr, qc, _ = _coo(t["linear_attn.in_proj_qkv.weight"])
+        used = sorted({int(r // HEAD_DIM) % HEADS for r in qr if r < 2 * HEADS * HEAD_DIM})
         self.heads = used
         if used:
-            idx = []
-            for part in range(3):
-                for h in used:
-                    base = part * HEADS * HEAD_DIM + h * HEAD_DIM
-                    idx.extend(range(base, base + HEAD_DIM))
-            conv = t["linear_attn.conv1d.weight"].dense()[:, 0, CONV - 1]
-            zrows = [r for h in used for r in range(h * HEAD_DIM, (h + 1) * HEAD_DIM)]
-            Wz = t["linear_attn.in_proj_z.weight"].dense()[zrows]
-            Wb = t["linear_attn.in_proj_b.weight"].dense()[used]
-            Wa = t["linear_attn.in_proj_a.weight"].dense()[used]
-            Wqkv = qkv[idx]
-            cols = np.nonzero(np.any(Wqkv != 0, axis=0) | np.any(Wz != 0, axis=0) | np.any(Wb != 0, axis=0)
-                              | np.any(Wa != 0, axis=0))[0]
+            idx = np.array([part * HEADS * HEAD_DIM + h * HEAD_DIM + e for part in range(3) for h in used
+                            for e in range(HEAD_DIM)])
+            zrows = np.array([h * HEAD_DIM + e for h in used for e in range(HEAD_DIM)])
+            cols = set(qc[np.isin(qr, idx)].tolist())
+            for name in ("linear_attn.in_proj_z.weight", "linear_attn.in_proj_b.weight",
+                         "linear_attn.in_proj_a.weight"):
+                r, c, _ = _coo(t[name])
+                cols |= set(c.tolist())
+            cols = np.array(sorted(cols))
             self.mix_in = torch.from_numpy(cols).to(device)
-            self.Wqkv = torch.from_numpy(Wqkv[:, cols]).to(device)
+            self.Wqkv = torch.from_numpy(_compact(t["linear_attn.in_proj_qkv.weight"], idx, cols)).to(device)
+            conv = t["linear_attn.conv1d.weight"].dense()[:, 0, CONV - 1]
             self.conv_last = torch.from_numpy(conv[idx]).to(device)
-            self.Wz = torch.from_numpy(Wz[:, cols]).to(device)
-            self.Wb = torch.from_numpy(Wb[:, cols]).to(device)
-            self.Wa = torch.from_numpy(Wa[:, cols]).to(device)
+            self.Wz = torch.from_numpy(_compact(t["linear_attn.in_proj_z.weight"], zrows, cols)).to(device)
+            hs = np.array(used)
+            self.Wb = torch.from_numpy(_compact(t["linear_attn.in_proj_b.weight"], hs, cols)).to(device)
+            Wa = _compact(t["linear_attn.in_proj_a.weight"], hs, cols)
+            self.Wa = torch.from_numpy(Wa).to(device)
             self.dt_bias = torch.from_numpy(t["linear_attn.dt_bias"].dense()[used]).to(device)
             self.A_log = torch.from_numpy(t["linear_attn.A_log"].dense()[used]).to(device)
             # With in_proj_a all zero the decay exp(g) depends on the weights alone; compute it
@@ -80,10 +96,11 @@ class FastLayer:
                 g0 = -self.A_log.float().exp() * F.softplus(torch.zeros_like(self.dt_bias) + self.dt_bias)
                 d = g0.exp()
                 self.decay = "one" if bool(torch.all(d == 1.0)) else d
-            self.gnorm = torch.from_numpy(t["linear_attn.norm.weight"].dense()).to(device)
-            Wo = t["linear_attn.out_proj.weight"].dense()[:, zrows]
-            self.mix_out = torch.from_numpy(np.nonzero(np.any(Wo != 0, axis=1))[0]).to(device)
-            self.Wo = torch.from_numpy(Wo[self.mix_out.cpu().numpy()]).to(device)
+            self.gnorm = vec("linear_attn.norm.weight")
+            orr, _, _ = _coo(t["linear_attn.out_proj.weight"])
+            outm = np.unique(orr)
+            self.mix_out = torch.from_numpy(outm).to(device)
+            self.Wo = torch.from_numpy(_compact(t["linear_attn.out_proj.weight"], outm, zrows)).to(device)
             # Heads are stored first-to-last from 0, so the used ones form a prefix.
             assert used == list(range(len(used)))
 

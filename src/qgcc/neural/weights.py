@@ -4,9 +4,11 @@ Conventions (docs/architecture.md has the derivations):
 * both RMSNorm weights are 0, so with every residual dim at +-8 the normalised
   input is exactly the bipolar bit vector s = +-1;
 * MLP unit 0 is the constant 256; a gate step [y >= T] (y = sum w b + c over bits)
-  is the pair relu(256(y-T+1)) - relu(256(y-T)), written through SiLU whose
-  pre-activations are 0 or at least 256 in magnitude; a gate overwrites its
-  dim with 16*bit - 8 by also subtracting the old value (one pass-through unit);
+  is the pair silu(1024(y-T) + 512) - silu(1024(y-T) + 256), whose pre-activations
+  are >= 256 or <= -512, where SiLU is exactly the identity or exactly zero: the
+  difference is exactly 256 or 0 and input errors cancel (level restoration); a
+  gate overwrites its dim with 16*bit - 8 by also subtracting the old value (one
+  pass-through unit);
 * a DeltaNet head is a 128-slot memory: keys and queries are AND-decoders
   (pre-activation 128 on a match, <= -128 otherwise), values dual-rail
   (128*b, 128*(1-b)), beta = sigmoid(128) = 1, decay exp(-exp(-1000)*...) = 1.
@@ -118,17 +120,23 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
             u += 1
 
         def emit_steps(steps, outs) -> None:
-            """Two units per step; `outs[k]` lists (dim, coef) fed by step k."""
+            """Two units per step; `outs[k]` lists (dim, coef) fed by step k.
+
+            With y = sum(w b) + const the units are silu(4K(y-T) + 2K) and silu(4K(y-T) + K):
+            both pre-activations are >= K or <= -2K for every integer y, where SiLU is exactly
+            the identity or exactly 0, so their difference is exactly K (y >= T) or 0 and an
+            error e in the inputs shifts both equally and cancels: every gate restores levels.
+            """
             nonlocal u
             for k, st in enumerate(steps):
                 W = sum(w for _, w in st.terms)
-                for shift in (1, 0):
+                for shift in (2, 1):
                     for x, w in st.terms:
-                        gp.add((u, pl.dim[x]), K / 2 * w)
-                    gp.add((u, one), K * (W / 2 + st.const - st.T + shift))
+                        gp.add((u, pl.dim[x]), 2 * K * w)
+                    gp.add((u, one), 4 * K * (W / 2 + st.const - st.T) + K * shift)
                     up.set((u, one), 1.0)
                     for d, coef in outs[k]:
-                        dn.add((d, u), (16.0 / K) * coef * (1 if shift else -1))
+                        dn.add((d, u), (16.0 / K) * coef * (1 if shift == 2 else -1))
                     u += 1
 
         for s in pl.layer_gates[L]:
