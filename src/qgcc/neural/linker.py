@@ -70,9 +70,20 @@ def to_tensors(cm: CompiledMachine) -> tuple[dict[str, np.ndarray], dict[str, st
             idx, val = st.arrays()
             tensors[f"layers.{i}.{name}.idx"] = idx
             tensors[f"layers.{i}.{name}.val"] = val
+    from .hf import text_config
+    from .machine import CELLS_PER_LAYER, L_MEM0, PHASES, FAULTS
+
     meta = {
         "machine": json.dumps({"fields": cm.fields, "param_head": list(cm.param_head), "layout": cm.layout}),
         "num_layers": str(cm.num_layers),
+        # What a runner needs besides transformers and safetensors (docs/protocol.md).
+        "text_config": text_config(cm.num_layers).to_json_string(use_diff=False),
+        "tensor_shapes": json.dumps({name: list(shape) for name, shape in SHAPES.items()}),
+        "protocol": json.dumps({
+            "fields": cm.fields, "phases": list(PHASES), "faults": list(FAULTS),
+            "cells": {"first_layer": L_MEM0, "cells_per_layer": CELLS_PER_LAYER, "slots_per_head": 128},
+            "params": list(cm.param_head), "one": 8.0, "zero": -8.0,
+        }),
     }
     return tensors, meta
 
