@@ -229,3 +229,27 @@ print('ok')
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def _case(name, seed):
+    import test_samples
+
+    return test_samples.CASES[name](np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("name,seed", [("atomics", 34), ("bitops", 34)])
+def test_more_samples_run_bit_exact_inside_the_network(name, seed):
+    grid, block, scalars, arrays = _case(name, seed)
+    outs, _ = both(name, grid, block, scalars, arrays)
+    for buf, value in models.MODELS[name](arrays, scalars, grid, block).items():
+        np.testing.assert_array_equal(outs[buf], value, err_msg=f"{name}.{buf}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,seed", [("devfunc", 29), ("divmod", 34)])
+def test_long_samples_run_bit_exact_inside_the_network(name, seed):
+    """Over 2,000 warp instructions each (a few minutes on a CPU): `pytest -m slow`."""
+    grid, block, scalars, arrays = _case(name, seed)
+    outs, _ = both(name, grid, block, scalars, arrays)
+    for buf, value in models.MODELS[name](arrays, scalars, grid, block).items():
+        np.testing.assert_array_equal(outs[buf], value, err_msg=f"{name}.{buf}")
