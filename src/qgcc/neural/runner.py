@@ -18,7 +18,7 @@ import torch
 
 from ..isa import MASK32, Op, decode
 from ..machine import SPEC
-from ..runtime.launch import Launch
+from ..runtime.launch import Launch, memory_map
 from ..trace import (BarrierFault, Fault, MemAccess, MemoryFault, RegWrite, Stats, StepLimitFault,
                      StepRecord)
 from .linker import CompiledMachine
@@ -184,9 +184,8 @@ class Host:
         ctx = dict(block=block, warp=warp, lane=lane, pc=pc, line=line)
         if flt & 1:
             addr = self.get(h, "tr_addr")
-            return MemoryFault(f"out-of-bounds access to cell {addr:#x} (global cells 0..{len(launch.memory) - 1}, "
-                               f"shared cells {SPEC.shared_base:#x}.."
-                               f"{SPEC.shared_base + launch.kernel.shared_words - 1:#x})", **ctx)
+            where = memory_map(len(launch.memory), launch.kernel.shared_words)
+            return MemoryFault(f"out-of-bounds access to cell {addr:#x} ({where})", **ctx)
         if flt & 2:
             return BarrierFault("barrier in divergent code: __syncthreads() reached by only some live lanes "
                                 "of the warp; the others can no longer reach it", **ctx)

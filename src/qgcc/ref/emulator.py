@@ -28,7 +28,7 @@ import numpy as np
 
 from ..isa import MASK32, WRITES_RD, AtomOp, Fmt, Op, SReg, alu, atom_apply
 from ..machine import SPEC
-from ..runtime.launch import Launch
+from ..runtime.launch import Launch, memory_map
 from ..trace import (BarrierFault, MemAccess, MemoryFault, RegWrite, Stats, StepLimitFault,
                      StepRecord)
 
@@ -79,9 +79,8 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
         if 0 <= off < kernel.shared_words:
             return shared, off
         what = {"ld": "load from", "st": "store to", "atom": "atomic on"}[kind]
-        raise MemoryFault(
-            f"out-of-bounds {what} cell {addr:#x} (global cells 0..{nglobal - 1}, shared cells "
-            f"{SPEC.shared_base:#x}..{SPEC.shared_base + kernel.shared_words - 1:#x})", **ctx)
+        raise MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({memory_map(nglobal, kernel.shared_words)})",
+                          **ctx)
 
     step = 0
     for b in range(launch.num_blocks):

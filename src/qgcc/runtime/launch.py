@@ -112,3 +112,11 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
                          f"{SPEC.global_words} (64 KiB)")
     memory = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.uint32)
     return Launch(program, kernel, grid, block, params, memory.astype(np.uint32), buffers)
+
+
+def memory_map(global_cells: int, shared_cells: int) -> str:
+    """The valid cell ranges, for fault messages (shared by every engine)."""
+    g = f"global cells 0..{global_cells - 1}" if global_cells else "no global cells"
+    s = (f"shared cells {SPEC.shared_base:#x}..{SPEC.shared_base + shared_cells - 1:#x}" if shared_cells
+         else "no shared cells")
+    return f"{g}, {s}"
