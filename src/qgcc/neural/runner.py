@@ -11,18 +11,17 @@ computes a lane value.  This module must not import the reference emulator.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from ..isa import MASK32, Op, decode
-from ..machine import SPEC
+from ..isa import Op, decode
 from ..runtime.launch import Launch, memory_map
 from ..trace import (BarrierFault, Fault, MemAccess, MemoryFault, RegWrite, Stats, StepLimitFault,
                      StepRecord)
 from .linker import CompiledMachine
-from .machine import GLOBAL_CELLS, PHASES, W, cell_location
+from .machine import PHASES, W, cell_location
 from .schedule import HIDDEN
 from .weights import HEAD_DIM
 
@@ -194,5 +193,3 @@ class Host:
                                f"{launch.kernel.end - 1})", **ctx)
         return MemoryFault(f"parameter index out of range (the kernel has {len(launch.params)})", **ctx)
 
-
-del field, MASK32, GLOBAL_CELLS

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .netlist import Gate, Input, MemRead, Netlist, Sig, Step, Table, TableOut, gate_inputs
+from .netlist import Gate, Input, MemRead, Netlist, Sig, Table, TableOut, gate_inputs
 
 HIDDEN = 2048
 UNITS = 6144
