@@ -26,7 +26,8 @@ C semantics modelled:
 * (char) keeps the low byte sign-extended, (unsigned char) the low byte,
   (bool) is x != 0, (int)/(unsigned) keep the bit pattern; assignment to a
   narrower variable converts the same way;
-* a hex literal that does not fit int (0x80000000, 0xFFFFFFFF) is unsigned.
+* an integer literal that does not fit int (0x80000000, 3000000000) is unsigned
+  (the subset has no long); character literals have type char (docs/subset.md).
 """
 
 from __future__ import annotations
@@ -294,6 +295,11 @@ LITS = [_int_lit(v) for v in (0, 1, 2, 3, 4, 7, 8, 10, 31, 32, 33, -1, -2, -4, -
     Lit(0xFFFFFFFE, "4294967294u", "unsigned"),
     Lit(1 << 30, "1073741824u", "unsigned"),
     Lit(0x10000, "0x10000u", "unsigned"),
+    Lit(15, "017", "int"),  # octal
+    Lit(5, "0b101", "int"),  # binary
+    Lit(3000000000, "3000000000", "unsigned"),  # decimal above INT_MAX: unsigned (no long)
+    Lit(-1, "'\\xff'", "char"),  # character literals have type char
+    Lit(65, "'A'", "char"),
 ]
 FOLD_LITS = [LITS[i] for i in (0, 1, 3, 5, 11, 14, 16, 17)] + [
     Lit(0xFFFFFFFF, "0xFFFFFFFF", "unsigned"), Lit(0x80000000, "0x80000000", "unsigned"),
@@ -538,3 +544,114 @@ def test_division_by_zero_documented_result(toolchain):
         assert udiv[k] == U32, f"{to_u32(x)}u / 0u"
         assert umod[k] == to_u32(x), f"{to_u32(x)}u % 0u"
     assert to_s32(sdiv[-1]) == INT_MIN and smod[-1] == 0, "INT_MIN / -1 and INT_MIN % -1"
+
+
+# --- random expression trees ------------------------------------------------------------------
+# Whole expressions mixing every operator, casts and ?: over int, unsigned, char and
+# unsigned char variables; one kernel per example stores several of them per thread.
+# Divisors are forced into 1..32767 and shift amounts into 0..31, so every tree is
+# defined C.
+
+EXPR_VARS = {"x": "int", "y": "int", "u": "unsigned", "w": "unsigned", "ch": "char",
+             "uc": "unsigned char"}
+
+
+@dataclass(frozen=True)
+class Node:
+    text: str
+    ctype: str
+    fn: Callable[[dict], int] = field(compare=False)
+
+
+def _mk_binary(args) -> Node:
+    op, a, b = args
+    if op in ("/", "%"):
+        t = promote(b.ctype)
+        b = Node(f"({b.text} & 32767 | 1)", t, lambda env, f=b.fn, tb=b.ctype: (cast(f(env), promote(tb)) & 32767) | 1)
+    elif op in ("<<", ">>"):
+        t = promote(b.ctype)
+        b = Node(f"({b.text} & 31)", t, lambda env, f=b.fn, tb=b.ctype: cast(f(env), promote(tb)) & 31)
+    if op in ("<<", ">>"):
+        t = promote(a.ctype)
+    elif op in CMPS or op in LOGIC:
+        t = "int"
+    else:
+        t = common(a.ctype, b.ctype)
+    return Node(f"({a.text} {op} {b.text})", t,
+                lambda env: binary_value(op, a.fn(env), a.ctype, b.fn(env), b.ctype))
+
+
+def _mk_unary(args) -> Node:
+    op, a = args
+    t = "int" if op == "!" else promote(a.ctype)
+    return Node(f"({op}{a.text})", t, lambda env: UNARY[op](cast(a.fn(env), promote(a.ctype)), a.ctype))
+
+
+def _mk_cast(args) -> Node:
+    ct, a = args
+    return Node(f"(({ct}){a.text})", ct, lambda env: cast(a.fn(env), ct))
+
+
+def _mk_cond(args) -> Node:
+    c, a, b = args
+    t = common(a.ctype, b.ctype)
+    return Node(f"({c.text} ? {a.text} : {b.text})", t,
+                lambda env: cast(a.fn(env), t) if c.fn(env) != 0 else cast(b.fn(env), t))
+
+
+_leaves = st.one_of(
+    st.sampled_from(sorted(EXPR_VARS)).map(lambda n: Node(n, EXPR_VARS[n], lambda env: env[n])),
+    st.sampled_from(LITS).map(lambda k: Node(k.text, k.ctype, lambda env: k.value)),
+)
+expr_trees = st.recursive(
+    _leaves,
+    lambda kids: st.one_of(
+        st.tuples(st.sampled_from(BINARY_OPS), kids, kids).map(_mk_binary),
+        st.tuples(st.sampled_from(list(UNARY)), kids).map(_mk_unary),
+        st.tuples(st.sampled_from(CASTS), kids).map(_mk_cast),
+        st.tuples(kids, kids, kids).map(_mk_cond),
+    ),
+    max_leaves=10,
+)
+_i32s = st.one_of(st.sampled_from(EDGES), st.integers(INT_MIN, INT_MAX), st.integers(-300, 300))
+env_rows = st.lists(st.tuples(_i32s, _i32s, _i32s, _i32s, st.integers(-128, 127), st.integers(0, 255)),
+                    min_size=4, max_size=8)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(exprs=st.lists(expr_trees, min_size=1, max_size=6), rows=env_rows)
+def test_random_expression_trees(toolchain, exprs, rows):
+    fe, _, _ = toolchain
+    m = len(exprs)
+    src = ["__global__ void k(const int *X, const int *Y, const unsigned *U, const unsigned *W,",
+           "                  const char *CH, const unsigned char *UC, unsigned *c, int n)", "{",
+           "    int i = blockIdx.x * blockDim.x + threadIdx.x;", "    if (i >= n) return;",
+           "    int x = X[i]; int y = Y[i]; unsigned u = U[i]; unsigned w = W[i];",
+           "    char ch = CH[i]; unsigned char uc = UC[i];"]
+    src += [f"    c[i * {m} + {j}] = {e.text};" for j, e in enumerate(exprs)]
+    src.append("}")
+    source = "\n".join(src) + "\n"
+    try:
+        prog = fe.compile_source(source, "expr.cu")
+    except fe.CompileError as err:
+        if "registers" in err.message or "instructions" in err.message:
+            return  # a machine capacity, not a miscompilation
+        raise
+    n = len(rows)
+    envs = [dict(zip(("x", "y", "u", "w", "ch", "uc"),
+                     (cast(r[0], "int"), cast(r[1], "int"), cast(r[2], "unsigned"), cast(r[3], "unsigned"),
+                      r[4], r[5]))) for r in rows]
+    arrays = {"X": np.array([e["x"] for e in envs], np.int32), "Y": np.array([e["y"] for e in envs], np.int32),
+              "U": np.array([e["u"] for e in envs], np.uint32), "W": np.array([e["w"] for e in envs], np.uint32),
+              "CH": np.array([e["ch"] for e in envs], np.int8), "UC": np.array([e["uc"] for e in envs], np.uint8),
+              "c": np.zeros(n * m, np.uint32)}
+    got = launch_and_read(toolchain, prog, n, {"n": n}, arrays, "c")
+    bad = []
+    for i, env in enumerate(envs):
+        for j, e in enumerate(exprs):
+            want = to_u32(e.fn(env))
+            if got[i * m + j] != want:
+                bad.append(f"{e.text} with {env}: got {to_s32(got[i * m + j])}, want {to_s32(want)}")
+    assert not bad, f"{len(bad)} wrong:\n  " + "\n  ".join(bad[:6])
