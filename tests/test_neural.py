@@ -46,6 +46,7 @@ def both(name, grid, block, scalars, arrays, source=None, engine="neural", max_s
     assert len(net_trace) == len(ref_trace)
     for a, b in zip(ref_trace, net_trace):
         assert a.key() == b.key(), (a, b)
+        assert (a.diverged, a.reconverged, a.barrier) == (b.diverged, b.reconverged, b.barrier), (a, b)
     assert np.array_equal(r.memory, n.memory)
     outs = {p.name: ln.read_buffer(n.memory, p.name) for p in k.params if p.pointer}
     return outs, n

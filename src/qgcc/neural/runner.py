@@ -110,6 +110,7 @@ class Host:
         while True:
             block = self.get(h, "ctax") + gx * (self.get(h, "ctay") + gy * self.get(h, "ctaz"))
             phase_in = self.get(h, "phase")
+            wait_in = self.get(h, "wait")
             if instr_steps >= max_steps and phase_in == 1 << PHASES.index("run"):
                 raise StepLimitFault(f"the launch did not finish within {max_steps} steps (raise --max-steps)",
                                      block=block, warp=self.get(h, "cur"), step=instr_steps)
@@ -146,6 +147,8 @@ class Host:
                         stats.stores += 1
                 if self.get(h, "tr_done"):
                     self._finish(rec, h, last_active, stats)
+                    if self.get(h, "wait") == 0 and (wait_in or ins.op is Op.BAR):
+                        rec.barrier = "release"  # every live lane had arrived: the network freed them
                     if on_step is not None:
                         on_step(rec)
                     rec = None
