@@ -157,20 +157,24 @@ class Instr:
 
     def reads(self) -> tuple[int, ...]:
         """Registers read, in operand order (used by liveness and the tracer)."""
-        f = self.fmt
-        if f is Fmt.ALU:
-            return (self.rs1,) if self.use_imm else (self.rs1, self.rs2)
-        if f is Fmt.MOV:
-            return () if self.use_imm else (self.rs1,)
-        if f is Fmt.LD:
-            return (self.rs1,)
-        if f is Fmt.ST:
-            return (self.rs1, self.rs2)
-        if f is Fmt.ATOM:
-            return (self.rs1, self.rs2, self.rd) if self.mod == AtomOp.CAS else (self.rs1, self.rs2)
-        if f is Fmt.BRC:
-            return (self.rs1,)
-        return ()
+        return registers_read(self)
+
+def registers_read(ins) -> tuple[int, ...]:
+    """Registers an instruction-shaped object (op, rs1, rs2, rd, use_imm, mod) reads, in operand order."""
+    f = FORMATS[ins.op]
+    if f is Fmt.ALU:
+        return (ins.rs1,) if ins.use_imm else (ins.rs1, ins.rs2)
+    if f is Fmt.MOV:
+        return () if ins.use_imm else (ins.rs1,)
+    if f is Fmt.LD:
+        return (ins.rs1,)
+    if f is Fmt.ST:
+        return (ins.rs1, ins.rs2)
+    if f is Fmt.ATOM:
+        return (ins.rs1, ins.rs2, ins.rd) if ins.mod == AtomOp.CAS else (ins.rs1, ins.rs2)
+    if f is Fmt.BRC:
+        return (ins.rs1,)
+    return ()
 
 
 def to_s32(v: int) -> int:

@@ -8,7 +8,7 @@ into real `Instr`s.
 
 from __future__ import annotations
 
-from ..isa import WRITES_RD, AtomOp, Fmt, FORMATS, Op
+from ..isa import WRITES_RD, Fmt, FORMATS, Op, registers_read
 
 
 class VI:
@@ -32,20 +32,7 @@ class VI:
         return self.op is None
 
     def reads(self) -> tuple[int, ...]:
-        f = FORMATS[self.op]
-        if f is Fmt.ALU:
-            return (self.rs1,) if self.use_imm else (self.rs1, self.rs2)
-        if f is Fmt.MOV:
-            return () if self.use_imm else (self.rs1,)
-        if f is Fmt.LD:
-            return (self.rs1,)
-        if f is Fmt.ST:
-            return (self.rs1, self.rs2)
-        if f is Fmt.ATOM:
-            return (self.rs1, self.rs2, self.rd) if self.mod == AtomOp.CAS else (self.rs1, self.rs2)
-        if f is Fmt.BRC:
-            return (self.rs1,)
-        return ()
+        return registers_read(self)
 
     def writes(self) -> int | None:
         return self.rd if self.op in WRITES_RD else None
