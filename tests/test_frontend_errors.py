@@ -35,12 +35,21 @@ def assert_error(src: str, line: int, col: int, message: str) -> None:
 # (source fragment placed as line 2 of kernel K, column, message)
 IN_KERNEL = [
     # --- unsupported types, each named
-    ("float x = 1;", 1, "'float' is not supported yet"),
-    ("double d;", 1, "'double' is not supported"),
+    ("double d;", 1, "'double' is not supported; use 'float' (the machine has no 64-bit floating point)"),
+    ("float x = 0.1 * 2.0f;", 11, "'0.1' is a double constant and qgcc has no double; write '0.1f'"),
+    ("float x = 1.0f % 2.0f;", 16, "invalid operands to binary '%' ('float' and 'float')"),
+    ("float x = 1.0f; x <<= 1;", 19, "invalid operands to '<<=' ('float' and 'int')"),
+    ("float x = ~1.0f;", 11, "invalid operand to unary '~' ('float')"),
+    ("float x = 1.5L;", 11, "'long double' constant '1.5L' is not supported; write '1.5f'"),
+    ("float x = sinf(1.0f);", 11, "'sinf' is not supported (float functions: __fadd_rn, __fdiv_rn, "
+                                  "__fmaf_rn, __fmul_rn, __fsqrt_rn, __fsub_rn, fabsf, fmaf, fmaxf, fminf, sqrtf)"),
+    ("int x = abs(1.0f);", 9, "'abs' needs an integer argument ('float'); use fabsf"),
+    ("atomicMin(ch, 1.0f);", 11, "first argument of 'atomicMin' must be an 'int *' or 'unsigned int *' "
+                                 "pointer (got 'char *')"),
     ("long x;", 1, "'long' is not supported"),
     ("long long x;", 1, "'long long' is not supported"),
     ("unsigned short s;", 10, "'short' is not supported"),
-    ("int x = 1.5;", 9, "floating-point constant '1.5': 'float' is not supported yet"),
+    ("int x = 1.5;", 9, "'1.5' is a double constant and qgcc has no double; write '1.5f'"),
     ("int x = 10L;", 9, "integer literal suffix 'L' is not supported ('long' is not supported)"),
     ("auto x = 1;", 1, "'auto' is not supported; write the type"),
     ("typedef int T;", 1, "'typedef' is not supported"),
@@ -116,8 +125,8 @@ IN_KERNEL = [
     ("int t = blockDim.w;", 18, "'blockDim' has no member 'w' (use .x, .y or .z)"),
     ("__syncthreads(1);", 1, "'__syncthreads' expects 0 arguments, got 1"),
     ("atomicAdd(c, 1);", 11, "first argument of 'atomicAdd' points to const ('const int *')"),
-    ("atomicAdd(n, 1);", 11, "first argument of 'atomicAdd' must be an 'int *' or "
-                             "'unsigned int *' pointer (got 'int')"),
+    ("atomicAdd(n, 1);", 11, "first argument of 'atomicAdd' must be an 'int *', 'unsigned int *' or "
+                             "'float *' pointer (got 'int')"),
     ("atomicMax(ch, 1);", 11, "first argument of 'atomicMax' must be an 'int *' or "
                               "'unsigned int *' pointer (got 'char *')"),
     ("atomicCAS(a, 1);", 1, "'atomicCAS' expects 3 arguments, got 2"),
@@ -216,7 +225,8 @@ WHOLE = [
     ("__global__ void k(int *a) { a[0] = f; }\n__device__ int f() { return 1; }\n", 1, 36,
      "function 'f' cannot be used as a value (function pointers are not supported)"),
     ("__global__ void k(void (*cb)(int)) {}\n", 1, 26, "function pointers are not supported"),
-    ("__global__ void k(float *a) {}\n", 1, 19, "'float' is not supported yet"),
+    ("__global__ void k(double *a) {}\n", 1, 19,
+     "'double' is not supported; use 'float' (the machine has no 64-bit floating point)"),
     ("__global__ void k(int a[][4]) {}\n", 1, 23,
      "multi-dimensional array parameters are not supported"),
     ("__global__ void k(int x) {}\n__global__ void k(int x) {}\n", 2, 17,

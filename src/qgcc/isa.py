@@ -1,7 +1,7 @@
 """The qsass instruction set: opcodes, operand formats and the 64-bit encoding.
 
 The set is deliberately small and orthogonal (one ALU shape, one load, one
-store, one atomic, three branches) with fixed-width fields, because the linker
+store, one atomic, three branches and an indirect jump) with fixed-width fields, because the linker
 turns each field into a few residual-stream bits of the compiled network.  C
 operators with no instruction (division, remainder, atomicSub, ...) are
 lowered by the compiler to sequences of these.
@@ -33,6 +33,7 @@ class Fmt(enum.Enum):
     ATOM = "atom"  # ATOM.op rd, [rs1+imm], rs2
     BRA = "bra"  # BRA target
     BRC = "brc"  # BRZ/BRNZ rs1, target
+    JR = "jr"  # JR rs1  (jump to the address in rs1, lane by lane)
 
 
 class Op(enum.IntEnum):
@@ -61,6 +62,7 @@ class Op(enum.IntEnum):
     BRNZ = 22
     BAR = 23
     EXIT = 24
+    JR = 25
 
 
 FORMATS: dict[Op, Fmt] = {
@@ -78,6 +80,7 @@ FORMATS: dict[Op, Fmt] = {
     Op.BRNZ: Fmt.BRC,
     Op.BAR: Fmt.NONE,
     Op.EXIT: Fmt.NONE,
+    Op.JR: Fmt.JR,
 }
 
 ALU_OPS = frozenset(op for op, f in FORMATS.items() if f is Fmt.ALU)
@@ -172,7 +175,7 @@ def registers_read(ins) -> tuple[int, ...]:
         return (ins.rs1, ins.rs2)
     if f is Fmt.ATOM:
         return (ins.rs1, ins.rs2, ins.rd) if ins.mod == AtomOp.CAS else (ins.rs1, ins.rs2)
-    if f is Fmt.BRC:
+    if f in (Fmt.BRC, Fmt.JR):
         return (ins.rs1,)
     return ()
 

@@ -14,6 +14,7 @@ ELEM_DTYPES = {
     "bool": "bool",
     "char": "int8",
     "uchar": "uint8",
+    "float": "float32",
 }
 
 

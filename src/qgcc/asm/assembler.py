@@ -31,6 +31,7 @@ PARAM_TYPES = {
     "bool": "bool",
     "char": "char",
     "uchar": "uchar",
+    "float": "float",
 }
 
 _TOKEN_RE = re.compile(
@@ -484,6 +485,8 @@ class _Assembler:
             ln.comma()
             label = ln.label_ref()
             ins = Instr(op, rs1=rs1)
+        elif fmt is Fmt.JR:
+            ins = Instr(op, rs1=ln.reg())
         else:  # pragma: no cover - every Fmt is handled above
             raise AssertionError(fmt)
         ln.expect_end()

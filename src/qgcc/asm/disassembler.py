@@ -128,6 +128,8 @@ def canonical(ins: Instr) -> Instr:
         return Instr(op, rd=ins.rd, rs1=ins.rs1, rs2=ins.rs2, imm=ins.imm, mod=ins.mod)
     if f is Fmt.BRA:
         return Instr(op, imm=ins.imm)
+    if f is Fmt.JR:
+        return Instr(op, rs1=ins.rs1)
     return Instr(op, rs1=ins.rs1, imm=ins.imm)  # BRC
 
 
@@ -153,6 +155,8 @@ def format_instr(ins: Instr, label: str | None = None) -> tuple[str, str]:
         return name, f"{fmt_mem(ins.rs1, ins.imm)}, r{ins.rs2}"
     if f is Fmt.ATOM:
         return f"ATOM.{AtomOp(ins.mod).name}", f"r{ins.rd}, {fmt_mem(ins.rs1, ins.imm)}, r{ins.rs2}"
+    if f is Fmt.JR:
+        return name, f"r{ins.rs1}"
     target = label if label is not None else f"L{ins.imm}"
     if f is Fmt.BRA:
         return name, target

@@ -19,7 +19,6 @@ exception escapes.
 from __future__ import annotations
 
 from ..diagnostics import CompileError
-from ..isa import Op
 from ..machine import SPEC
 from ..program import Kernel, Program
 from .codegen import KernelGen
@@ -44,21 +43,18 @@ def _compile(source: str, filename: str) -> Program:
     code = []
     kernels = []
     for fs in result.kernels:
+        entry = len(code)
         gen = KernelGen(fs, filename, lines)
         ir, params = gen.run()
-        instrs, nregs = allocate(ir, fs.line)
+        instrs, nregs = allocate(ir, fs.line, entry)
         if nregs > SPEC.num_regs:
             # Short of registers: re-read parameters at each use instead of holding them.
             gen = KernelGen(fs, filename, lines, remat_params=True)
             ir, params = gen.run()
-            instrs, nregs = allocate(ir, fs.line)
+            instrs, nregs = allocate(ir, fs.line, entry)
         if nregs > SPEC.num_regs:
             raise error(fs.line, fs.col, f"kernel '{fs.name}' needs {nregs} registers; the "
                                          f"machine has {SPEC.num_regs}")
-        entry = len(code)
-        for ins in instrs:
-            if ins.op in (Op.BRA, Op.BRZ, Op.BRNZ):
-                ins.imm += entry
         code.extend(instrs)
         if len(code) > SPEC.max_instrs:
             raise error(fs.line, fs.col,

@@ -92,6 +92,9 @@ class Expr(Node):
     # Annotations set by sema.
     ty: Any = field(default=None, init=False, repr=False, compare=False)
     const: int | None = field(default=None, init=False, repr=False, compare=False)
+    # A constant float value's bit pattern (float constants never use `const`,
+    # whose integer truth and comparisons would be wrong for -0.0 and NaN).
+    fconst: int | None = field(default=None, init=False, repr=False, compare=False)
     # The undecayed type when the expression names a (__shared__) array or a row of one.
     arr: Any = field(default=None, init=False, repr=False, compare=False)
 
@@ -114,6 +117,7 @@ class BoolLit(Expr):
 @dataclass
 class FloatLit(Expr):
     text: str
+    double: bool = field(default=False, init=False, repr=False, compare=False)  # no 'f' suffix
 
 
 @dataclass

@@ -11,6 +11,17 @@ loop of each general division).
 
 Device functions are inlined at every call.  Values are `int` virtual
 registers or `C` constants (folded and used as immediates where the ISA allows).
+
+Float operations call routines of the soft-float library (`softfloat.cu`).
+Each routine a kernel uses is emitted once, out of line, between the kernel's
+first instruction (`BRA body`) and its body, so routine code always has lower
+PCs than every call site: under min-PC scheduling, lanes that enter a routine
+finish it before any other lane of the warp moves on, so a divergent call
+never lets other lanes run ahead into a barrier.  A call is `MOV args; MOV
+link, #return-address; BRA routine; ...` and the routine ends with `JR link`.
+Register allocation treats the call as one instruction that writes every
+register the routine (and what it calls) writes, so values live across a call
+get other registers: no calling convention, no saving.
 """
 
 from __future__ import annotations
@@ -23,9 +34,11 @@ from ..machine import SPEC
 from ..program import Param
 from . import ast as A
 from .ir import VI
-from .sema import ATOMICS, FuncSym, VarSym
-from .types import (BOOL, CHAR, INT, UINT, ArrayType, IntType, PtrType, Type, VoidType,
-                    fold_binary, is_ptr, wrap)
+from . import floatconst
+from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, FuncSym, VarSym
+from .softfloat import library
+from .types import (BOOL, CHAR, FLOAT, INT, UINT, ArrayType, FloatType, IntType, PtrType, Type,
+                    VoidType, fold_binary, is_float, is_ptr, wrap)
 
 MASK32 = 0xFFFFFFFF
 
@@ -66,6 +79,21 @@ class Frame:
     loops: list[tuple[int, int]] = field(default_factory=list)  # (break label, continue label)
 
 
+@dataclass
+class Routine:
+    """A soft-float routine emitted out of line in the current kernel."""
+
+    entry: int  # label
+    params: list[int]  # vregs the caller fills
+    ret: int  # vreg holding the result at the JR
+    link: int  # vreg holding the return address
+    clobbers: frozenset[int] = frozenset()  # vregs written by the routine and its callees
+
+
+# Library functions small enough to inline into the routines that use them.
+INLINE_HELPERS = frozenset({"__qg_isnan"})
+
+
 def _log2(c: int) -> int | None:
     if c > 0 and c & (c - 1) == 0:
         return c.bit_length() - 1
@@ -91,6 +119,9 @@ class KernelGen:
         self.frames: list[Frame] = []
         self.var_regs: set[int] = set()  # registers that are the home of a variable
         self.line = fs.line
+        self.routines: dict[str, Routine] = {}
+        self.routine_code: list[VI] = []
+        self.in_routine = False
 
     # ------------------------------------------------------------------ emission
 
@@ -115,7 +146,9 @@ class KernelGen:
             raise self.error(self.fs.line, self.fs.col,
                              f"kernel '{self.fs.name}' needs more than {SPEC.max_instrs} "
                              f"instructions; the machine holds at most {SPEC.max_instrs}")
-        self.code.append(VI(op, rd, rs1, rs2, to_s32(imm), use_imm, int(mod), target, self.line))
+        # Library code is shared by every call site: it has no source line of its own.
+        line = 0 if self.in_routine else self.line
+        self.code.append(VI(op, rd, rs1, rs2, to_s32(imm), use_imm, int(mod), target, line))
 
     def reg(self, v) -> int:
         if is_c(v):
@@ -175,6 +208,10 @@ class KernelGen:
         self.line = fd.end_line
         self.emit(Op.EXIT)
         self.frames.pop()
+        if self.routine_code:
+            body = self.label()
+            head = [VI(Op.BRA, target=body, line=fs.line)]
+            self.code = head + self.routine_code + [VI(None, target=body)] + self.code
         return self.code, params
 
     # ------------------------------------------------------------------ statements
@@ -305,6 +342,18 @@ class KernelGen:
     # ------------------------------------------------------------------ conversions
 
     def convert(self, v, src: Type, dst: Type):
+        if is_float(dst) and isinstance(src, IntType):
+            if is_c(v):
+                return C(floatconst.from_int(v.value, src.signed))
+            return self.call_lib("__qg_i2f" if src.kind != "unsigned" else "__qg_u2f", [v])
+        if is_float(src) and isinstance(dst, IntType):
+            if dst.kind == "bool":
+                return self.float_truth(v)
+            if is_c(v):
+                c = floatconst.to_uint(v.value) if dst.kind == "unsigned" else floatconst.to_int(v.value)
+                return C(wrap(c, dst))
+            r = self.call_lib("__qg_f2u" if dst.kind == "unsigned" else "__qg_f2i", [v])
+            return self.convert(r, INT, dst) if dst.kind in ("char", "uchar") else r
         if not isinstance(dst, IntType) or not isinstance(src, IntType):
             return v
         if is_c(v):
@@ -480,6 +529,8 @@ class KernelGen:
         """The value of e (decayed arrays give their address)."""
         if e.const is not None and not is_ptr(e.ty):
             return C(e.const)
+        if e.fconst is not None:
+            return C(e.fconst)
         saved = self.line
         self.line = e.line
         if e.arr is not None:
@@ -515,6 +566,13 @@ class KernelGen:
                 return C(off)
             return base if off == 0 else self.alu(Op.ADD, base, C(off))
         v = self.val(e.operand)
+        if is_float(e.operand.ty):
+            if op == "+":
+                return v
+            if op == "-":
+                return self.alu(Op.XOR, v, C(floatconst.SIGN))
+            if op == "!":
+                return self.alu(Op.SEQ, self.alu(Op.SHL, v, C(1)), C(0))
         if op == "+":
             return v
         if op == "-":
@@ -534,8 +592,12 @@ class KernelGen:
             copy = self.new()
             self.mov(copy, old)
             old = copy
-        new = self.alu(Op.ADD, old, C(delta))
-        stored = self.assign_to(lv, new, t if is_ptr(t) else INT, t, want and e.prefix)
+        if is_float(t):
+            new = self.float_arith("+", old, C(floatconst.from_int(delta, True)))
+            stored = self.assign_to(lv, new, t, t, want and e.prefix)
+        else:
+            new = self.alu(Op.ADD, old, C(delta))
+            stored = self.assign_to(lv, new, t if is_ptr(t) else INT, t, want and e.prefix)
         if not want:
             return None
         return stored if e.prefix else old
@@ -552,14 +614,16 @@ class KernelGen:
             if base is None:
                 return C(off)
             return base if off == 0 else self.alu(Op.ADD, base, C(off))
-        a = self.val(e.left)
-        b = self.val(e.right)
+        a = self.convert(self.val(e.left), lt, e.opty)
+        b = self.convert(self.val(e.right), rt, e.opty)
         if op in ("<", ">", "<=", ">=", "==", "!="):
             t, neg = self.compare(op, a, b, e.opty)
             return self.alu(Op.XOR, t, C(1)) if neg else t
         return self.arith(op, a, b, e.opty)
 
     def arith(self, op: str, a, b, t: IntType):
+        if is_float(t):
+            return self.float_arith(op, a, b)
         if is_c(a) and is_c(b):
             return C(fold_binary(op, a.value, b.value, t))
         if op in ("+", "*", "&", "|", "^") and is_c(a):
@@ -601,6 +665,14 @@ class KernelGen:
 
     def compare(self, op: str, a, b, t: IntType) -> tuple["int | C", bool]:
         """(v, negated): the truth of `a op b` is v (0/1), inverted when negated."""
+        if is_float(t):
+            if is_c(a) and is_c(b):
+                return C(floatconst.fold(op, a.value, b.value)), False
+            if op == "!=":
+                return self.call_lib("__qg_feq", [a, b]), True
+            name, swap = {"<": ("__qg_flt", False), ">": ("__qg_flt", True), "<=": ("__qg_fle", False),
+                          ">=": ("__qg_fle", True), "==": ("__qg_feq", False)}[op]
+            return self.call_lib(name, [b, a] if swap else [a, b]), False
         signed = t.signed
         slt = Op.SLT if signed else Op.SLTU
         if is_c(a) and is_c(b):
@@ -647,9 +719,17 @@ class KernelGen:
         v = self.val(e)
         if e.ty == BOOL:
             return v
+        if is_float(e.ty):
+            return self.float_truth(v)
         if is_c(v):
             return C(int(v.value != 0))
         return self.alu(Op.SNE, v, C(0))
+
+    def float_truth(self, v):
+        """A float as a condition: 1 unless it is +0 or -0 (NaN is true)."""
+        if is_c(v):
+            return C(int(floatconst.truth(v.value)))
+        return self.alu(Op.SNE, self.alu(Op.SHL, v, C(1)), C(0))
 
     def branch(self, e: A.Expr, lab: int, jump_if: bool) -> None:
         """Branch to lab when the truth of e equals jump_if; fall through otherwise."""
@@ -673,17 +753,20 @@ class KernelGen:
         elif isinstance(e, A.Unary) and e.op == "!":
             self.branch(e.operand, lab, not jump_if)
         elif isinstance(e, A.Binary) and e.op in ("<", ">", "<=", ">=", "==", "!="):
-            if e.op in ("==", "!=") and (e.right.const == 0 or e.left.const == 0):
+            if e.op in ("==", "!=") and (e.right.const == 0 or e.left.const == 0) \
+                    and not is_float(e.opty):
                 # x == 0 / x != 0: test x directly
                 other = e.left if e.right.const == 0 else e.right
                 v = self.val(other)
                 truth_is_v = e.op == "!="
                 self.cond_jump(v, jump_if == truth_is_v, lab)
             else:
-                a = self.val(e.left)
-                b = self.val(e.right)
+                a = self.convert(self.val(e.left), e.left.ty, e.opty)
+                b = self.convert(self.val(e.right), e.right.ty, e.opty)
                 t, neg = self.compare(e.op, a, b, e.opty)
                 self.cond_jump(t, jump_if != neg, lab)
+        elif is_float(e.ty):
+            self.cond_jump(self.float_truth(self.val(e)), jump_if, lab)
         else:
             self.cond_jump(self.val(e), jump_if, lab)
         self.line = saved
@@ -722,6 +805,9 @@ class KernelGen:
                 rv = C(-rv.value) if is_c(rv) else self.alu(Op.MUL, rv, C(-1))
             new = old if is_c(rv) and rv.value & MASK32 == 0 else self.alu(Op.ADD, old, rv)
             return self.assign_to(lv, new, tt, tt, want)
+        if is_float(e.opty):
+            old = self.convert(old, tt, FLOAT)
+            rv = self.convert(rv, e.value.ty, FLOAT)
         new = self.arith(op, old, rv, e.opty)
         return self.assign_to(lv, new, e.opty, tt, want)
 
@@ -766,10 +852,22 @@ class KernelGen:
     def e_Call(self, e: A.Call):
         callee = e.callee
         if isinstance(callee, FuncSym):
+            if self.in_routine and callee.name not in INLINE_HELPERS:
+                # Library helpers are routines too: one copy each, however often they are used.
+                args = [self.convert(self.val(a), a.ty, pt) for a, pt in zip(e.args, callee.param_types)]
+                return self.call_lib(callee.name, args)
             return self.inline(e, callee)
         if callee == "__syncthreads":
             self.emit(Op.BAR)
             return None
+        if callee in FLOAT_FUNCS:
+            args = [self.convert(self.val(a), a.ty, FLOAT) for a in e.args]
+            return self.float_func(callee, args)
+        if callee in BIT_CASTS:
+            return self.val(e.args[0])
+        if callee in ("min", "max") and is_float(e.ty):
+            args = [self.convert(self.val(a), a.ty, FLOAT) for a in e.args]
+            return self.float_func("fminf" if callee == "min" else "fmaxf", args)
         if callee in ("min", "max"):
             t = e.ty
             a = self.convert(self.val(e.args[0]), e.args[0].ty, t)
@@ -796,6 +894,8 @@ class KernelGen:
         if base is None:
             base = self.reg(C(off))
             off = 0
+        if is_float(elem) and name == "atomicAdd":
+            return self.float_atomic_add(base, off, vals[0])
         rd = self.new()
         if name == "atomicCAS":
             cmp, new = vals
@@ -855,6 +955,96 @@ class KernelGen:
         if isinstance(s, A.If):
             return s.other is not None and self.always_returns(s.then) and self.always_returns(s.other)
         return False
+
+    # ------------------------------------------------------------------ float
+
+    def float_arith(self, op: str, a, b):
+        if is_c(a) and is_c(b):
+            return C(floatconst.fold(op, a.value, b.value))
+        return self.call_lib({"+": "__qg_fadd", "-": "__qg_fsub", "*": "__qg_fmul",
+                              "/": "__qg_fdiv"}[op], [a, b])
+
+    def float_func(self, name: str, args: list):
+        if name == "fabsf":
+            v = args[0]
+            return C(v.value & 0x7FFFFFFF) if is_c(v) else self.alu(Op.AND, v, C(0x7FFFFFFF))
+        if name in ("__fadd_rn", "__fsub_rn", "__fmul_rn", "__fdiv_rn"):
+            return self.float_arith({"a": "+", "s": "-", "m": "*", "d": "/"}[name[3]], *args)
+        routine = {"sqrtf": "__qg_fsqrt", "__fsqrt_rn": "__qg_fsqrt", "fminf": "__qg_fmin",
+                   "fmaxf": "__qg_fmax", "fmaf": "__qg_fma", "__fmaf_rn": "__qg_fma"}[name]
+        return self.call_lib(routine, args)
+
+    def float_atomic_add(self, base, off: int, v):
+        """atomicAdd on a float cell: a compare-and-swap loop around the library's add.
+
+        Lanes of a warp reach the cell in lane order (as every ATOM does): the
+        first lane's CAS succeeds, the others see its sum and go round again."""
+        if base is None:
+            base = self.reg(C(off))
+            off = 0
+        v = self.reg(v)
+        old, assumed = self.new(), self.new()
+        self.emit(Op.LD, old, base, imm=off)
+        top = self.label()
+        self.place(top)
+        self.mov(assumed, old)
+        new = self.call_lib("__qg_fadd", [assumed, v])
+        self.mov(old, new)
+        self.emit(Op.ATOM, old, base, assumed, imm=off, mod=AtomOp.CAS)
+        self.emit(Op.BRNZ, rs1=self.alu(Op.SNE, old, assumed), target=top)
+        return old
+
+    def call_lib(self, name: str, args: list) -> int:
+        """Call a soft-float routine (emitting it on first use); returns the result's vreg."""
+        r = self.routines.get(name)
+        if r is None:
+            r = self.emit_routine(name)
+        for p, a in zip(r.params, args):
+            self.mov(p, a)
+        back = self.label()
+        line = 0 if self.in_routine else self.line
+        self.code.append(VI(Op.MOV, r.link, imm=0, use_imm=True, target=back, line=line))
+        call = VI(Op.BRA, target=r.entry, line=line)
+        call.extra_reads = tuple(r.params) + (r.link,)
+        call.clobbers = r.clobbers
+        self.code.append(call)
+        self.place(back)
+        out = self.new()
+        self.mov(out, r.ret)
+        return out
+
+    def emit_routine(self, name: str) -> Routine:
+        fs = library()[name]
+        r = Routine(self.label(), [self.new() for _ in fs.params], self.new(), self.new())
+        self.routines[name] = r
+        saved = (self.code, self.frames, self.in_routine, self.line)
+        self.code, self.frames, self.in_routine = [], [], True
+        self.place(r.entry)
+        for sym, v in zip(fs.params, r.params):
+            if sym.assigned:
+                copy = self.new()
+                self.mov(copy, v)
+                self.env[sym] = copy
+            else:
+                self.env[sym] = v
+        frame = Frame(fs, self.label(), r.ret)
+        self.frames.append(frame)
+        for item in fs.definition.body.items:
+            self.stmt(item)
+        self.place(frame.ret_label)
+        jr = VI(Op.JR, rs1=r.link, line=0)
+        jr.extra_reads = (r.ret,)
+        self.code.append(jr)
+        writes = set()
+        for vi in self.code:
+            w = vi.writes()
+            if w is not None:
+                writes.add(w)
+            writes |= vi.clobbers or set()
+        r.clobbers = frozenset(writes)
+        self.routine_code.extend(self.code)
+        self.code, self.frames, self.in_routine, self.line = saved
+        return r
 
     # ------------------------------------------------------------------ division
 

@@ -2,7 +2,9 @@
 
 `VI` mirrors `isa.Instr` but its register fields hold virtual register numbers
 (-1 = unused), branches name a label instead of an address, and `LABEL`
-pseudo-instructions mark branch targets.  `regalloc.py` turns a list of VIs
+pseudo-instructions mark branch targets.  Subroutine calls add a `MOV rd`
+whose `target` is a label (it loads the label's address) and a BRA marked as a
+call (see `clobbers`).  `regalloc.py` turns a list of VIs
 into real `Instr`s.
 """
 
@@ -12,7 +14,8 @@ from ..isa import WRITES_RD, Fmt, FORMATS, Op, registers_read
 
 
 class VI:
-    __slots__ = ("op", "rd", "rs1", "rs2", "imm", "use_imm", "mod", "target", "line")
+    __slots__ = ("op", "rd", "rs1", "rs2", "imm", "use_imm", "mod", "target", "line", "extra_reads",
+                 "clobbers")
 
     def __init__(self, op: Op | None, rd: int = -1, rs1: int = -1, rs2: int = -1, imm: int = 0,
                  use_imm: bool = False, mod: int = 0, target: int | None = None,
@@ -26,13 +29,19 @@ class VI:
         self.mod = mod
         self.target = target
         self.line = line
+        # Subroutine calls.  A MOV with a `target` loads that label's address (the
+        # return address).  The call's BRA carries `clobbers` (every vreg the
+        # routine and the routines it calls may write) and `extra_reads` (its
+        # arguments and link register); the routine's JR reads its result.
+        self.extra_reads: tuple[int, ...] = ()
+        self.clobbers: frozenset[int] | None = None
 
     @property
     def is_label(self) -> bool:
         return self.op is None
 
     def reads(self) -> tuple[int, ...]:
-        return registers_read(self)
+        return registers_read(self) + self.extra_reads
 
     def writes(self) -> int | None:
         return self.rd if self.op in WRITES_RD else None

@@ -14,8 +14,8 @@ Steps, over one kernel (device functions are already inlined):
    a MOV partner so that the MOV disappears;
 6. rewrite with physical registers and remove `MOV r, r`.
 
-Branch targets in the result are indices relative to the kernel's first
-instruction; `frontend.__init__` adds the kernel's entry address.
+Code addresses in the result (branch targets, return addresses) are absolute:
+the caller passes the kernel's entry address as `base`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,16 @@ from ..isa import Instr, Op
 from .ir import PURE_OPS, VI
 
 BRANCHES = (Op.BRA, Op.BRZ, Op.BRNZ)
+
+
+def _has_target(vi: VI) -> bool:
+    """Branches and return-address MOVs: instructions whose `target` is a code position."""
+    return vi.op in BRANCHES or (vi.op is Op.MOV and vi.target is not None)
+
+
+def _shift_targets(vi: VI, f) -> None:
+    if _has_target(vi):
+        vi.target = f(vi.target)
 
 
 class Code:
@@ -44,15 +54,21 @@ class Code:
             else:
                 real.append(vi)
         for vi in real:
-            if vi.op in BRANCHES:
-                vi.target = pos[vi.target]
+            _shift_targets(vi, pos.__getitem__)
         return cls(real)
 
-    def succ(self, i: int) -> list[int]:
+    def succ(self, i: int, into_calls: bool = True) -> list[int]:
+        """Control-flow successors.  A call continues at its return point (the next
+        instruction); only reachability also follows it into the routine.  Liveness
+        treats the call as one instruction that reads the arguments and writes the
+        routine's clobbers, so each routine is analysed once, for all callers."""
         vi = self.ins[i]
         n = len(self.ins)
-        if vi.op is Op.EXIT:
+        if vi.op in (Op.EXIT, Op.JR):
             return []
+        if vi.clobbers is not None:
+            nxt = [i + 1] if i + 1 < n else []
+            return nxt + ([vi.target] if into_calls and vi.target < n else [])
         if vi.op is Op.BRA:
             return [vi.target] if vi.target < n else []
         out = [i + 1] if i + 1 < n else []
@@ -73,8 +89,7 @@ class Code:
         out = []
         for vi, m in zip(self.ins, mask):
             if m:
-                if vi.op in BRANCHES:
-                    vi.target = newpos[vi.target]
+                _shift_targets(vi, newpos.__getitem__)
                 out.append(vi)
         self.ins = out
         return True
@@ -109,7 +124,9 @@ class Code:
             if w is not None:
                 # A CAS reads rd before writing it: its use stays in `use`.
                 dfn[i] = 1 << w
-        succ = [self.succ(i) for i in range(n)]
+            for c in vi.clobbers or ():
+                dfn[i] |= 1 << c
+        succ = [self.succ(i, into_calls=False) for i in range(n)]
         live_in = [0] * n
         live_out = [0] * n
         changed = True
@@ -172,8 +189,9 @@ def _smallest_last(nodes: list[int], adj: dict[int, set[int]]) -> list[int]:
     return order
 
 
-def allocate(ir: list[VI], entry_line: int | None) -> tuple[list[Instr], int]:
-    """Returns (instructions with kernel-relative branch targets, registers used)."""
+def allocate(ir: list[VI], entry_line: int | None, base: int = 0) -> tuple[list[Instr], int]:
+    """Returns (instructions, registers used); code addresses (branch targets,
+    return addresses) are absolute for a kernel placed at `base`."""
     code = Code.from_ir(ir)
     code.prune()
     # Registers read before written on some path: zero them at the entry.
@@ -181,8 +199,7 @@ def allocate(ir: list[VI], entry_line: int | None) -> tuple[list[Instr], int]:
     if code.ins and live_in[0]:
         zeros = [VI(Op.MOV, v, imm=0, use_imm=True, line=entry_line) for v in _bits(live_in[0])]
         for vi in code.ins:
-            if vi.op in BRANCHES:
-                vi.target += len(zeros)
+            _shift_targets(vi, lambda t: t + len(zeros))
         code.ins = zeros + code.ins
     # Dead-code elimination.
     while True:
@@ -203,6 +220,14 @@ def allocate(ir: list[VI], entry_line: int | None) -> tuple[list[Instr], int]:
     for i, vi in enumerate(code.ins):
         for r in vi.reads():
             adj.setdefault(r, set())
+        if vi.clobbers:
+            # Values live across a call must survive everything the routine writes.
+            across = list(_bits(live_out[i]))
+            for c in vi.clobbers:
+                adj.setdefault(c, set()).update(v for v in across if v != c)
+                for v in across:
+                    if v != c:
+                        adj.setdefault(v, set()).add(c)
         w = vi.writes()
         if w is None:
             continue
@@ -233,8 +258,8 @@ def allocate(ir: list[VI], entry_line: int | None) -> tuple[list[Instr], int]:
             return best[r] if r >= 0 else 0
         ins = Instr(vi.op, rd=phys(vi.rd), rs1=phys(vi.rs1), rs2=phys(vi.rs2), imm=vi.imm,
                     use_imm=vi.use_imm, mod=vi.mod, line=vi.line)
-        if vi.op in BRANCHES:
-            ins.imm = vi.target
+        if _has_target(vi):
+            ins.imm = base + vi.target
         out.append(ins)
         mask.append(not (vi.op is Op.MOV and not vi.use_imm and ins.rd == ins.rs1))
     if not all(mask):
@@ -246,7 +271,7 @@ def allocate(ir: list[VI], entry_line: int | None) -> tuple[list[Instr], int]:
         out = []
         for vi in code.ins:
             ins = Instr(vi.op, rd=max(vi.rd, 0), rs1=max(vi.rs1, 0), rs2=max(vi.rs2, 0),
-                        imm=vi.target if vi.op in BRANCHES else vi.imm, use_imm=vi.use_imm,
+                        imm=base + vi.target if _has_target(vi) else vi.imm, use_imm=vi.use_imm,
                         mod=vi.mod, line=vi.line)
             out.append(ins)
     return out, nregs

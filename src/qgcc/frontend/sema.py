@@ -16,7 +16,9 @@ from ..diagnostics import CompileError
 from ..isa import SReg
 from ..machine import SPEC
 from . import ast as A
-from .types import (BOOL, CHAR, INT, UCHAR, UINT, VOID, ArrayType, IntType, PtrType, Type,
+from . import floatconst
+from .types import (BOOL, CHAR, FLOAT, INT, UCHAR, UINT, VOID, ArrayType, FloatType, IntType,
+                    PtrType, Type, is_float,
                     VoidType, fold_binary, is_arith, is_int, is_ptr, is_scalar, promote,
                     usual_arithmetic, wrap)
 
@@ -71,7 +73,13 @@ BUILTIN_VECTORS = {
 
 ATOMICS = {"atomicAdd", "atomicSub", "atomicMin", "atomicMax", "atomicExch", "atomicCAS",
            "atomicAnd", "atomicOr", "atomicXor"}
-BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs"}
+# Float built-ins: name -> number of float arguments.  The __f*_rn intrinsics are
+# the same operations (every operation already rounds to nearest even).
+FLOAT_FUNCS = {"sqrtf": 1, "fabsf": 1, "fminf": 2, "fmaxf": 2, "fmaf": 3, "__fadd_rn": 2,
+               "__fsub_rn": 2, "__fmul_rn": 2, "__fdiv_rn": 2, "__fsqrt_rn": 1, "__fmaf_rn": 3}
+BIT_CASTS = {"__float_as_int": INT, "__float_as_uint": UINT, "__int_as_float": FLOAT,
+             "__uint_as_float": FLOAT}
+BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs"} | set(FLOAT_FUNCS) | set(BIT_CASTS)
 
 UNSUPPORTED_FUNCS = {
     "printf": "'printf' is not supported (there is no host I/O)",
@@ -89,8 +97,14 @@ for _n in ("atomicInc", "atomicDec", "atomicAdd_block", "atomicAdd_system", "__s
            "__syncthreads_or", "__popc", "__clz", "__ffs", "__brev", "__mul24", "__umul24",
            "__mulhi", "__umulhi", "clock", "clock64", "__ldg"):
     UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported"
+for _n in ("sinf", "cosf", "tanf", "expf", "exp2f", "logf", "log2f", "log10f", "powf", "floorf",
+           "ceilf", "truncf", "roundf", "rintf", "fmodf", "rsqrtf", "__expf", "__logf", "__sinf",
+           "__cosf", "__powf", "__fdividef", "sqrt", "fabs", "fmin", "fmax", "fma", "sin", "cos",
+           "exp", "log", "pow", "floor", "ceil"):
+    UNSUPPORTED_FUNCS[_n] = (f"'{_n}' is not supported (float functions: "
+                             + ", ".join(sorted(FLOAT_FUNCS)) + ")")
 
-TYPE_WORDS = ("void", "bool", "char", "int", "unsigned", "signed")
+TYPE_WORDS = ("void", "bool", "char", "int", "unsigned", "signed", "float")
 STORAGE_WORDS = ("__global__", "__device__", "__shared__", "static", "inline", "__inline__",
                  "__forceinline__", "__noinline__", "register")
 BASE_TYPES = {
@@ -104,6 +118,7 @@ BASE_TYPES = {
     ("int", "signed"): INT,
     ("unsigned",): UINT,
     ("int", "unsigned"): UINT,
+    ("float",): FLOAT,
 }
 PARAM_CTYPES = {"int": "int", "unsigned": "unsigned", "bool": "bool", "char": "char", "uchar": "uchar"}
 
@@ -161,10 +176,9 @@ class Sema:
         longs = [s for s in specs if s.text == "long"]
         for s in specs:
             t = s.text
-            if t == "float":
-                raise self.error(s, "'float' is not supported yet")
             if t == "double":
-                raise self.error(s, "'double' is not supported")
+                raise self.error(s, "'double' is not supported; use 'float' (the machine has no "
+                                    "64-bit floating point)")
             if t == "long":
                 raise self.error(s, "'long long' is not supported" if len(longs) > 1
                                  else "'long' is not supported")
@@ -500,7 +514,7 @@ class Sema:
             return
         if s.value is None:
             raise self.error(s, f"function '{fs.name}' must return a value of type '{fs.ret}'")
-        self.rvalue(s.value)
+        self.rvalue(s.value, dst=fs.ret)
         self.convert_check(s.value, fs.ret, "return")
 
     def local_declaration(self, ds: A.DeclStmt) -> None:
@@ -536,7 +550,7 @@ class Sema:
                     raise self.error(decl, f"variable '{decl.name}' has type void")
                 sym = VarSym(decl.name, ty, "local", decl.line, decl.col, readonly=readonly)
                 if it.init is not None:
-                    self.rvalue(it.init)
+                    self.rvalue(it.init, dst=ty)
                     self.convert_check(it.init, ty, "initialisation")
                     if readonly and is_int(ty) and it.init.const is not None:
                         sym.kind = "const"
@@ -553,7 +567,7 @@ class Sema:
         if decl.pointers:
             raise self.error(decl, "__shared__ pointers are not supported; declare a __shared__ "
                                    "array")
-        if not is_int(info.base):
+        if not is_arith(info.base):
             raise self.error(decl, f"__shared__ variable '{decl.name}' has type '{info.base}'")
         if len(decl.arrays) > 2:
             raise self.error(decl, "__shared__ arrays have at most 2 dimensions")
@@ -563,9 +577,18 @@ class Sema:
 
     # ------------------------------------------------------------------ expressions
 
-    def rvalue(self, e: A.Expr, allow_void: bool = False) -> Type:
-        """Type-check e as a value: arrays decay to pointers (2-D arrays are an error)."""
+    def rvalue(self, e: A.Expr, allow_void: bool = False, dst: Type | None = None) -> Type:
+        """Type-check e as a value: arrays decay to pointers (2-D arrays are an error).
+
+        dst is the type the value is converted to right away (initialiser,
+        assignment, argument, return, cast): only a float destination accepts an
+        unsuffixed (double) floating constant, because elsewhere C would compute
+        in double, which the machine does not have."""
         t = self.check(e)
+        if not is_float(dst) and _double_literal(e):
+            lit = _double_literal(e)
+            raise self.error(lit, f"'{lit.text}' is a double constant and qgcc has no double; "
+                                  f"write '{lit.text}f'")
         if isinstance(t, ArrayType):
             e.arr = t
             if len(t.dims) > 1:
@@ -586,8 +609,8 @@ class Sema:
         src = e.ty
         if isinstance(src, VoidType):
             raise self.error(e, "void value used in an expression")
-        if isinstance(dst, IntType):
-            if isinstance(src, IntType):
+        if isinstance(dst, (IntType, FloatType)):
+            if is_arith(src):
                 return
             raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
         if isinstance(dst, PtrType):
@@ -679,7 +702,11 @@ class Sema:
         return BOOL
 
     def check_FloatLit(self, e: A.FloatLit) -> Type:
-        raise self.error(e, f"floating-point constant '{e.text}': 'float' is not supported yet")
+        try:
+            e.fconst, e.double = floatconst.literal(e.text)
+        except floatconst.LiteralError as err:
+            raise self.error(e, str(err)) from None
+        return FLOAT
 
     def check_StringLit(self, e: A.StringLit) -> Type:
         raise self.error(e, "string literals are not supported")
@@ -737,7 +764,7 @@ class Sema:
             if kind != "mem":
                 raise self.error(e, "cannot take the address of this expression")
             return PtrType(t, self.mem_const(e.operand))
-        t = self.rvalue(e.operand)
+        t = self.rvalue(e.operand, dst=FLOAT if op in ("-", "+") else None)
         if op == "*":
             if not isinstance(t, PtrType):
                 raise self.error(e, f"indirection requires a pointer operand ('{t}' is not one)")
@@ -748,8 +775,13 @@ class Sema:
             if e.operand.const is not None:
                 e.const = int(e.operand.const == 0)
             return BOOL
-        if not is_arith(t):
+        if not is_arith(t) or (op == "~" and is_float(t)):
             raise self.error(e, f"invalid operand to unary '{op}' ('{t}')")
+        if is_float(t):
+            fc = e.operand.fconst
+            if fc is not None:
+                e.fconst = fc ^ floatconst.SIGN if op == "-" else fc
+            return t
         r = promote(t)
         c = e.operand.const
         if c is not None:
@@ -860,6 +892,11 @@ class Sema:
             return BOOL
         if not (is_arith(lt) and is_arith(rt)):
             raise bad()
+        if (is_float(lt) or is_float(rt)) and op in ("%", "&", "|", "^", "<<", ">>"):
+            raise bad()
+        if is_float(lt) or is_float(rt):
+            e.opty = FLOAT
+            return BOOL if op in ("<", ">", "<=", ">=", "==", "!=") else FLOAT
         if op in ("<<", ">>"):
             t = promote(lt)
             e.opty = t
@@ -879,7 +916,7 @@ class Sema:
         verb = "assign to"
         if isinstance(tt, ArrayType):
             raise self.error(e.target, "cannot assign to an array")
-        vt = self.rvalue(e.value)
+        vt = self.rvalue(e.value, dst=tt if e.op == "=" else None)
         self.check_assignable(e.target, e, verb)
         if e.op == "=":
             self.convert_check(e.value, tt, "assignment")
@@ -890,7 +927,8 @@ class Sema:
                 e.opty = tt
                 return tt
             raise self.error(e, f"invalid operands to '{e.op}' ('{tt}' and '{vt}')")
-        if not (is_arith(tt) and is_arith(vt)):
+        if not (is_arith(tt) and is_arith(vt)) or (
+                (is_float(tt) or is_float(vt)) and op in ("%", "&", "|", "^", "<<", ">>")):
             raise self.error(e, f"invalid operands to '{e.op}' ('{tt}' and '{vt}')")
         e.opty = promote(tt) if op in ("<<", ">>") else usual_arithmetic(tt, vt)
         return tt
@@ -924,14 +962,28 @@ class Sema:
     def check_Cast(self, e: A.Cast) -> Type:
         t = self.type_of_syntax(e.type, "cast")
         e.target = t
-        st = self.rvalue(e.operand, allow_void=isinstance(t, VoidType))
+        st = self.rvalue(e.operand, allow_void=isinstance(t, VoidType), dst=t)
         if isinstance(t, VoidType):
             return VOID
-        if isinstance(t, IntType):
-            if isinstance(st, PtrType):
-                raise self.error(e, f"cast from pointer to integer is not supported "
-                                    f"('{st}' to '{t}')")
+        if isinstance(t, (IntType, FloatType)) and isinstance(st, PtrType):
+            raise self.error(e, f"cast from pointer to {'integer' if is_int(t) else 'float'} is not "
+                                f"supported ('{st}' to '{t}')")
+        if isinstance(t, FloatType):
             if e.operand.const is not None:
+                e.fconst = floatconst.from_int(e.operand.const, st.signed)
+            elif e.operand.fconst is not None:
+                e.fconst = e.operand.fconst
+            return t
+        if isinstance(t, IntType):
+            fc = e.operand.fconst
+            if fc is not None:
+                if t.kind == "bool":
+                    e.const = int(floatconst.truth(fc))
+                elif t.kind == "unsigned":
+                    e.const = floatconst.to_uint(fc)
+                else:
+                    e.const = wrap(floatconst.to_int(fc), t)
+            elif e.operand.const is not None:
                 e.const = wrap(e.operand.const, t)
             return t
         assert isinstance(t, PtrType)
@@ -979,7 +1031,7 @@ class Sema:
                                     f"argument{'s' if len(fs.param_types) != 1 else ''}, "
                                     f"got {len(e.args)}")
             for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
-                self.rvalue(a)
+                self.rvalue(a, dst=pt)
                 self.convert_check(a, pt, f"argument {i + 1} of '{name}'")
             e.callee = fs
             if self.func is None:
@@ -1002,12 +1054,30 @@ class Sema:
         if name == "__syncthreads":
             self.nargs(e, name, 0)
             return VOID
+        if name in FLOAT_FUNCS:
+            self.nargs(e, name, FLOAT_FUNCS[name])
+            for i, a in enumerate(e.args, start=1):
+                self.rvalue(a, dst=FLOAT)
+                if not is_arith(a.ty):
+                    raise self.error(a, f"argument {i} of '{name}' must be a number (got '{a.ty}')")
+            return FLOAT
+        if name in BIT_CASTS:
+            self.nargs(e, name, 1)
+            a = self.rvalue(e.args[0])
+            want = INT if BIT_CASTS[name] is FLOAT else FLOAT
+            if name == "__uint_as_float":
+                want = UINT
+            if not (is_float(a) if is_float(want) else is_int(a)):
+                raise self.error(e.args[0], f"'{name}' needs a '{want}' argument (got '{a}')")
+            return BIT_CASTS[name]
         if name in ("min", "max"):
             self.nargs(e, name, 2)
             a, b = (self.rvalue(x) for x in e.args)
             if not (is_arith(a) and is_arith(b)):
                 raise self.error(e, f"'{name}' needs integer arguments ('{a}' and '{b}')")
             t = usual_arithmetic(a, b)
+            if is_float(t):
+                return t  # fminf/fmaxf
             ca, cb = e.args[0].const, e.args[1].const
             if ca is not None and cb is not None:
                 lt = fold_binary("<", ca, cb, t)
@@ -1016,24 +1086,36 @@ class Sema:
         if name == "abs":
             self.nargs(e, name, 1)
             a = self.rvalue(e.args[0])
-            if not is_arith(a):
-                raise self.error(e, f"'abs' needs an integer argument ('{a}')")
+            if not is_int(a):
+                raise self.error(e, f"'abs' needs an integer argument ('{a}')"
+                                 + ("; use fabsf" if is_float(a) else ""))
             if e.args[0].const is not None:
                 e.const = wrap(abs(wrap(e.args[0].const, INT)), INT)
             return INT
         # atomics
         self.nargs(e, name, 3 if name == "atomicCAS" else 2)
         pt = self.rvalue(e.args[0])
-        if not isinstance(pt, PtrType) or pt.elem not in (INT, UINT):
-            raise self.error(e.args[0], f"first argument of '{name}' must be an 'int *' or "
-                                        f"'unsigned int *' pointer (got '{pt}')")
+        float_ok = name in ("atomicAdd", "atomicExch")
+        if not isinstance(pt, PtrType) or pt.elem not in ((INT, UINT, FLOAT) if float_ok else (INT, UINT)):
+            kinds = "an 'int *', 'unsigned int *' or 'float *'" if float_ok else \
+                "an 'int *' or 'unsigned int *'"
+            raise self.error(e.args[0], f"first argument of '{name}' must be {kinds} pointer (got '{pt}')")
         if pt.const:
             raise self.error(e.args[0], f"first argument of '{name}' points to const ('{pt}')")
         for i, a in enumerate(e.args[1:], start=2):
-            self.rvalue(a)
+            self.rvalue(a, dst=pt.elem)
             self.convert_check(a, pt.elem, f"argument {i} of '{name}'")
         return pt.elem
 
 
 def analyse(tu: A.TranslationUnit, filename: str, source: str) -> SemaResult:
     return Sema(filename, source).run(tu)
+
+
+def _double_literal(e: A.Expr):
+    """The unsuffixed floating literal e is (possibly under unary +/-), or None."""
+    while isinstance(e, A.Unary) and e.op in ("-", "+"):
+        e = e.operand
+    if isinstance(e, A.FloatLit) and getattr(e, "double", False):
+        return e
+    return None

@@ -9,8 +9,10 @@ cost one or two instructions (see `codegen.convert`).
 Memory representation: one 32-bit cell per element; char/uchar cells hold the
 8-bit pattern zero-extended, bool cells hold 0/1.
 
-Room for float32: a `FloatType` would join `IntType` as an arithmetic type;
-`usual_arithmetic` and `is_arith` are the only places that would need to learn it.
+`float` is IEEE binary32: a register or a cell holds its bit pattern, and every
+operation on it is a call of the soft-float library (`softfloat.cu`), because
+the machine has integer units only.  Constant float expressions are folded
+here (`floatconst`) with the same results.
 """
 
 from __future__ import annotations
@@ -51,8 +53,20 @@ class IntType(Type):
 
 
 @dataclass(frozen=True)
+class FloatType(Type):
+    kind = "float"  # the launch-parameter element kind, like IntType.kind
+
+    def name(self) -> str:
+        return "float"
+
+    @property
+    def signed(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
 class PtrType(Type):
-    elem: IntType
+    elem: "IntType | FloatType"
     const: bool = False  # pointee is const
 
     def name(self) -> str:
@@ -63,7 +77,7 @@ class PtrType(Type):
 class ArrayType(Type):
     """A static __shared__ array (1-D or 2-D), never a value by itself."""
 
-    elem: IntType
+    elem: "IntType | FloatType"
     dims: tuple[int, ...]
 
     def name(self) -> str:
@@ -76,14 +90,19 @@ UINT = IntType("unsigned")
 BOOL = IntType("bool")
 CHAR = IntType("char")
 UCHAR = IntType("uchar")
+FLOAT = FloatType()
 
 
 def is_int(t: Type) -> bool:
     return isinstance(t, IntType)
 
 
+def is_float(t: Type) -> bool:
+    return isinstance(t, FloatType)
+
+
 def is_arith(t: Type) -> bool:
-    return isinstance(t, IntType)
+    return isinstance(t, (IntType, FloatType))
 
 
 def is_ptr(t: Type) -> bool:
@@ -91,16 +110,20 @@ def is_ptr(t: Type) -> bool:
 
 
 def is_scalar(t: Type) -> bool:
-    return isinstance(t, (IntType, PtrType))
+    return isinstance(t, (IntType, FloatType, PtrType))
 
 
-def promote(t: IntType) -> IntType:
-    """Integer promotion: bool/char/unsigned char -> int."""
+def promote(t):
+    """Integer promotion: bool/char/unsigned char -> int (float stays float: no double)."""
+    if isinstance(t, FloatType):
+        return t
     return UINT if t.kind == "unsigned" else INT
 
 
-def usual_arithmetic(a: IntType, b: IntType) -> IntType:
-    """C's usual arithmetic conversions for the subset: unsigned wins after promotion."""
+def usual_arithmetic(a, b):
+    """C's usual arithmetic conversions for the subset: float wins, then unsigned after promotion."""
+    if isinstance(a, FloatType) or isinstance(b, FloatType):
+        return FLOAT
     pa, pb = promote(a), promote(b)
     return UINT if UINT in (pa, pb) else INT
 

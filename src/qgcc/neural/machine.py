@@ -148,7 +148,7 @@ def build_machine(program: Program) -> Machine:
         if ins.op is Op.S2R:
             on.add(f"sreg_{SReg(ins.mod).name}")
         f = ins.fmt
-        if f in (Fmt.ALU, Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.BRC) or (f is Fmt.MOV and not ins.use_imm):
+        if f in (Fmt.ALU, Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.BRC, Fmt.JR) or (f is Fmt.MOV and not ins.use_imm):
             on.add("rs1en")
         if (f is Fmt.ALU and not ins.use_imm) or f in (Fmt.ST, Fmt.ATOM):
             on.add("rs2en")
@@ -327,7 +327,7 @@ def build_machine(program: Program) -> Machine:
 
     # ================= control flow: lane PCs, liveness, next min PC =================
     zero = [n.threshold([(A[l][i], -1) for i in range(32)], 0, 0, f"zero{l}") for l in range(W)]
-    brany = [op["BRA"], op["BRZ"], op["BRNZ"]]
+    brany = [op["BRA"], op["BRZ"], op["BRNZ"], op["JR"]]
     NPC, NLIVE = [], []
     for l in range(W):
         act, z = R_ACT[l], zero[l]
@@ -338,6 +338,7 @@ def build_machine(program: Program) -> Machine:
                 and_step([act, op["BRA"], TGT[i]]),
                 and_step([act, op["BRZ"], z, TGT[i]]), and_step([act, op["BRZ"], neg(z), NXT[i]]),
                 and_step([act, op["BRNZ"], neg(z), TGT[i]]), and_step([act, op["BRNZ"], z, NXT[i]]),
+                and_step([act, op["JR"], A[l][i]]),
                 and_step([act, neg(brany), NXT[i]])], f"npc{l}.{i}"))
         NPC.append(pcb)
         NLIVE.append(n.gate([step([(R_LIVE[l], 2), (neg(act), 1), (neg(op["EXIT"]), 1)], 3)], f"nlive{l}"))
@@ -353,6 +354,20 @@ def build_machine(program: Program) -> Machine:
              + [(RUN, 4096)], 4096 + (1 << PCB)),
         step([(R_MIN[i], 1 << i) for i in range(PCB)] + [(neg(KEND[i]), 1 << i) for i in range(PCB + 1)]
              + [(RUN, 4096)], 4096 + (1 << (PCB + 1)) - 1)], "pcbad")
+    # JR to an address outside the kernel (lane by lane): below the entry, at or past
+    # the end, or beyond the PC's width.
+    jr_bad = []
+    for l in range(W):
+        on = [(R_ACT[l], 4096), (op["JR"], 4096)]
+        jr_bad.append(n.gate([step([(neg(A[l][i]), 1 << i) for i in range(PCB)]
+                                   + [(ENTRY[i], 1 << i) for i in range(PCB)] + on, 8192 + (1 << PCB))],
+                             f"jrlo{l}"))
+        jr_bad.append(n.gate([step([(A[l][i], 1 << i) for i in range(PCB)]
+                                   + [(neg(KEND[i]), 1 << i) for i in range(PCB + 1)] + on,
+                                   8192 + (1 << (PCB + 1)) - 1)], f"jrhi{l}"))
+        jr_bad.append(n.gate([step([(A[l][i], 1) for i in range(PCB, 32)] + [(R_ACT[l], 64), (op["JR"], 64)],
+                                   129)], f"jrwide{l}"))
+    pc_bad = n.or_([pc_bad, n.and_([RUN, n.or_(jr_bad, "jrbad")], "jrbadrun")], "pcbadany")
     # LDC index beyond the parameters.
     par_bad = _param_bad(n, op["LDC"], OFF, NPARAM)
 

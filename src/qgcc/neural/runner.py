@@ -168,7 +168,7 @@ class Host:
         rec.reconverged = prev != 0 and (rec.active & ~prev) != 0 and (prev & ~rec.active) == 0
         last_active[key] = rec.active
         ins = self.cm_code(rec.pc)
-        if ins.op in (Op.BRZ, Op.BRNZ):
+        if ins.op in (Op.BRZ, Op.BRNZ, Op.JR):
             pcs = {self.get(h, f"wt_pc{l}") for l in range(W) if (rec.active >> l) & 1}
             if len(pcs) > 1:
                 rec.diverged = True
@@ -191,6 +191,10 @@ class Host:
         if flt & 2:
             return BarrierFault("barrier in divergent code: __syncthreads() reached by only some live lanes "
                                 "of the warp; the others can no longer reach it", **ctx)
+        if flt & 4 and pc is not None and pc < len(launch.program.code) and \
+                launch.program.code[pc].op is Op.JR:
+            return MemoryFault(f"JR to an address outside the kernel (instructions {launch.kernel.entry}.."
+                               f"{launch.kernel.end - 1})", **ctx)
         if flt & 4:
             return MemoryFault(f"PC {pc} left the kernel (instructions {launch.kernel.entry}.."
                                f"{launch.kernel.end - 1})", **ctx)

@@ -166,6 +166,12 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                     new_pc[t] = ins.imm if r[ins.rs1] == 0 else nxt
                 elif op is Op.BRNZ:
                     new_pc[t] = ins.imm if r[ins.rs1] != 0 else nxt
+                elif op is Op.JR:
+                    target = r[ins.rs1]
+                    if not kernel.entry <= target < kernel.end:
+                        raise MemoryFault(f"JR to {target}, outside the kernel (instructions "
+                                          f"{kernel.entry}..{kernel.end - 1})", **lctx)
+                    new_pc[t] = target
                 elif op is Op.EXIT:
                     blk.live[t] = False
                 else:  # pragma: no cover - every opcode is handled above
@@ -189,7 +195,7 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
             else:
                 for t in active:
                     blk.pc[t] = new_pc[t]
-                if op in (Op.BRZ, Op.BRNZ) and len({new_pc[t] for t in active}) > 1:
+                if op in (Op.BRZ, Op.BRNZ, Op.JR) and len({new_pc[t] for t in active}) > 1:
                     rec.diverged = True
                     stats.divergent_steps += 1
             # Release the barrier once every live lane of the block waits at it.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from fractions import Fraction
 
 import numpy as np
 
@@ -55,7 +56,30 @@ def _param(kernel: Kernel, option: str, name: str) -> Param:
                      f"(parameters: {have})")
 
 
+_FLOAT_RE = re.compile(r"[+-]?(([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|inf|infinity|nan)\Z", re.I)
+
+
+def parse_float(name: str, value: str) -> int:
+    """A float scalar: a decimal number (rounded once, to nearest even), inf or nan -> bits."""
+    from ..frontend import floatconst
+
+    text = value.strip()
+    if not _FLOAT_RE.match(text) or len(text) > 100:
+        raise UsageError(f"--arg {name}={value}: expected a float (e.g. 1.5, -2e-3, inf, nan)")
+    neg = text.startswith("-")
+    body = text.lstrip("+-").lower()
+    if body.startswith("inf"):
+        bits = 0x7F800000
+    elif body == "nan":
+        return floatconst.NAN
+    else:
+        bits = floatconst.decimal_to_bits(Fraction(body))
+    return bits | (0x80000000 if neg else 0)
+
+
 def parse_scalar(name: str, value: str, p: Param) -> int:
+    if p.ctype == "float":
+        return parse_float(name, value)
     v = parse_int(value)
     lo, hi = SCALAR_RANGES[p.ctype]
     if v is None:

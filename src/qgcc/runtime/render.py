@@ -132,7 +132,9 @@ class TraceRenderer:
         t.append(f"{self.instr(rec.pc):<{INSTR_WIDTH}} ", style="cyan")
         line = self.program.code[rec.pc].line if 0 <= rec.pc < len(self.program.code) else None
         src = ""
-        if line is not None:
+        if line == 0:
+            src = "(soft-float library)"  # routine code shared by every float operation
+        elif line is not None:
             src = f"{line}: {self.program.source_line(line)}".rstrip()
         if len(src) > SOURCE_WIDTH:
             src = src[:SOURCE_WIDTH - 3] + "..."
