@@ -339,3 +339,65 @@ MODELS = {
     "divmod": divmod,
     "bitops": bitops,
 }
+
+
+# --- float samples (numpy float32: one IEEE rounding per operation, in source order) ---
+
+def _f(v) -> np.float32:
+    return np.float32(v)
+
+
+def saxpy(arrays, scalars, grid, block):
+    out = _copy(arrays)
+    a = np.array([scalars["a"]], np.uint32).view(np.float32)[0]
+    x, y = arrays["x"], out["y"]
+    for i in range(min(scalars["n"], _threads_x(grid, block))):
+        y[i] = _f(_f(a * x[i]) + y[i])
+    return out
+
+
+def dot(arrays, scalars, grid, block):
+    out = _copy(arrays)
+    x, y, n = arrays["x"], arrays["y"], scalars["n"]
+    bs, nb = block[0], grid[0]
+    with np.errstate(all="ignore"):
+        for b in range(nb):
+            part = []
+            for t in range(bs):
+                s = _f(0)
+                for i in range(b * bs + t, n, bs * nb):
+                    s = _f(s + _f(x[i] * y[i]))
+                part.append(s)
+            s_ = bs // 2
+            while s_ > 0:
+                for t in range(s_):
+                    part[t] = _f(part[t] + part[t + s_])
+                s_ //= 2
+            out["result"][0] = _f(out["result"][0] + part[0])
+    return out
+
+
+def _bits_to_f(v: int) -> np.float32:
+    return np.array([v & 0xFFFFFFFF], np.uint32).view(np.float32)[0]
+
+
+def mandelbrot(arrays, scalars, grid, block):
+    out = _copy(arrays)
+    w, h, m = scalars["width"], scalars["height"], scalars["max_iter"]
+    x0, y0, dx, dy = (_bits_to_f(scalars[k]) for k in ("x0", "y0", "dx", "dy"))
+    with np.errstate(all="ignore"):
+        for py in range(min(h, grid[1] * block[1])):
+            for px in range(min(w, grid[0] * block[0])):
+                cr, ci = _f(x0 + _f(_f(px) * dx)), _f(y0 + _f(_f(py) * dy))
+                zr = zi = zr2 = zi2 = _f(0)
+                k = 0
+                while k < m and _f(zr2 + zi2) <= _f(4):
+                    zi = _f(_f(_f(2) * zr) * zi + ci)
+                    zr = _f(_f(zr2 - zi2) + cr)
+                    zr2, zi2 = _f(zr * zr), _f(zi * zi)
+                    k += 1
+                out["iters"][py * w + px] = k
+    return out
+
+
+MODELS.update({"saxpy": saxpy, "dot": dot, "mandelbrot": mandelbrot})

@@ -155,3 +155,167 @@ def test_hundred_thousand_pairs_per_operation_on_the_emulator(seed):
     a, b = R.pairs(rng, 1000)
     check_arith(a, b, R.operands(rng, 1000))
     check_conv(a, b)
+
+
+# ---------------------------------------------------------------- the language
+
+
+def one(body: str, n_out: int = 8, params: str = "", scalars=None, arrays=None, out_type=np.float32):
+    """Run `body` in one thread with `float *o` (or `int *o`) of n_out cells; returns bits / ints."""
+    ctype = {np.float32: "float", np.int32: "int"}[out_type]
+    src = f"__global__ void k({ctype} *o{params}) {{\n{body}\n}}\n"
+    arrays = dict(arrays or {})
+    arrays["o"] = np.zeros(n_out, out_type)
+    out = run(src, scalars or {}, arrays, block=(1, 1, 1))["o"]
+    return out.view(np.uint32) if out_type is np.float32 else out
+
+
+def bits(x: float) -> int:
+    return int(np.array([x], np.float32).view(np.uint32)[0])
+
+
+@pytest.mark.parametrize("text", ["0.1f", "1e-45f", "1.4e-45f", "3.4028235e38f", "3.4028236e38f", "1e39f",
+                                  "16777217.0f", "0.3333333432674407958984375f", "7e-46f", "2.5e-45f",
+                                  "1.00000005960464477539062500001f"])
+def test_float_literals_round_once_to_nearest_even(text):
+    from fractions import Fraction
+    v = Fraction(text[:-1])
+    # the two float32 neighbours around v, by exact comparison
+    want = R._round(v) if v != 0 else 0
+    assert one(f"o[0] = {text};")[0] == want
+
+
+def test_unsuffixed_literals_convert_like_c_where_a_float_is_expected():
+    # float x = 0.1 is (float)(double)0.1 in C; the same in an argument and a return.
+    src = """__device__ float half(float x) { return x * 0.5f; }
+__device__ float tenth() { return 0.1; }
+__global__ void k(float *o) { float x = 0.1; o[0] = x; o[1] = half(3.0); o[2] = tenth(); o[3] = -2.5; }"""
+    o = run(src, {}, {"o": np.zeros(4, np.float32)}, block=(1, 1, 1))["o"]
+    assert list(o) == [np.float32(0.1), np.float32(1.5), np.float32(0.1), np.float32(-2.5)]
+
+
+def test_double_arithmetic_is_rejected_with_a_hint():
+    with pytest.raises(CompileError) as e:
+        compile_source("__global__ void k(float *o) { o[0] = o[0] * 0.1; }", "t.cu")
+    assert "'0.1' is a double constant and qgcc has no double; write '0.1f'" in str(e.value)
+
+
+def test_mixed_int_float_arithmetic_follows_the_usual_conversions():
+    o = one("""int i = 7; unsigned u = 0xFFFFFFFFu; float f = 0.5f;
+o[0] = i + f; o[1] = u * 1.0f; o[2] = i / 2; o[3] = i / 2.0f;
+int j = 10; j += 2.75f; o[4] = j; j *= 0.5f; o[5] = j; f++; o[6] = f; o[7] = -f;""")
+    want = [7.5, 4294967296.0, 3.0, 3.5, 12.0, 6.0, 1.5, -1.5]
+    assert list(o) == [bits(w) for w in want]
+
+
+def test_float_truth_zero_is_false_nan_is_true():
+    o = one("""float pz = 0.0f, nz = -0.0f, nan = __int_as_float(0x7fc00000), one = 1.0f;
+o[0] = pz ? 1 : 0; o[1] = nz ? 1 : 0; o[2] = nan ? 1 : 0; o[3] = !nz; o[4] = !nan;
+o[5] = (nz && one); o[6] = (bool)nan; if (nz) o[7] = 5; else o[7] = 9;""", out_type=np.int32)
+    assert list(o) == [0, 0, 1, 1, 0, 0, 1, 9]
+
+
+def test_conversions_to_small_types_and_bit_casts():
+    o = one("""float f = 300.7f; char c = (int)f; unsigned char uc = (int)f; bool b = f;
+o[0] = c; o[1] = uc; o[2] = b; o[3] = (int)-2.9f; o[4] = __float_as_int(-0.0f);
+o[5] = __float_as_uint(1.0f); o[6] = (int)(float)16777217; o[7] = (unsigned)-1.0f;""", out_type=np.int32)
+    assert list(o) == [44, 44, 1, -2, -0x80000000, 0x3F800000, 16777216, 0]
+
+
+def test_constant_folding_agrees_with_the_routines():
+    # The same expressions folded at compile time and computed at run time.
+    exprs = ["1.0f / 3.0f", "0.1f + 0.2f", "1e30f * 1e10f", "sqrtf(2.0f)", "fmaf(0.1f, 10.0f, -1.0f)",
+             "(float)123456789", "(float)(unsigned)4294967295u", "-0.0f + 0.0f", "1e-40f / 3.0f"]
+    const = one("\n".join(f"o[{i}] = {e};" for i, e in enumerate(exprs)), n_out=len(exprs))
+    rt = one("float one = x;\n" + "\n".join(f"o[{i}] = one * ({e});" for i, e in enumerate(exprs)),
+             n_out=len(exprs), params=", float x", scalars={"x": bits(1.0)})
+    assert list(const) == list(rt)
+
+
+def test_float_atomic_add_loses_no_lane_in_shared_or_global_memory():
+    src = """__global__ void k(float *total, const float *v) {
+    __shared__ float s;
+    if (threadIdx.x == 0) s = 0.0f;
+    __syncthreads();
+    float old = atomicAdd(&s, v[threadIdx.x]);
+    atomicAdd(total, v[threadIdx.x]);
+    __syncthreads();
+    if (threadIdx.x == 0) total[1] = s;
+}"""
+    # Exactly representable partial sums: every order of the adds gives the same total,
+    # so this checks that no lane's add is lost when lanes and warps collide.
+    v = np.array([1.5, 2, -3.25, 4, 0.5, 8, 16.75, -1, 32, 0.25, -64, 128], np.float32)
+    out = run(src, {}, {"total": np.zeros(2, np.float32), "v": v}, block=(12, 1, 1))
+    assert out["total"].tolist() == [float(v.sum()), float(v.sum())]
+
+
+def test_a_divergent_call_does_not_let_other_lanes_reach_a_barrier_first():
+    # Routines sit below the kernel body: lanes inside one finish before the
+    # others of the warp move on, so this barrier is not "divergent".
+    src = """__global__ void k(float *o) {
+    float x = threadIdx.x;
+    if (threadIdx.x & 1) x = x / 3.0f;
+    __syncthreads();
+    o[threadIdx.x] = x;
+}"""
+    o = run(src, {}, {"o": np.zeros(8, np.float32)}, block=(8, 1, 1))["o"]
+    want = [np.float32(i) / np.float32(3) if i & 1 else np.float32(i) for i in range(8)]
+    assert list(o) == want
+
+
+# ---------------------------------------------------------------- inside the network
+
+
+@pytest.mark.parametrize("check", [check_arith, check_conv], ids=["arithmetic", "conversions"])
+def test_float_routines_run_bit_exact_inside_the_network(check):
+    # One warp, every operation: trace record by record equal to the emulator's
+    # (JR returns included), buffers equal to the IEEE references.
+    rng = np.random.default_rng(5)
+    a, b = R.pairs(rng, 4)
+    if check is check_arith:
+        check(a, b, R.operands(rng, 4), engine="neural")
+    else:
+        check(a, b, engine="neural")
+
+
+JR_OUT = """.kernel k
+.param int* a
+    LDC r1, c[0]
+    MOV r2, #{target}
+    JR r2
+    ST [r1], r2
+    EXIT
+.end
+"""
+
+
+@pytest.mark.parametrize("target", [3, 5, 99999])
+def test_jr_outside_the_kernel_faults_in_both_engines(target):
+    from qgcc.asm.assembler import assemble
+    from qgcc.neural.linker import link
+    from qgcc.neural.runner import Host
+    from qgcc.trace import MemoryFault
+
+    prog = assemble(JR_OUT.format(target=target), "jr.qsass")
+    launch = lambda: make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {},  # noqa: E731
+                                 {"a": np.zeros(1, np.int32)})
+    if target == 3:  # inside: jumps to the store
+        r = emulate(launch())
+        n = Host(link(prog)).run(launch(), max_steps=100)
+        assert np.array_equal(r.memory, n.memory) and r.memory[0] == 3
+        return
+    with pytest.raises(MemoryFault) as ref:
+        emulate(launch())
+    with pytest.raises(MemoryFault) as net:
+        Host(link(prog)).run(launch(), max_steps=100)
+    assert (ref.value.pc, ref.value.warp) == (net.value.pc, net.value.warp) == (2, 0)
+    assert "JR" in ref.value.message and "JR" in net.value.message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(16))
+def test_more_operand_pairs_inside_the_network(seed):
+    rng = np.random.default_rng(2000 + seed)
+    a, b = R.pairs(rng, 4)
+    check_arith(a, b, R.operands(rng, 4), engine="neural")
+    check_conv(a, b, engine="neural")

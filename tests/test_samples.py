@@ -37,7 +37,21 @@ STEP_BUDGET = 50_000
 MAX_STEPS = 400_000
 
 DTYPES = {"int": np.int32, "unsigned": np.uint32, "bool": np.bool_,
-          "char": np.int8, "uchar": np.uint8}
+          "char": np.int8, "uchar": np.uint8, "float": np.float32}
+
+
+def _value(tok: str):
+    """A header value: an integer (decimal or 0x) or a float32 written as numpy prints it."""
+    try:
+        return int(tok, 0)
+    except ValueError:
+        return float(np.float32(tok))
+
+
+def _as_array(values: list, dtype) -> np.ndarray:
+    if dtype == np.float32:
+        return np.array(values, dtype=np.float32)
+    return np.array(values, dtype=np.int64).astype(dtype)
 
 
 # --- header parsing ------------------------------------------------------------------
@@ -59,7 +73,7 @@ def parse_header(path: Path) -> Header:
     text = "\n".join(comment)
     for m in re.finditer(r"^\s+(\w+) = \[([^\]]*)\]", text, re.M):
         body = re.sub(r"\s+", " ", m.group(2)).strip()
-        expected[m.group(1)] = [int(tok, 0) for tok in body.split(",") if tok.strip()]
+        expected[m.group(1)] = [_value(tok.strip()) for tok in body.split(",") if tok.strip()]
     return Header(commands, expected)
 
 
@@ -148,8 +162,9 @@ def documented_launch(name: str, tmp: Path):
             assert arrays[k].dtype == DTYPES[ptypes[k]], (k, arrays[k].dtype, ptypes[k])
         elif v.startswith("zeros:"):
             arrays[k] = np.zeros(int(v[6:]), dtype=DTYPES[ptypes[k]])
-        else:
-            scalars[k] = int(v, 0)
+        else:  # an integer, or a float scalar (written with a point): its bit pattern
+            value = _value(v)
+            scalars[k] = value if isinstance(value, int) else int(np.array([value], np.float32).view(np.uint32)[0])
     assert set(arrays) == set(ptypes), (sorted(arrays), sorted(ptypes))
     return run, scalars, arrays, header
 
@@ -189,7 +204,8 @@ def test_header_documents_launch_and_expected_values(name, tmp_path):
         want = expect[buf].reshape(-1)
         assert len(values) == want.size, f"{name}: header lists {len(values)} values of {buf}, " \
                                          f"the buffer has {want.size}"
-        assert [int(v) for v in want] == values, f"{name}: header values of {buf} disagree with the model"
+        assert _as_array(values, want.dtype).tobytes() == want.tobytes(), \
+            f"{name}: header values of {buf} disagree with the model: {want.tolist()}"
 
 
 # --- compiler + reference emulator ------------------------------------------------------
@@ -335,6 +351,37 @@ def case_divmod(rng):
     return _blocks(n, bs), (bs, 1, 1), {"n": n}, {"a": a, "b": b.astype(np.int32), **z}
 
 
+def _f32(rng, n, scale=4.0):
+    return (rng.standard_normal(n) * scale).astype(np.float32)
+
+
+def _fbits(x: float) -> int:
+    return int(np.array([x], np.float32).view(np.uint32)[0])
+
+
+def case_saxpy(rng):
+    bs = int(rng.choice([4, 8, 12]))
+    n = int(rng.integers(1, 30))
+    return _blocks(n, bs), (bs, 1, 1), {"a": _fbits(float(rng.standard_normal())), "n": n}, {
+        "x": _f32(rng, n), "y": _f32(rng, n + 2)}
+
+
+def case_dot(rng):
+    bs = int(rng.choice([2, 4, 8]))
+    n = int(rng.integers(1, 40))
+    return (int(rng.integers(1, 3)), 1, 1), (bs, 1, 1), {"n": n}, {
+        "x": _f32(rng, n), "y": _f32(rng, n), "result": _f32(rng, 1)}
+
+
+def case_mandelbrot(rng):
+    w, h = int(rng.integers(1, 7)), int(rng.integers(1, 3))
+    return (2, 1, 1), (4, 2, 1), {"width": w, "height": h, "x0": _fbits(-2.1), "y0": _fbits(-1.2),
+                                  "dx": _fbits(float(rng.uniform(0.2, 0.6))),
+                                  "dy": _fbits(float(rng.uniform(0.5, 1.2))),
+                                  "max_iter": int(rng.integers(1, 7))}, {
+        "iters": np.full(w * h + 1, -1, np.int32)}
+
+
 def case_bitops(rng):
     bs = int(rng.choice([4, 8, 9, 16]))
     n = int(rng.integers(1, 25))
@@ -407,7 +454,7 @@ def run_documented_commands(name: str, tmp_path: Path, *, fast: bool) -> None:
     ptypes = pointer_params(source, run.kernel or kernel_name(source))
     for buf, fname in run.outs.items():
         got = np.load(tmp_path / fname)
-        want = np.array(header.expected[buf], dtype=np.int64).astype(DTYPES[ptypes[buf]])
+        want = _as_array(header.expected[buf], DTYPES[ptypes[buf]])
         assert_same(buf, got, want, context=f"{name} via CLI: ")
 
 

@@ -37,7 +37,7 @@ from .ir import VI
 from . import floatconst
 from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, FuncSym, VarSym
 from .softfloat import library
-from .types import (BOOL, CHAR, FLOAT, INT, UINT, ArrayType, FloatType, IntType, PtrType, Type,
+from .types import (BOOL, CHAR, FLOAT, INT, UINT, ArrayType, IntType, PtrType, Type,
                     VoidType, fold_binary, is_float, is_ptr, wrap)
 
 MASK32 = 0xFFFFFFFF
