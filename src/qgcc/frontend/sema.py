@@ -164,7 +164,8 @@ class Sema:
             if t == "float":
                 raise self.error(s, "'float' is not supported yet")
             if t == "double":
-                raise self.error(s, "'double' is not supported")
+                raise self.error(s, "'double' is not supported (the machine has no 64-bit arithmetic); "
+                                    "use 'float'")
             if t == "long":
                 raise self.error(s, "'long long' is not supported" if len(longs) > 1
                                  else "'long' is not supported")
