@@ -304,3 +304,24 @@ def test_invalid_instruction_word(prog, tmp_path):
     rewrite(path, tensors={"program.code": code})
     rehash(path)
     assert "instruction 1 is invalid (unknown opcode 32)" in load_error(path)
+
+
+def test_a_batch_that_fails_half_way_restores_the_files_it_already_replaced(tmp_path, monkeypatch):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    a.write_text("old a")
+    b.write_text("old b")
+    real_replace, calls = os.replace, []
+
+    def third_rename_fails(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", third_rename_fails)
+    with pytest.raises(OSError), qgfile.AtomicFiles() as batch:
+        for path in (a, c, b):
+            batch.add(path, b"new")
+        batch.commit()
+    assert (a.read_text(), b.read_text(), c.exists()) == ("old a", "old b", False)
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"]  # no temporaries, no backups

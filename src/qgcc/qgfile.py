@@ -82,12 +82,43 @@ class AtomicFiles:
         os.chmod(tmp, 0o666 & ~_umask())
 
     def commit(self) -> None:
+        """Rename every temporary onto its target; if one rename fails, undo the earlier ones.
+
+        Each existing target is first hard-linked (or copied) to a backup beside it, so
+        that a failure half-way through (a full disk, a vanished directory) leaves every
+        target as it was: the old file, or no file.
+        """
         dirs = set()
-        while self._staged:
-            tmp, target = self._staged[0]
-            os.replace(tmp, target)
-            self._staged.pop(0)
-            dirs.add(os.path.dirname(os.path.abspath(target)))
+        done: list[tuple[str, str | None]] = []  # (target, backup of the old file or None)
+        try:
+            while self._staged:
+                tmp, target = self._staged[0]
+                backup = self._backup(target, tmp)
+                try:
+                    os.replace(tmp, target)
+                except OSError:
+                    if backup is not None:
+                        os.unlink(backup)
+                    raise
+                done.append((target, backup))
+                self._staged.pop(0)
+                dirs.add(os.path.dirname(os.path.abspath(target)))
+        except OSError:
+            for target, backup in reversed(done):
+                try:
+                    if backup is None:
+                        os.unlink(target)
+                    else:
+                        os.replace(backup, target)
+                except OSError:
+                    pass
+            raise
+        for _, backup in done:
+            if backup is not None:
+                try:
+                    os.unlink(backup)
+                except OSError:
+                    pass
         for d in dirs:  # make the renames durable; best effort (not every filesystem allows it)
             try:
                 fd = os.open(d, os.O_RDONLY)
@@ -99,6 +130,19 @@ class AtomicFiles:
                 pass
             finally:
                 os.close(fd)
+
+    @staticmethod
+    def _backup(target: str, tmp: str) -> str | None:
+        if not os.path.lexists(target) or os.path.isdir(target):
+            return None
+        backup = tmp + ".old"
+        try:
+            os.link(target, backup)
+        except OSError:  # a filesystem without hard links
+            import shutil
+
+            shutil.copy2(target, backup)
+        return backup
 
     def discard(self) -> None:
         for tmp, _ in self._staged:
