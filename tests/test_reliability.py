@@ -347,5 +347,6 @@ def test_the_same_launch_gives_byte_identical_outputs_and_traces(work, engine):
         summary.pop("wall_time_s")  # the one field that measures the machine, not the launch
         trace = [ln for ln in r.stdout.splitlines() if "wall" not in ln and "steps/s" not in ln]
         runs.append((Path(f"o{i}.npy").read_bytes(), trace, summary))
+    assert any("ATOM.ADD" in row for row in runs[0][1])  # the trace rows are compared, not just a summary
     assert runs[0] == runs[1]
     assert list(np.load("o0.npy")) == [-5, -6, -7, 27, 6]
