@@ -103,7 +103,7 @@ class AtomicFiles:
                 done.append((target, backup))
                 self._staged.pop(0)
                 dirs.add(os.path.dirname(os.path.abspath(target)))
-        except OSError:
+        except BaseException:  # a failed rename, or Ctrl-C between two renames
             for target, backup in reversed(done):
                 try:
                     if backup is None:
