@@ -211,7 +211,7 @@ def test_qgcc_not_utf8(work):
     (work / "bin.qsass").write_bytes(b".kernel k\nNOP \xff\n.end\n")
     r = qgcc("bin.qsass")
     assert r.exit_code == 1
-    assert r.stderr == "bin.qsass:2:5: error: the file is not UTF-8 text (byte 0xff)\n"
+    assert r.stderr == "bin.qsass:2:5: error: the file is not UTF-8 text (byte 0xff)\nNOP \ufffd\n    ^\n"
 
 
 @pytest.mark.parametrize("argv,code,message", [

@@ -152,7 +152,8 @@ IN_KERNEL = [
     ("__shared__ int s[4] = 0;", 23, "__shared__ variables cannot have an initialiser"),
     ("__shared__ int *sp;", 17, "__shared__ pointers are not supported; declare a __shared__ array"),
     ("__shared__ int big[1000]; __shared__ int more[30];", 42,
-     "kernel 'k' needs 1030 cells of __shared__ memory ('more' needs 30); the machine has 1024"),
+     "kernel 'k' needs 1030 cells of __shared__ memory ('more' needs 30); the machine has 1024 cells "
+     "(4 KiB) per block"),
     # --- literals
     ("int x = 09;", 9, "invalid digit in octal literal '09'"),
     ("int x = 0x;", 9, "invalid integer literal '0x'"),

@@ -72,7 +72,7 @@ def test_round_trip(prog, tmp_path):
     assert q.program.source_lines == prog.source_lines
     assert q.program.source_line(4) == "c[i] = a[i] + 1;"
     assert q.tensors == {}
-    assert q.meta["format"] == "qg" and q.meta["format_version"] == "1"
+    assert q.meta["format"] == "qg" and q.meta["format_version"] == "2"
     assert ".kernel vadd" in q.meta["qsass"] and "// c[i] = a[i] + 1;" in q.meta["qsass"]
     assert json.loads(q.meta["lines"]) == [i.line for i in prog.code]
     assert leftovers(tmp_path) == []
@@ -110,6 +110,14 @@ def test_extras_round_trip_and_are_hashed(prog, tmp_path):
     safetensors.numpy.save_file(tensors, str(path), metadata=q.meta)
     with pytest.raises(QgFileError, match="content hash mismatch"):
         qgfile.load(path)
+
+
+def test_extra_metadata_is_hashed_because_it_decides_how_the_program_runs(prog, tmp_path):
+    # The linker's field map is extra metadata: a damaged one would run the wrong dimensions.
+    path = tmp_path / "x.qg"
+    qgfile.save(prog, path, extra_meta={"machine": '{"fields": {"pc": [1, 2]}}'})
+    rewrite(path, meta_update={"machine": '{"fields": {"pc": [1, 3]}}'})
+    assert "content hash mismatch" in load_error(path)
 
 
 def test_empty_program(tmp_path):
@@ -192,7 +200,8 @@ def rehash(path):
     t = safetensors.numpy.load_file(str(path))
     meta = qgfile._read_header(str(path), path.read_bytes())["__metadata__"]
     code = t.pop("program.code")
-    rewrite(path, meta_update={"content_hash": qgfile.content_hash(code, meta["kernels"], t)})
+    extra = qgfile.extra_meta_of(meta)
+    rewrite(path, meta_update={"content_hash": qgfile.content_hash(code, meta["kernels"], t, extra)})
 
 
 def load_error(path) -> str:
@@ -237,8 +246,8 @@ def test_garbage_and_foreign_safetensors(tmp_path):
 def test_wrong_version(prog, tmp_path):
     path = tmp_path / "x.qg"
     qgfile.save(prog, path)
-    rewrite(path, meta_update={"format_version": "2"})
-    assert "format version '2' is not supported (this qgcc reads version 1); recompile" in load_error(path)
+    rewrite(path, meta_update={"format_version": "1"})
+    assert "format version '1' is not supported (this qgcc reads version 2); recompile" in load_error(path)
 
 
 def test_hash_mismatch(prog, tmp_path):
@@ -295,3 +304,24 @@ def test_invalid_instruction_word(prog, tmp_path):
     rewrite(path, tensors={"program.code": code})
     rehash(path)
     assert "instruction 1 is invalid (unknown opcode 32)" in load_error(path)
+
+
+def test_a_batch_that_fails_half_way_restores_the_files_it_already_replaced(tmp_path, monkeypatch):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    a.write_text("old a")
+    b.write_text("old b")
+    real_replace, calls = os.replace, []
+
+    def third_rename_fails(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", third_rename_fails)
+    with pytest.raises(OSError), qgfile.AtomicFiles() as batch:
+        for path in (a, c, b):
+            batch.add(path, b"new")
+        batch.commit()
+    assert (a.read_text(), b.read_text(), c.exists()) == ("old a", "old b", False)
+    assert sorted(os.listdir(tmp_path)) == ["a", "b"]  # no temporaries, no backups

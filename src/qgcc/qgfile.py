@@ -11,7 +11,10 @@ Layout (docs/qg-format.md):
 `content_hash` is the sha256 (hex) of: the code tensor's bytes (little-endian
 int64), then the `kernels` metadata string (UTF-8), then for every other tensor
 in sorted name order its name, NUL, dtype name, JSON shape, NUL and its raw
-little-endian C-order bytes.  It is checked on load.
+little-endian C-order bytes, then for every extra metadata key in sorted order
+the key, NUL, the value, NUL.  It is checked on load: everything that decides
+how the program runs (the linked machine's field map is extra metadata) is
+covered; only annotations (source, lines, qsass) are not.
 
 Files are written atomically (temp file in the same directory, fsync,
 os.replace): on any error no output file exists and an existing one is untouched.
@@ -34,7 +37,7 @@ from .isa import Instr, decode, encode
 from .program import ELEM_DTYPES, Kernel, Param, Program
 
 FORMAT = "qg"
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"  # 2: extra metadata is hashed
 CODE_TENSOR = "program.code"
 RESERVED_META = ("format", "format_version", "kernels", "lines", "source_name", "source", "qsass",
                  "content_hash")
@@ -79,12 +82,43 @@ class AtomicFiles:
         os.chmod(tmp, 0o666 & ~_umask())
 
     def commit(self) -> None:
+        """Rename every temporary onto its target; if one rename fails, undo the earlier ones.
+
+        Each existing target is first hard-linked (or copied) to a backup beside it, so
+        that a failure half-way through (a full disk, a vanished directory) leaves every
+        target as it was: the old file, or no file.
+        """
         dirs = set()
-        while self._staged:
-            tmp, target = self._staged[0]
-            os.replace(tmp, target)
-            self._staged.pop(0)
-            dirs.add(os.path.dirname(os.path.abspath(target)))
+        done: list[tuple[str, str | None]] = []  # (target, backup of the old file or None)
+        try:
+            while self._staged:
+                tmp, target = self._staged[0]
+                backup = self._backup(target, tmp)
+                try:
+                    os.replace(tmp, target)
+                except OSError:
+                    if backup is not None:
+                        os.unlink(backup)
+                    raise
+                done.append((target, backup))
+                self._staged.pop(0)
+                dirs.add(os.path.dirname(os.path.abspath(target)))
+        except BaseException:  # a failed rename, or Ctrl-C between two renames
+            for target, backup in reversed(done):
+                try:
+                    if backup is None:
+                        os.unlink(target)
+                    else:
+                        os.replace(backup, target)
+                except OSError:
+                    pass
+            raise
+        for _, backup in done:
+            if backup is not None:
+                try:
+                    os.unlink(backup)
+                except OSError:
+                    pass
         for d in dirs:  # make the renames durable; best effort (not every filesystem allows it)
             try:
                 fd = os.open(d, os.O_RDONLY)
@@ -96,6 +130,19 @@ class AtomicFiles:
                 pass
             finally:
                 os.close(fd)
+
+    @staticmethod
+    def _backup(target: str, tmp: str) -> str | None:
+        if not os.path.lexists(target) or os.path.isdir(target):
+            return None
+        backup = tmp + ".old"
+        try:
+            os.link(target, backup)
+        except OSError:  # a filesystem without hard links
+            import shutil
+
+            shutil.copy2(target, backup)
+        return backup
 
     def discard(self) -> None:
         for tmp, _ in self._staged:
@@ -135,7 +182,8 @@ def kernels_json(kernels: list[Kernel]) -> str:
         for k in kernels], separators=(",", ":"))
 
 
-def content_hash(code: np.ndarray, kernels: str, tensors: dict[str, np.ndarray]) -> str:
+def content_hash(code: np.ndarray, kernels: str, tensors: dict[str, np.ndarray],
+                 extra_meta: dict[str, str] | None = None) -> str:
     h = hashlib.sha256()
     h.update(np.ascontiguousarray(code, dtype="<i8").tobytes())
     h.update(kernels.encode("utf-8"))
@@ -144,7 +192,14 @@ def content_hash(code: np.ndarray, kernels: str, tensors: dict[str, np.ndarray])
         h.update(name.encode("utf-8") + b"\0")
         h.update(arr.dtype.name.encode() + json.dumps(list(arr.shape)).encode() + b"\0")
         h.update(np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes())
+    for key in sorted(extra_meta or {}):
+        h.update(key.encode("utf-8") + b"\0" + extra_meta[key].encode("utf-8", "surrogatepass") + b"\0")
     return h.hexdigest()
+
+
+def extra_meta_of(meta: dict[str, str]) -> dict[str, str]:
+    """The metadata that is not one of the format's own keys (the linker's, for instance)."""
+    return {k: v for k, v in meta.items() if k not in RESERVED_META}
 
 
 # -- save -------------------------------------------------------------------------
@@ -184,7 +239,7 @@ def save(program: Program, path: str | os.PathLike, extra_tensors: dict[str, np.
         "source_name": program.source_name,
         "source": "\n".join(program.source_lines),
         "qsass": disassemble(program, header=f"{program.source_name}: qsass disassembly"),
-        "content_hash": content_hash(code, kjson, extra_tensors),
+        "content_hash": content_hash(code, kjson, extra_tensors, extra_meta),
     })
     import safetensors.numpy
 
@@ -280,7 +335,7 @@ def load(path: str | os.PathLike) -> QgFile:
     code = tensors.pop(CODE_TENSOR)
     if code.dtype != np.int64 or code.ndim != 1:
         raise _bad(spath, f"tensor '{CODE_TENSOR}' must be int64 [n], found {code.dtype} {list(code.shape)}")
-    if content_hash(code, meta["kernels"], tensors) != meta["content_hash"]:
+    if content_hash(code, meta["kernels"], tensors, extra_meta_of(meta)) != meta["content_hash"]:
         raise _bad(spath, "content hash mismatch (the file was modified or damaged)")
     kernels = _parse_kernels(spath, meta["kernels"])
     try:

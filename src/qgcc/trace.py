@@ -105,3 +105,24 @@ class BarrierFault(Fault):
 class StepLimitFault(Fault):
     kind = "step-limit"
     exit_code = ExitCode.STEP_LIMIT
+
+
+def _warps(ws: list[int]) -> str:
+    return ("warp " if len(ws) == 1 else "warps ") + ", ".join(str(w) for w in ws)
+
+
+def step_limit_fault(max_steps: int, waiting: list[int], running: list[int], **where) -> Fault:
+    """The fault for a launch stopped by --max-steps, worded identically by every engine.
+
+    On this machine a barrier can only deadlock one way: some warps wait at
+    __syncthreads() while another never arrives (it spins, or waits on data the
+    waiting warps would write after the barrier), so the launch runs out of
+    steps.  Stopped with warps waiting, that is what it reports, as a barrier
+    fault; otherwise it is a plain step limit.
+    """
+    if waiting and running:
+        return BarrierFault(f"barrier deadlock: after {max_steps} steps {_warps(waiting)} still "
+                            f"wait{'s' if len(waiting) == 1 else ''} at __syncthreads() for "
+                            f"{_warps(running)}, which never arrived (raise --max-steps if "
+                            f"{'it is' if len(running) == 1 else 'they are'} only slow)", **where)
+    return StepLimitFault(f"the launch did not finish within {max_steps} steps (raise --max-steps)", **where)

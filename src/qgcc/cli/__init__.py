@@ -78,13 +78,25 @@ def read_source(path: str) -> str:
         raise UsageError(f"{path}: is a directory") from None
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+    return decode_source(data, path)
+
+
+def decode_source(data: bytes, path: str) -> str:
+    """Bytes of a source file as text; a CompileError at the first byte that is not UTF-8.
+
+    Separate from reading so that the front-end fuzzer (bench/fuzz) feeds raw bytes
+    through exactly the path the tools use.
+    """
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise CompileError(path, line, col, f"the file is not UTF-8 text (byte {data[e.start]:#04x})") \
-            from None
+        start = data.rfind(b"\n", 0, e.start) + 1
+        end = data.find(b"\n", e.start)
+        shown = data[start:end if end >= 0 else len(data)].decode("utf-8", errors="replace")
+        col = len(data[start:e.start].decode("utf-8", errors="replace")) + 1
+        raise CompileError(path, line, col, f"the file is not UTF-8 text (byte {data[e.start]:#04x})",
+                           shown) from None
 
 
 def compile_file(path: str) -> Program:

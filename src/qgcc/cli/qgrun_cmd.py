@@ -60,8 +60,10 @@ def load_program(path: str):
 
             code = [encode(i) for i in qg.program.code]
             attach_machine(qg.program, from_tensors(qg.tensors, qg.meta, code))
-        except (KeyError, ValueError) as e:
-            raise QgFileError(f"{path}: the compiled layers are incomplete ({e}); recompile it with qgcc") from None
+        except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
+            # Hashed, so only a file written by another tool gets here; still one line, exit 3.
+            raise QgFileError(f"{path}: the compiled layers are incomplete or corrupt "
+                              f"({type(e).__name__}: {e}); recompile it with qgcc") from None
     return qg.program
 
 

@@ -253,7 +253,7 @@ class KernelGen:
             raise self.error(sym.line, sym.col,
                              f"kernel '{self.fs.name}' needs {self.shared_used + size} cells of "
                              f"__shared__ memory ('{sym.name}' needs {size}); the machine has "
-                             f"{SPEC.shared_words}")
+                             f"{SPEC.shared_words} cells ({SPEC.shared_words * 4 // 1024} KiB) per block")
         self.shared[sym] = SPEC.shared_base + self.shared_used
         self.shared_used += size
 

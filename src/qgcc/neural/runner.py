@@ -19,9 +19,9 @@ import torch
 from ..isa import Op, decode
 from ..runtime.launch import Launch, memory_map
 from ..trace import (BarrierFault, Fault, MemAccess, MemoryFault, RegWrite, Stats, StepLimitFault,
-                     StepRecord)
+                     StepRecord, step_limit_fault)
 from .linker import CompiledMachine
-from .machine import PHASES, W, cell_location
+from .machine import NWARP, PHASES, W, cell_location
 from .schedule import HIDDEN
 from .weights import HEAD_DIM
 
@@ -112,8 +112,7 @@ class Host:
             phase_in = self.get(h, "phase")
             wait_in = self.get(h, "wait")
             if instr_steps >= max_steps and phase_in == 1 << PHASES.index("run"):
-                raise StepLimitFault(f"the launch did not finish within {max_steps} steps (raise --max-steps)",
-                                     block=block, warp=self.get(h, "cur"), step=instr_steps)
+                raise self._step_limit(h, block, max_steps, instr_steps, launch)
             h = self.net.step(h)
             netsteps += 1
             if netsteps > 64 * max_steps + 10_000:
@@ -122,7 +121,7 @@ class Host:
             if phase_in == 1 << PHASES.index("run"):
                 pc, act, warp = self.get(h, "tr_pc"), self.get(h, "tr_act"), self.get(h, "tr_w")
                 if flt:
-                    raise self._fault(flt, h, block, warp, pc, launch)
+                    raise self._fault(flt, h, block, warp, pc, launch, act, instr_steps)
                 if rec is None:
                     rec = StepRecord(step=instr_steps, block=block, warp=warp, pc=pc, active=act)
                 lane = self.get(h, "tr_lane")
@@ -154,7 +153,7 @@ class Host:
                     rec = None
                     instr_steps += 1
             elif flt:
-                raise self._fault(flt, h, block, None, None, launch)
+                raise self._fault(flt, h, block, None, None, launch, None, instr_steps)
             if self.get(h, "phase") == 1 << PHASES.index("halt"):
                 break
         stats.steps = stats.warp_instructions = instr_steps
@@ -180,19 +179,38 @@ class Host:
     def cm_code(self, pc: int):
         return decode(self.cm.code[pc])
 
-    def _fault(self, flt: int, h, block, warp, pc, launch) -> Fault:
+    def _step_limit(self, h, block: int, max_steps: int, steps: int, launch: Launch) -> Fault:
+        """The step-limit (or barrier-deadlock) fault, located at the instruction that would run next.
+
+        The waiting and ready warp masks are the network's scheduler state; one more
+        network step shows which warp and PC it issues next.  The run ends here, so
+        that step's effects are never used.
+        """
+        wait, ready = self.get(h, "wait"), self.get(h, "ready")
+        nxt = self.net.step(h)
+        pc, warp = self.get(nxt, "tr_pc"), self.get(nxt, "tr_w")
+        code = launch.program.code
+        line = code[pc].line if pc < len(code) else None
+        return step_limit_fault(max_steps, [w for w in range(NWARP) if wait >> w & 1],
+                                [w for w in range(NWARP) if ready >> w & 1],
+                                block=block, warp=warp, pc=pc, line=line, step=steps)
+
+    def _fault(self, flt: int, h, block, warp, pc, launch, active, step) -> Fault:
         lane = self.get(h, "tr_lane")
-        line = launch.program.code[pc].line if pc is not None and pc < len(launch.program.code) else None
-        ctx = dict(block=block, warp=warp, lane=lane, pc=pc, line=line)
+        code = launch.program.code
+        line = code[pc].line if pc is not None and pc < len(code) else None
+        ctx = dict(block=block, warp=warp, lane=lane, pc=pc, line=line, step=step)
         if flt & 1:
             addr = self.get(h, "tr_addr")
             where = memory_map(len(launch.memory), launch.kernel.shared_words)
-            return MemoryFault(f"out-of-bounds access to cell {addr:#x} ({where})", **ctx)
+            op = code[pc].op if pc is not None and pc < len(code) else None
+            what = {Op.LD: "load from", Op.ST: "store to", Op.ATOM: "atomic on"}.get(op, "access to")
+            return MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({where})", **ctx)
         if flt & 2:
+            mask = "" if active is None else f" (active {active:0{W}b})"
             return BarrierFault("barrier in divergent code: __syncthreads() reached by only some live lanes "
-                                "of the warp; the others can no longer reach it", **ctx)
-        if flt & 4 and pc is not None and pc < len(launch.program.code) and \
-                launch.program.code[pc].op is Op.JR:
+                                f"of the warp{mask}; the others can no longer reach it", **ctx)
+        if flt & 4 and pc is not None and pc < len(code) and code[pc].op is Op.JR:
             return MemoryFault(f"JR to an address outside the kernel (instructions {launch.kernel.entry}.."
                                f"{launch.kernel.end - 1})", **ctx)
         if flt & 4:

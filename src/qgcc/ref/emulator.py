@@ -29,8 +29,7 @@ import numpy as np
 from ..isa import MASK32, WRITES_RD, AtomOp, Fmt, Op, SReg, alu, atom_apply
 from ..machine import SPEC
 from ..runtime.launch import Launch, memory_map
-from ..trace import (BarrierFault, MemAccess, MemoryFault, RegWrite, Stats, StepLimitFault,
-                     StepRecord)
+from ..trace import BarrierFault, MemAccess, MemoryFault, RegWrite, Stats, StepRecord, step_limit_fault
 
 
 @dataclass
@@ -106,8 +105,8 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                 raise MemoryFault(f"PC {pc} left the kernel (instructions {kernel.entry}..{kernel.end - 1})",
                                   lane=active[0] % ws, **ctx)
             if step >= max_steps:
-                raise StepLimitFault(f"the launch did not finish within {max_steps} steps "
-                                     f"(raise --max-steps)", line=code[pc].line, **ctx)
+                waiting = [v for v in range(blk.nwarps) if any(blk.waiting[t] for t in blk.lanes(v))]
+                raise step_limit_fault(max_steps, waiting, sorted(ready), line=code[pc].line, **ctx)
             ins = code[pc]
             ctx["line"] = ins.line
             rec = StepRecord(step=step, block=b, warp=w, pc=pc, active=mask)
