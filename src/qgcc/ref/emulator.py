@@ -168,7 +168,7 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                 elif op is Op.JR:
                     target = r[ins.rs1]
                     if not kernel.entry <= target < kernel.end:
-                        raise MemoryFault(f"JR to {target}, outside the kernel (instructions "
+                        raise MemoryFault(f"JR to an address outside the kernel (instructions "
                                           f"{kernel.entry}..{kernel.end - 1})", **lctx)
                     new_pc[t] = target
                 elif op is Op.EXIT:
