@@ -320,3 +320,22 @@ def test_more_operand_pairs_inside_the_network(seed):
     a, b = R.pairs(rng, 4)
     check_arith(a, b, R.operands(rng, 4), engine="neural")
     check_conv(a, b, engine="neural")
+
+
+# ---------------------------------------------------------------- qgrun arguments
+
+
+def test_float_scalar_arguments_are_rounded_once_and_checked():
+    from qgcc.diagnostics import UsageError
+    from qgcc.runtime.args import parse_args
+
+    k = program("__global__ void k(float *o, float a) { o[0] = a; }").kernels[0]
+    for text, want in [("0.1", bits(0.1)), ("-2", bits(-2.0)), ("1e-45", 1), ("inf", 0x7F800000),
+                       ("-inf", 0xFF800000), ("nan", 0x7FFFFFFF), ("3.4028236e38", 0x7F800000),
+                       ("16777217", bits(16777216.0))]:
+        scalars, _ = parse_args(k, [f"a={text}", "o=zeros:1"])
+        assert scalars["a"] == want, text
+    for bad in ["0x3f800000", "1.5f", "one", ""]:
+        with pytest.raises(UsageError) as e:
+            parse_args(k, [f"a={bad}", "o=zeros:1"])
+        assert str(e.value) == f"--arg a={bad}: expected a float (e.g. 1.5, -2e-3, inf, nan)"
