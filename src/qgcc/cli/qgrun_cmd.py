@@ -44,12 +44,15 @@ class _StepCounter:
 
 
 def load_program(path: str):
-    """A .qg file, or a .cu / .qsass compiled on the fly."""
+    """A .qg file, a checkpoint directory linked with `qgcc --base`, or a .cu / .qsass compiled on the fly."""
+    from ..checkpoint.reader import is_checkpoint, load_checkpoint_program
     from ..qgfile import load
 
     ext = Path(path).suffix.lower()
     if ext in CU_EXTS or ext in ASM_EXTS:
         return compile_file(path)
+    if is_checkpoint(path):
+        return load_checkpoint_program(path)
     qg = load(path)
     if any(name.startswith("layers.") for name in qg.tensors):
         from ..neural.linker import from_tensors
@@ -178,7 +181,7 @@ class _WriteError(Exception):
 
 
 @click.command(name=TOOL, cls=ToolCommand, context_settings=CONTEXT_SETTINGS)
-@click.argument("program_file", metavar="KERNEL.qg")
+@click.argument("program_file", metavar="KERNEL.qg|CHECKPOINT_DIR")
 @click.option("--grid", required=True, metavar="X[,Y[,Z]]", help="Grid of blocks.")
 @click.option("--block", required=True, metavar="X[,Y[,Z]]", help="Threads per block (at most 64).")
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Kernel to launch (needed if the file has several).")
