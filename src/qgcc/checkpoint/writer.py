@@ -106,7 +106,7 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
                      outdir: str) -> LinkedCheckpoint:
     """Write OUTDIR from the base and the linker's `to_tensors` output (sparse layers and metadata)."""
     from ..neural.weights import SHAPES
-    from ..qgfile import code_tensor, content_hash, kernels_json, save
+    from ..qgfile import RESERVED_META, code_tensor, content_hash, kernels_json, save
 
     check_outdir(outdir, base)
     num = int(meta["num_layers"])
@@ -155,7 +155,8 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
         _write_json(os.path.join(tmp, CONFIG), patched_config(base, num, qgpu))
         # The program (code, kernel table, source, machine description) without the layers,
         # which live in the shard; an ordinary .qg, validated by qgfile.load on the way back.
-        save(program, os.path.join(tmp, PROGRAM_FILE), extra_meta=meta)
+        save(program, os.path.join(tmp, PROGRAM_FILE),
+             extra_meta={k: v for k, v in meta.items() if k not in RESERVED_META})
         _copy_others(base, tmp, skip={CONFIG, INDEX, *base.shards})
         _fsync_dir(tmp)
         os.replace(tmp, outdir)  # an empty OUTDIR is replaced; a non-empty one was refused above

@@ -4,7 +4,8 @@
     qgcc -S KERNEL.cu [-o KERNEL.qsass]    assembly with source annotations (-o - for stdout)
     qgcc KERNEL.qsass [-o KERNEL.qg]       assemble hand-written assembly
     qgcc -d KERNEL.qg [-o FILE]            disassemble (to stdout unless -o)
-    qgcc KERNEL.cu --base DIR -o OUTDIR    link into a copy of a Qwen3.5 checkpoint (docs/checkpoint.md)
+    qgcc KERNEL.cu --base DIR -o OUTDIR    link into a copy of a Qwen3.5 checkpoint (docs/checkpoint.md);
+                                           KERNEL.qg reuses the layers baked into a .qg
 
 The default output is the input path with its extension replaced.  Nothing is
 written unless the whole compilation succeeds, and outputs are replaced atomically.
@@ -43,7 +44,10 @@ def _write_text(path: str, text: str) -> None:
 
 
 def _link_checkpoint(input_path: str, base_dir: str, output: str | None) -> int:
-    """`--base`: the base is checked before compiling, so a wrong directory fails in a second."""
+    """`--base`: the base is checked before compiling, so a wrong directory fails in a second.
+
+    The input may also be a linked .qg, whose layers are then copied rather than linked again.
+    """
     from ..checkpoint.base import inspect_base
     from ..checkpoint.writer import check_outdir, write_checkpoint
     from ..neural.linker import link, to_tensors
@@ -51,15 +55,23 @@ def _link_checkpoint(input_path: str, base_dir: str, output: str | None) -> int:
 
     if output is None or output == "-":
         raise UsageError("--base needs -o OUTDIR, the new checkpoint directory")
-    if Path(input_path).suffix.lower() in QG_EXTS:
-        raise UsageError(f"--base links a .cu or .qsass source; {input_path} is already compiled")
     base = inspect_base(base_dir)
     check_outdir(output, base)
-    program = compile_file(input_path)
-    try:
-        tensors, meta = to_tensors(link(program))
-    except CapacityError as e:
-        raise UsageError(f"{input_path}: the program does not fit the compiled machine: {e}") from None
+    if Path(input_path).suffix.lower() in QG_EXTS:
+        # A linked .qg already holds the layers: reuse them rather than link again.
+        from ..qgfile import load
+
+        qg = load(input_path)
+        if "num_layers" not in qg.meta:
+            raise UsageError(f"{input_path} was compiled with --no-link; give the .cu, or recompile it without "
+                             f"--no-link")
+        program, tensors, meta = qg.program, qg.tensors, qg.meta
+    else:
+        program = compile_file(input_path)
+        try:
+            tensors, meta = to_tensors(link(program))
+        except CapacityError as e:
+            raise UsageError(f"{input_path}: the program does not fit the compiled machine: {e}") from None
     try:
         write_checkpoint(base, program, tensors, meta, output)
     except OSError as e:
