@@ -211,17 +211,47 @@ def test_transformers_loads_the_multimodal_model_and_the_original_layers_compute
     gc.collect()
 
 
-def test_the_text_model_alone_loads_and_dtype_auto_makes_everything_bf16(work):
+def test_the_text_model_alone_loads_from_the_multimodal_checkpoint(work):
     from transformers import Qwen3_5ForCausalLM
 
-    model, info = Qwen3_5ForCausalLM.from_pretrained(work / "out_single", output_loading_info=True)
+    # transformers maps model.language_model.* to the text model's model.* and ignores model.visual.*.
+    model, info = Qwen3_5ForCausalLM.from_pretrained(work / "out_single", dtype=torch.float32,
+                                                     output_loading_info=True)
     assert no_key_problems(info), info
     assert len(model.model.layers) == BASE_LAYERS + MACHINE_LAYERS
-    # The default (dtype="auto") follows config.dtype = bfloat16, which rounds the machine's
-    # float32 weights: that is why qgrun reads the shards itself (docs/checkpoint.md).
-    assert model.model.layers[BASE_LAYERS].mlp.gate_proj.weight.dtype == torch.bfloat16
+    assert model.config.layer_types[BASE_LAYERS:] == ["linear_attention"] * MACHINE_LAYERS
     del model
     gc.collect()
+
+
+def test_the_sparse_machine_shard_reads_back_the_same_with_or_without_holes(tmp_path, monkeypatch):
+    from qgcc.checkpoint import shards
+
+    monkeypatch.setattr(shards, "PAGES_PER_BATCH", 3)  # many batches, pages shared by tensors
+    rng = np.random.default_rng(0)
+    entries, dense = [], {}
+    for i, shape in enumerate([(5,), (300, 70), (1,), (4096, 33), (7,)]):
+        d = np.zeros(int(np.prod(shape)), np.float32)
+        d[rng.choice(d.size, size=min(d.size, 40), replace=False)] = rng.standard_normal(min(d.size, 40))
+        idx = np.flatnonzero(d)
+        entries.append(shards.SparseEntry(f"t{i}", shape, idx, d[idx]))
+        dense[f"t{i}"] = d.reshape(shape)
+    sparse = tmp_path / "sparse.safetensors"
+    shards.write_sparse_shard(str(sparse), entries, {"format": "pt"})
+    filled = tmp_path / "filled.safetensors"
+    filled.write_bytes(sparse.read_bytes())  # a plain copy has no holes
+    import safetensors.numpy
+
+    for path in (sparse, filled):
+        assert {k: v.tolist() for k, v in safetensors.numpy.load_file(path).items()} == \
+               {k: v.tolist() for k, v in dense.items()}
+        infos, _ = shards.read_header(str(path))
+        fd = os.open(path, os.O_RDONLY)
+        start = 8 + int.from_bytes(os.pread(fd, 8, 0), "little")
+        for e in entries:
+            idx, val = shards.read_nonzeros(fd, start + infos[e.name].begin, int(np.prod(e.shape)))
+            assert idx.tolist() == e.idx.tolist() and val.tolist() == e.val.tolist()
+        os.close(fd)
 
 
 # -- qgrun runs it ------------------------------------------------------------------------

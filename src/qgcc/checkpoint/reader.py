@@ -18,7 +18,7 @@ import numpy as np
 from ..diagnostics import QgFileError
 from ..program import Program
 from .base import CONFIG, INDEX, SINGLE
-from .shards import HeaderError, read_header
+from .shards import HeaderError, read_header, read_nonzeros
 from .writer import FORMAT, FORMAT_VERSION
 
 _FIX = "relink it with 'qgcc KERNEL.cu --base BASE -o DIR'"
@@ -67,11 +67,6 @@ def _weight_map(path: str) -> dict[str, str]:
     raise _bad(path, f"no {INDEX} or {SINGLE}")
 
 
-def _data_start(file: str) -> int:
-    with open(file, "rb") as f:
-        return 8 + int.from_bytes(f.read(8), "little")
-
-
 def load_checkpoint_program(path: str) -> Program:
     """The program of a patched checkpoint, with its compiled machine attached (for the network engines)."""
     from ..neural.linker import from_tensors
@@ -108,20 +103,22 @@ def load_checkpoint_program(path: str) -> Program:
             keys.setdefault(shard, []).append((key, f"layers.{i}.{name}"))
     tensors: dict[str, np.ndarray] = {}
     for shard, pairs in keys.items():
-        # Plain reads, one tensor at a time (at most 50 MB), rather than an mmap of the whole
-        # shard, so that resident memory stays at one tensor whatever the checkpoint's size.
-        data_start = _data_start(os.path.join(path, shard))
-        with open(os.path.join(path, shard), "rb") as f:
+        # Plain reads of the data extents, one tensor at a time, rather than an mmap of the
+        # whole shard: resident memory stays small whatever the checkpoint's size.
+        file = os.path.join(path, shard)
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            data_start = 8 + int.from_bytes(os.pread(fd, 8, 0), "little")
             for key, qname in pairs:
                 info = headers[shard][key]
-                f.seek(data_start + info.begin)
-                dense = np.fromfile(f, dtype="<f4", count=(info.end - info.begin) // 4)
-                if dense.size * 4 != info.end - info.begin:
-                    raise _bad(path, f"{shard}: truncated (tensor {key})")
-                idx = np.flatnonzero(dense)
-                tensors[qname + ".idx"] = idx.astype(np.int64)
-                tensors[qname + ".val"] = dense[idx].astype(np.float32)
-                del dense
+                try:
+                    idx, val = read_nonzeros(fd, data_start + info.begin, (info.end - info.begin) // 4)
+                except HeaderError as e:
+                    raise _bad(path, f"{shard}: {e}") from None
+                tensors[qname + ".idx"] = idx
+                tensors[qname + ".val"] = val
+        finally:
+            os.close(fd)
     if content_hash(code_tensor(program), kjson, tensors) != q["program_hash"]:
         raise _bad(path, "the machine layers do not match qgpu.program_hash (modified or damaged)")
     meta = dict(qg.meta)

@@ -23,6 +23,7 @@ DTYPE_SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16
 PAGE = 4096  # write granularity: one file-system block
 PAGES_PER_BATCH = 4096  # 16 MiB of pages in memory at a time
 MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit
+CHUNK = 16 * 1024 * 1024  # bytes read at a time
 
 
 class HeaderError(ValueError):
@@ -124,3 +125,42 @@ def write_sparse_shard(path: str, entries: list[SparseEntry], metadata: dict[str
     finally:
         os.close(fd)
     return offset
+
+
+def read_nonzeros(fd: int, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(flat indices, values) of the non-zero float32 entries of a tensor at file offset `start`.
+
+    Only the file's data extents are read (SEEK_DATA / SEEK_HOLE): a hole is zeros, so
+    a sparse machine shard costs what its non-zeros occupy, not its 4.2 GB.  Where the
+    file system has no holes (or a copy filled them) the whole tensor is read, in
+    pieces of at most CHUNK bytes, with the same result.
+    """
+    end = start + 4 * count
+    idx_parts, val_parts = [], []
+    pos = start
+    while pos < end:
+        try:
+            data = os.lseek(fd, pos, os.SEEK_DATA)
+            hole = os.lseek(fd, data, os.SEEK_HOLE)
+        except OSError:  # ENXIO: only a hole is left (or no SEEK_DATA support beyond EOF)
+            break
+        if data >= end:
+            break
+        a = max(pos, data)
+        a -= (a - start) % 4  # extents are block-aligned, entries 4-aligned; stay on entry boundaries
+        b = min(end, hole)
+        b += -(b - start) % 4
+        b = min(end, b)
+        while a < b:
+            n = min(b - a, CHUNK)
+            buf = np.frombuffer(os.pread(fd, n, a), dtype="<f4")
+            if buf.size * 4 != n:
+                raise HeaderError("truncated: a tensor ends past the end of the file")
+            nz = np.flatnonzero(buf)
+            idx_parts.append(nz + (a - start) // 4)
+            val_parts.append(buf[nz].astype(np.float32))
+            a += n
+        pos = b
+    if not idx_parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    return np.concatenate(idx_parts).astype(np.int64), np.concatenate(val_parts)
