@@ -202,7 +202,8 @@ class _WriteError(Exception):
 def main(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int) -> int:
-    """Run a kernel of a compiled .qg program (a .cu or .qsass is compiled on the fly)."""
+    """Run a kernel of a compiled .qg program or of a checkpoint linked with qgcc --base (a .cu or .qsass is
+    compiled on the fly)."""
     try:
         return _run(program_file, grid, block, kernel_name, args, outs, engine, device, trace,
                     json_path, max_steps)
