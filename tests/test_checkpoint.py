@@ -2,7 +2,8 @@
 
 The base is built here with transformers' own classes at Qwen3.5-2B text geometry (two
 random layers, one of each mixer, a 512-token vocabulary and a one-block vision tower)
-and saved with `save_pretrained`, once as one file and once sharded.  The patched
+and saved with `save_pretrained`, once sharded with 16 value heads and once as one file
+with 32 value heads (as some published Qwen3.5 configs have; the machine adapts).  The patched
 checkpoint must keep every original tensor byte for byte, load in transformers with no
 missing, unexpected or mismatched key, compute what the base computes in the original
 layers, and run the kernel under `qgrun` exactly as the reference emulator does.
@@ -36,13 +37,13 @@ MACHINE_LAYERS = 18
 PREFIX = "model.language_model."
 
 
-def tiny_config():
+def tiny_config(value_heads: int):
     from transformers import Qwen3_5Config
 
     return Qwen3_5Config(
         text_config=dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=BASE_LAYERS,
                          layer_types=["linear_attention", "full_attention"], linear_num_key_heads=16,
-                         linear_num_value_heads=16, linear_key_head_dim=128, linear_value_head_dim=128,
+                         linear_num_value_heads=value_heads, linear_key_head_dim=128, linear_value_head_dim=128,
                          linear_conv_kernel_dim=4, num_attention_heads=8, num_key_value_heads=2, head_dim=256,
                          rms_norm_eps=1e-6, vocab_size=512, tie_word_embeddings=True,
                          max_position_embeddings=4096),
@@ -77,11 +78,11 @@ def work(tmp_path_factory):
 
     d = tmp_path_factory.mktemp("ckpt")
     torch.manual_seed(0)
-    model = Qwen3_5ForConditionalGeneration(tiny_config()).to(torch.bfloat16)  # stored like the real one
-    model.save_pretrained(d / "base_single")
-    model.save_pretrained(d / "base_sharded", max_shard_size="100MB")
+    for kind, value_heads, shard_size in (("sharded", 16, "100MB"), ("single", 32, "10GB")):
+        model = Qwen3_5ForConditionalGeneration(tiny_config(value_heads)).to(torch.bfloat16)  # like the real one
+        model.save_pretrained(d / f"base_{kind}", max_shard_size=shard_size)
+        del model
     (d / "base_sharded" / "tokenizer_config.json").write_text('{"model_max_length": 4096}\n')
-    del model
     gc.collect()
     (d / "vadd.cu").write_text(VADD)
     for args in (["vadd.cu", "--base", "base_sharded", "-o", "out_sharded"],
@@ -260,12 +261,13 @@ def run(*args: str):
     return CliRunner().invoke(qgrun_main, list(args))
 
 
-def test_qgrun_runs_the_kernel_from_the_patched_checkpoint_like_the_emulator(work, tmp_path):
+@pytest.mark.parametrize("kind", ["sharded", "single"])  # 16 and 32 value heads
+def test_qgrun_runs_the_kernel_from_the_patched_checkpoint_like_the_emulator(work, tmp_path, kind):
     np.save(tmp_path / "a.npy", np.array([5, -2, 7, 9], np.int32))
     np.save(tmp_path / "b.npy", np.array([100, 200, -300, 2**31 - 9], np.int32))
     common = ["--grid", "1", "--block", "4", "--arg", f"a=@{tmp_path / 'a.npy'}", "--arg",
               f"b=@{tmp_path / 'b.npy'}", "--arg", "c=zeros:4", "--arg", "n=3", "--trace", "none"]
-    r = run(str(work / "out_sharded"), *common, "--engine", "neural", "--out", f"c={tmp_path / 'net.npy'}",
+    r = run(str(work / f"out_{kind}"), *common, "--engine", "neural", "--out", f"c={tmp_path / 'net.npy'}",
             "--json", str(tmp_path / "net.json"))
     assert r.exit_code == 0, r.output
     r = run(str(work / "vadd.cu"), *common, "--engine", "ref", "--out", f"c={tmp_path / 'ref.npy'}",
@@ -276,7 +278,7 @@ def test_qgrun_runs_the_kernel_from_the_patched_checkpoint_like_the_emulator(wor
     assert net["steps"] == ref["steps"] and net["warp_instructions"] == ref["warp_instructions"]
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # transformers' own 32-value-head modules: about a minute on 2 cores
 def test_qgrun_hf_engine_runs_the_patched_checkpoint(work, tmp_path):
     np.save(tmp_path / "a.npy", np.arange(4, dtype=np.int32))
     r = run(str(work / "out_single"), "--grid", "1", "--block", "4", "--arg", f"a=@{tmp_path / 'a.npy'}",
@@ -322,11 +324,12 @@ def expect_error(work: Path, tmp_path: Path, base: Path | str, message: str, out
 
 @pytest.mark.parametrize("field,value,shown,needed", [
     ("hidden_size", 4096, "4096", "2048"),
-    ("linear_num_value_heads", 32, "32", "16"),
+    ("linear_num_value_heads", 24, "24", "a multiple of 16"),
+    ("linear_num_key_heads", 32, "32", "16"),
     ("intermediate_size", 12288, "12288", "6144"),
     ("linear_conv_kernel_dim", 3, "3", "4"),
 ])
-def test_a_base_of_another_geometry_is_refused_naming_the_field(work, tmp_path, field, value, shown, needed):
+def test_a_base_of_a_geometry_the_machine_cannot_take_is_refused_naming_the_field(work, tmp_path, field, value, shown, needed):
     base = broken_base(work, tmp_path, **{field: value})
     expect_error(work, tmp_path, base, f"base checkpoint {base}: text_config.{field} is {shown}, "
                                        f"the compiled machine needs {needed}")
@@ -379,3 +382,54 @@ def test_a_failure_while_writing_leaves_no_outdir_and_no_temporary(work, tmp_pat
     with pytest.raises(OSError):
         writer.write_checkpoint(inspect_base(str(work / "base_single")), program, {}, {"num_layers": "0"}, str(out))
     assert not out.exists() and os.listdir(tmp_path) == []
+
+
+# -- more value heads than the machine's 16 ---------------------------------------------
+
+def test_the_32_value_head_checkpoint_records_where_the_machine_heads_are(work):
+    q = json.loads((work / "out_single" / "config.json").read_text())["qgpu"]
+    assert q["value_heads"] == 32 and q["value_head_map"] == list(range(0, 32, 2))
+
+
+# tensor -> (axis of the value heads, where the value part starts on it, entries per head)
+VALUE_AXIS = {"linear_attn.in_proj_qkv.weight": (0, 4096, 128), "linear_attn.conv1d.weight": (0, 4096, 128),
+              "linear_attn.in_proj_z.weight": (0, 0, 128), "linear_attn.in_proj_a.weight": (0, 0, 1),
+              "linear_attn.A_log": (0, 0, 1), "linear_attn.out_proj.weight": (1, 0, 128)}
+
+
+def value_head(dense: np.ndarray, name: str, head: int) -> np.ndarray:
+    axis, start, per = VALUE_AXIS[name]
+    return np.take(dense, range(start + head * per, start + (head + 1) * per), axis=axis)
+
+
+@pytest.mark.parametrize("name", [*VALUE_AXIS, "mlp.up_proj.weight"])
+def test_machine_head_h_moves_to_value_head_2h_and_back(name):
+    from qgcc.checkpoint.geometry import GeometryError, ValueHeads
+    from qgcc.neural.weights import SHAPES
+
+    heads = ValueHeads(32)
+    rng = np.random.default_rng(1)
+    size = int(np.prod(SHAPES[name]))
+    idx = np.sort(rng.choice(size, size=min(size, 2000), replace=False)).astype(np.int64)
+    val = rng.standard_normal(len(idx)).astype(np.float32)
+
+    def dense(i, v, shape):
+        out = np.zeros(int(np.prod(shape)), np.float32)
+        out[i] = v
+        return out.reshape(shape)
+
+    bidx, bval = heads.to_base(name, idx, val)
+    small, big = dense(idx, val, SHAPES[name]), dense(bidx, bval, heads.shape(name))
+    assert heads.from_base(name, bidx, bval)[0].tolist() == idx.tolist()
+    if name not in VALUE_AXIS:
+        assert heads.shape(name) == SHAPES[name] and np.array_equal(big, small)
+        return
+    axis, start, _ = VALUE_AXIS[name]
+    assert np.array_equal(np.take(big, range(start), axis=axis), np.take(small, range(start), axis=axis))
+    for h in range(16):
+        assert np.array_equal(value_head(big, name, 2 * h), value_head(small, name, h))
+        assert not value_head(big, name, 2 * h + 1).any()
+    coords = [0] * big.ndim
+    coords[axis] = start + 3 * VALUE_AXIS[name][2]  # first entry of value head 3, which the machine leaves empty
+    with pytest.raises(GeometryError):
+        heads.from_base(name, np.array([np.ravel_multi_index(coords, big.shape)]), np.ones(1, np.float32))

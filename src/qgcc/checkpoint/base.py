@@ -56,6 +56,10 @@ class BaseCheckpoint:
     def text_config(self) -> dict:
         return self.config[self.text_key] if self.text_key else self.config
 
+    @property
+    def value_heads(self) -> int:
+        return int(self.text_config["linear_num_value_heads"])
+
 
 def _bad(path: str, what: str) -> CheckpointError:
     return CheckpointError(f"base checkpoint {path}: {what}")
@@ -84,6 +88,10 @@ def default_layer_types(tc: dict, n: int) -> list[str]:
 def check_geometry(path: str, tc: dict, prefix: str) -> None:
     for name, want in machine_geometry().items():
         got = tc.get(name)
+        if name == "linear_num_value_heads" and type(got) is int and got > 0 and got % want == 0:
+            continue  # more value heads than key heads: the machine adapts (geometry.py)
+        if name == "linear_num_value_heads" and name in tc:
+            raise _bad(path, f"{prefix}{name} is {json.dumps(got)}, the compiled machine needs a multiple of {want}")
         if got != want:
             shown = "missing" if name not in tc else f"is {json.dumps(got)}"
             raise _bad(path, f"{prefix}{name} {shown}, the compiled machine needs {json.dumps(want)}")

@@ -18,6 +18,7 @@ import numpy as np
 from ..diagnostics import QgFileError
 from ..program import Program
 from .base import CONFIG, INDEX, SINGLE
+from .geometry import GeometryError, ValueHeads
 from .shards import HeaderError, read_header, read_nonzeros
 from .writer import FORMAT, FORMAT_VERSION
 
@@ -45,7 +46,8 @@ def qgpu_section(path: str) -> dict:
     if q.get("format") != FORMAT or q.get("format_version") != FORMAT_VERSION:
         raise _bad(path, f"qgpu format {q.get('format')!r} version {q.get('format_version')!r} is not supported "
                          f"(this qgcc reads {FORMAT} version {FORMAT_VERSION})")
-    for key, typ in (("machine_layers", list), ("text_prefix", str), ("program", str), ("program_hash", str)):
+    for key, typ in (("machine_layers", list), ("text_prefix", str), ("program", str), ("program_hash", str),
+                     ("value_heads", int)):
         if not isinstance(q.get(key), typ):
             raise _bad(path, f"qgpu.{key} is missing")
     return q
@@ -80,11 +82,15 @@ def load_checkpoint_program(path: str) -> Program:
     kjson = kernels_json(program.kernels)
     if json.loads(kjson) != q.get("kernels"):
         raise _bad(path, f"the kernel table in {CONFIG} does not match {q['program']}")
+    heads = ValueHeads(q["value_heads"])
+    if heads.count <= 0 or heads.count % 16:
+        raise _bad(path, f"qgpu.value_heads is {heads.count}, expected a multiple of 16")
     wm = _weight_map(path)
     headers: dict[str, dict] = {}
     keys: dict[str, list[tuple[str, str]]] = {}  # shard -> [(checkpoint name, .qg name)]
     for i, layer in enumerate(q["machine_layers"]):
-        for name, shape in SHAPES.items():
+        for name in SHAPES:
+            shape = heads.shape(name)
             key = f"{q['text_prefix']}layers.{layer}.{name}"
             shard = wm.get(key)
             if shard is None:
@@ -113,8 +119,11 @@ def load_checkpoint_program(path: str) -> Program:
                 info = headers[shard][key]
                 try:
                     idx, val = read_nonzeros(fd, data_start + info.begin, (info.end - info.begin) // 4)
+                    idx, val = heads.from_base(qname.split(".", 2)[2], idx, val)
                 except HeaderError as e:
                     raise _bad(path, f"{shard}: {e}") from None
+                except GeometryError as e:
+                    raise _bad(path, f"tensor {key}: {e}") from None
                 tensors[qname + ".idx"] = idx
                 tensors[qname + ".val"] = val
         finally:
@@ -127,4 +136,5 @@ def load_checkpoint_program(path: str) -> Program:
         machine = from_tensors(tensors, meta, [w & ((1 << 64) - 1) for w in code_tensor(program).tolist()])
     except (KeyError, ValueError) as e:
         raise _bad(path, f"the machine description is incomplete ({e})") from None
+    machine.value_heads = heads.count  # the hf engine builds its stock modules at the checkpoint's geometry
     return attach_machine(program, machine)

@@ -27,6 +27,7 @@ from .. import __version__
 from ..diagnostics import CheckpointError
 from ..program import Program
 from .base import CONFIG, INDEX, BaseCheckpoint
+from .geometry import ValueHeads
 from .shards import SparseEntry, write_sparse_shard
 
 FORMAT = "qgpu"
@@ -115,12 +116,15 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
     kjson = kernels_json(program.kernels)
     program_hash = content_hash(code_tensor(program), kjson, tensors)
     renamed, machine_shard = shard_names(base)
+    heads = ValueHeads(base.value_heads)
     qgpu = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "machine_layers": layers,
         "text_prefix": base.text_prefix,
         "dtype": "float32",
+        "value_heads": heads.count,
+        "value_head_map": heads.head_map,
         "shard": machine_shard,
         "program": PROGRAM_FILE,
         "program_hash": program_hash,
@@ -130,9 +134,9 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
     }
     entries = []
     for i, layer in enumerate(layers):
-        for name, shape in SHAPES.items():
-            entries.append(SparseEntry(f"{base.text_prefix}layers.{layer}.{name}", shape,
-                                       tensors[f"layers.{i}.{name}.idx"], tensors[f"layers.{i}.{name}.val"]))
+        for name in SHAPES:
+            idx, val = heads.to_base(name, tensors[f"layers.{i}.{name}.idx"], tensors[f"layers.{i}.{name}.val"])
+            entries.append(SparseEntry(f"{base.text_prefix}layers.{layer}.{name}", heads.shape(name), idx, val))
 
     parent = os.path.dirname(os.path.abspath(outdir))
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(outdir))}.", suffix=".tmp", dir=parent)
