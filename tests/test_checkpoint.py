@@ -433,3 +433,32 @@ def test_machine_head_h_moves_to_value_head_2h_and_back(name):
     coords[axis] = start + 3 * VALUE_AXIS[name][2]  # first entry of value head 3, which the machine leaves empty
     with pytest.raises(GeometryError):
         heads.from_base(name, np.array([np.ravel_multi_index(coords, big.shape)]), np.ones(1, np.float32))
+
+
+def test_a_corrupt_shard_is_a_one_line_error(work, tmp_path):
+    base = broken_base(work, tmp_path)
+    (base / "model.safetensors").unlink()
+    (base / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
+    expect_error(work, tmp_path, base, f"base checkpoint {base}: model.safetensors: truncated safetensors header")
+
+
+def test_a_text_only_base_is_found_under_its_own_prefix(tmp_path):
+    """A Qwen3_5ForCausalLM checkpoint (model_type qwen3_5_text) keeps its layers under `model.`."""
+    from transformers import Qwen3_5ForCausalLM
+
+    from qgcc.checkpoint.base import inspect_base
+    from qgcc.checkpoint.writer import patched_config
+
+    import safetensors.numpy
+
+    text = tiny_config(16).text_config
+    text.num_hidden_layers, text.layer_types = 1, ["linear_attention"]
+    text.save_pretrained(tmp_path / "text")
+    with torch.device("meta"):  # the real tensor names, without building 2B-geometry weights
+        names = [k for k in Qwen3_5ForCausalLM(text).state_dict() if k != "lm_head.weight"]  # tied
+    safetensors.numpy.save_file({k: np.zeros(1, np.float32) for k in names}, tmp_path / "text" / "model.safetensors")
+    base = inspect_base(str(tmp_path / "text"))
+    assert (base.text_key, base.text_prefix, base.num_layers) == (None, "model.", 1)
+    config = patched_config(base, MACHINE_LAYERS, {"format": "qgpu"})
+    assert config["num_hidden_layers"] == 1 + MACHINE_LAYERS and config["qgpu"] == {"format": "qgpu"}
+    assert config["layer_types"] == ["linear_attention"] * (1 + MACHINE_LAYERS)
