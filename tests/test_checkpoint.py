@@ -362,6 +362,13 @@ def test_an_existing_non_empty_outdir_is_refused_and_left_alone(work, tmp_path):
     assert os.listdir(out) == ["keep.txt"]
 
 
+def test_the_output_cannot_be_the_base_or_inside_it(work, tmp_path):
+    base = broken_base(work, tmp_path)
+    expect_error(work, tmp_path, base, f"output {base}: is the base checkpoint itself", out=base)
+    expect_error(work, tmp_path, base, f"output {base / 'out'}: is inside the base checkpoint; "
+                                       "give a directory outside it", out=base / "out")
+
+
 def test_base_needs_an_output_directory(work):
     r = qgcc(str(work / "vadd.cu"), "--base", str(work / "base_single"))
     assert r.exit_code == 2 and "--base needs -o OUTDIR" in r.output

@@ -64,6 +64,11 @@ def shard_names(base: BaseCheckpoint) -> tuple[dict[str, str], str]:
 
 
 def check_outdir(outdir: str, base: BaseCheckpoint) -> None:
+    real, real_base = os.path.realpath(outdir), os.path.realpath(base.path)
+    if real == real_base:
+        raise CheckpointError(f"output {outdir}: is the base checkpoint itself")
+    if real.startswith(real_base + os.sep):  # the copy of the base would include the output being written
+        raise CheckpointError(f"output {outdir}: is inside the base checkpoint; give a directory outside it")
     parent = os.path.dirname(os.path.abspath(outdir))
     if not os.path.isdir(parent):
         raise CheckpointError(f"output {outdir}: the directory {parent} does not exist")
@@ -72,8 +77,6 @@ def check_outdir(outdir: str, base: BaseCheckpoint) -> None:
             raise CheckpointError(f"output {outdir}: exists and is not a directory")
         if os.listdir(outdir):
             raise CheckpointError(f"output {outdir}: exists and is not empty; give a new directory")
-    if os.path.realpath(outdir) == os.path.realpath(base.path):
-        raise CheckpointError(f"output {outdir}: is the base checkpoint itself")
 
 
 def _copy(src: str, dst: str) -> None:
