@@ -31,3 +31,7 @@ class UsageError(Exception):
 
 class QgFileError(Exception):
     """A .qg file that is missing, corrupt, of another version or inconsistent; exit code 3."""
+
+
+class CheckpointError(Exception):
+    """A Hugging Face checkpoint given to `qgcc --base` that cannot take the machine; one line, exit code 1."""

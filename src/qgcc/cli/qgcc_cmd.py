@@ -4,6 +4,8 @@
     qgcc -S KERNEL.cu [-o KERNEL.qsass]    assembly with source annotations (-o - for stdout)
     qgcc KERNEL.qsass [-o KERNEL.qg]       assemble hand-written assembly
     qgcc -d KERNEL.qg [-o FILE]            disassemble (to stdout unless -o)
+    qgcc KERNEL.cu --base DIR -o OUTDIR    link into a copy of a Qwen3.5 checkpoint (docs/checkpoint.md);
+                                           KERNEL.qg reuses the layers baked into a .qg
 
 The default output is the input path with its extension replaced.  Nothing is
 written unless the whole compilation succeeds, and outputs are replaced atomically.
@@ -17,7 +19,7 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from ..diagnostics import CompileError, QgFileError, UsageError
+from ..diagnostics import CheckpointError, CompileError, QgFileError, UsageError
 from ..runtime.args import check_writable
 from ..trace import ExitCode
 from . import CONTEXT_SETTINGS, QG_EXTS, ToolCommand, compile_file, err, internal_error
@@ -41,10 +43,51 @@ def _write_text(path: str, text: str) -> None:
         atomic_write(path, text.encode("utf-8"))
 
 
-def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_link: bool = False) -> int:
+def _link_checkpoint(input_path: str, base_dir: str, output: str | None) -> int:
+    """`--base`: the base is checked before compiling, so a wrong directory fails in a second.
+
+    The input may also be a linked .qg, whose layers are then copied rather than linked again.
+    """
+    from ..checkpoint.base import inspect_base
+    from ..checkpoint.writer import check_outdir, write_checkpoint
+    from ..neural.linker import link, to_tensors
+    from ..neural.schedule import CapacityError
+
+    if output is None or output == "-":
+        raise UsageError("--base needs -o OUTDIR, the new checkpoint directory")
+    base = inspect_base(base_dir)
+    check_outdir(output, base)
+    if Path(input_path).suffix.lower() in QG_EXTS:
+        # A linked .qg already holds the layers: reuse them rather than link again.
+        from ..qgfile import load
+
+        qg = load(input_path)
+        if "num_layers" not in qg.meta:
+            raise UsageError(f"{input_path} was compiled with --no-link; give the .cu, or recompile it without "
+                             f"--no-link")
+        program, tensors, meta = qg.program, qg.tensors, qg.meta
+    else:
+        program = compile_file(input_path)
+        try:
+            tensors, meta = to_tensors(link(program))
+        except CapacityError as e:
+            raise UsageError(f"{input_path}: the program does not fit the compiled machine: {e}") from None
+    try:
+        write_checkpoint(base, program, tensors, meta, output)
+    except OSError as e:
+        raise CheckpointError(f"cannot write {output}: {e.strerror or e}") from None
+    return 0
+
+
+def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_link: bool = False,
+         base_dir: str | None = None) -> int:
     from ..asm import disassemble
     from ..qgfile import load, save
 
+    if base_dir is not None:
+        if asm_out or disasm or no_link:
+            raise UsageError("--base cannot be combined with -S, -d or --no-link")
+        return _link_checkpoint(input_path, base_dir, output)
     if asm_out and disasm:
         raise UsageError("-S and -d cannot be combined")
     ext = Path(input_path).suffix.lower()
@@ -97,11 +140,17 @@ def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_li
 @click.option("-d", "disasm", is_flag=True, help="Disassemble a .qg (to stdout unless -o).")
 @click.option("--no-link", "no_link", is_flag=True,
               help="Write the program only, without baking the layers (network engines then link at run time).")
+@click.option("--base", "base_dir", metavar="DIR",
+              help="Link into a copy of this Hugging Face Qwen3.5 checkpoint; -o names the new directory.")
 @click.version_option(__version__, "--version", prog_name=TOOL)
-def main(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_link: bool) -> int:
+def main(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_link: bool,
+         base_dir: str | None) -> int:
     """Compile a CUDA-C kernel file (.cu) or qsass assembly (.qsass) into a .qg program."""
     try:
-        return _run(input_path, output, asm_out, disasm, no_link)
+        return _run(input_path, output, asm_out, disasm, no_link, base_dir)
+    except CheckpointError as e:
+        err(TOOL, str(e))
+        return int(ExitCode.COMPILE_ERROR)
     except CompileError as e:
         click.echo(e.render(), err=True)
         return int(ExitCode.COMPILE_ERROR)

@@ -44,12 +44,15 @@ class _StepCounter:
 
 
 def load_program(path: str):
-    """A .qg file, or a .cu / .qsass compiled on the fly."""
+    """A .qg file, a checkpoint directory linked with `qgcc --base`, or a .cu / .qsass compiled on the fly."""
+    from ..checkpoint.reader import is_checkpoint, load_checkpoint_program
     from ..qgfile import load
 
     ext = Path(path).suffix.lower()
     if ext in CU_EXTS or ext in ASM_EXTS:
         return compile_file(path)
+    if is_checkpoint(path):
+        return load_checkpoint_program(path)
     qg = load(path)
     if any(name.startswith("layers.") for name in qg.tensors):
         from ..neural.linker import from_tensors
@@ -180,7 +183,7 @@ class _WriteError(Exception):
 
 
 @click.command(name=TOOL, cls=ToolCommand, context_settings=CONTEXT_SETTINGS)
-@click.argument("program_file", metavar="KERNEL.qg")
+@click.argument("program_file", metavar="KERNEL.qg|CHECKPOINT_DIR")
 @click.option("--grid", required=True, metavar="X[,Y[,Z]]", help="Grid of blocks.")
 @click.option("--block", required=True, metavar="X[,Y[,Z]]", help="Threads per block (at most 64).")
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Kernel to launch (needed if the file has several).")
@@ -201,7 +204,8 @@ class _WriteError(Exception):
 def main(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int) -> int:
-    """Run a kernel of a compiled .qg program (a .cu or .qsass is compiled on the fly)."""
+    """Run a kernel of a compiled .qg program or of a checkpoint linked with qgcc --base (a .cu or .qsass is
+    compiled on the fly)."""
     try:
         return _run(program_file, grid, block, kernel_name, args, outs, engine, device, trace,
                     json_path, max_steps)

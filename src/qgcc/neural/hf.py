@@ -7,13 +7,14 @@ hidden state as `inputs_embeds`) per step with the stock `DynamicCache`.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from .schedule import HEADS, HIDDEN, UNITS
 from .weights import CONV, HEAD_DIM, LayerWeights
 
 
-def text_config(num_layers: int):
+def text_config(num_layers: int, value_heads: int = HEADS):
     from transformers import Qwen3_5TextConfig
 
     return Qwen3_5TextConfig(
@@ -22,7 +23,7 @@ def text_config(num_layers: int):
         num_hidden_layers=num_layers,
         layer_types=["linear_attention"] * num_layers,
         linear_num_key_heads=HEADS,
-        linear_num_value_heads=HEADS,
+        linear_num_value_heads=value_heads,
         linear_key_head_dim=HEAD_DIM,
         linear_value_head_dim=HEAD_DIM,
         linear_conv_kernel_dim=CONV,
@@ -40,17 +41,28 @@ def text_config(num_layers: int):
 class HFMachine:
     """The compiled layers as stock transformers modules, stepped one token at a time."""
 
-    def __init__(self, layers: list[LayerWeights], device: str = "cpu"):
+    def __init__(self, layers: list[LayerWeights], device: str = "cpu", value_heads: int = HEADS):
+        """`value_heads` > 16 builds the layers at a checkpoint's geometry, the machine on every
+        (value_heads/16)-th value head, as they are stored there (qgcc.checkpoint.geometry)."""
         from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer, Qwen3_5TextRotaryEmbedding
 
-        self.config = text_config(len(layers))
+        from ..checkpoint.geometry import ValueHeads
+
+        self.heads = ValueHeads(value_heads)
+        self.config = text_config(len(layers), value_heads)
         self.config._attn_implementation = "eager"
         self.device = torch.device(device)
         self.layers = []
         with torch.no_grad():
             for i, lw in enumerate(layers):
                 layer = Qwen3_5DecoderLayer(self.config, i)
-                sd = {name: torch.from_numpy(st.dense()) for name, st in lw.tensors.items()}
+                sd = {}
+                for name, st in lw.tensors.items():
+                    idx, val = self.heads.to_base(name, *st.arrays())
+                    shape = self.heads.shape(name)
+                    dense = np.zeros(int(np.prod(shape)), np.float32)
+                    dense[idx] = val
+                    sd[name] = torch.from_numpy(dense.reshape(shape))
                 layer.load_state_dict(sd, strict=True)
                 self.layers.append(layer.to(self.device).eval())
         self.rotary = Qwen3_5TextRotaryEmbedding(self.config).to(self.device)
@@ -69,16 +81,18 @@ class HFMachine:
         recurrent_init = recurrent_init or {}
         self.cache = DynamicCache(config=self.config)
         self.position = 0
-        conv_dim = 3 * HEADS * HEAD_DIM
+        nv, used = self.heads.count, self.heads.head_map
+        conv_dim = 2 * HEADS * HEAD_DIM + nv * HEAD_DIM
         for i in range(len(self.layers)):
             self.cache.update_conv_state(torch.zeros(1, conv_dim, CONV, device=self.device), i)
-            s0 = recurrent_init.get(i)
-            if s0 is None:
-                s0 = torch.zeros(1, HEADS, HEAD_DIM, HEAD_DIM)
-            self.cache.update_recurrent_state(s0.to(self.device, torch.float32).reshape(1, HEADS, HEAD_DIM, HEAD_DIM), i)
+            s0 = torch.zeros(1, nv, HEAD_DIM, HEAD_DIM)
+            if recurrent_init.get(i) is not None:
+                s0[0, used] = recurrent_init[i].to(torch.float32).reshape(HEADS, HEAD_DIM, HEAD_DIM)
+            self.cache.update_recurrent_state(s0.to(self.device), i)
 
     def recurrent_state(self, layer: int) -> torch.Tensor:
-        return self.cache.layers[layer].recurrent_states[0].reshape(HEADS, HEAD_DIM, HEAD_DIM)
+        nv = self.heads.count
+        return self.cache.layers[layer].recurrent_states[0].reshape(nv, HEAD_DIM, HEAD_DIM)[self.heads.head_map]
 
     @torch.no_grad()
     def step(self, h: torch.Tensor) -> torch.Tensor:

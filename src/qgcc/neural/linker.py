@@ -30,6 +30,9 @@ class CompiledMachine:
     param_head: tuple[int, int]  # (layer, head) of the kernel-parameter bank
     code: list[int]  # the program encoding the ROM was baked from
     layout: dict  # documentation data: layer map, memory map
+    # Value heads of the stock layers that hold the machine (a checkpoint may have 32; the
+    # machine's 16 memory heads then sit on every other one: qgcc.checkpoint.geometry).
+    value_heads: int = 16
 
     @property
     def num_layers(self) -> int:

@@ -44,7 +44,7 @@ class Host:
         self.fields = cm.fields  # name -> list of dims
         if engine == "hf":
             from .hf import HFMachine
-            self.net = HFMachine(cm.layers, device)
+            self.net = HFMachine(cm.layers, device, value_heads=cm.value_heads)
         else:
             from .fast import FastMachine
             self.net = FastMachine(cm.layers, device)

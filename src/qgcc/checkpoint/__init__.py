@@ -1,0 +1,9 @@
+"""Linking into a Hugging Face Qwen3.5 checkpoint (`qgcc KERNEL.cu --base DIR -o OUTDIR`) and reading it back.
+
+* base.py: inspect and validate the base (config, geometry, shards) from headers only;
+* shards.py: safetensors headers, and the sparse writer of the machine shard;
+* writer.py: OUTDIR = the base's files verbatim + the machine shard + config/index;
+* reader.py: qgrun's loader for a patched checkpoint directory.
+
+docs/checkpoint.md describes the layout.
+"""

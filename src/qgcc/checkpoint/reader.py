@@ -1,0 +1,140 @@
+"""qgrun's side: a patched checkpoint directory as a program source.
+
+The machine layers are read from the checkpoint's own shards by tensor name, in
+float32 and straight from safetensors (never through a bf16 model), one tensor at
+a time, and re-sparsified.  The result is checked against the `program_hash` in
+config.json's `qgpu` section, which is the content hash the same program's .qg
+would carry: a checkpoint whose machine layers were altered, or cast to bf16 and
+back, is refused rather than run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from ..diagnostics import QgFileError
+from ..program import Program
+from .base import CONFIG, INDEX, SINGLE
+from .geometry import GeometryError, ValueHeads
+from .shards import HeaderError, read_header, read_nonzeros
+from .writer import FORMAT, FORMAT_VERSION
+
+_FIX = "relink it with 'qgcc KERNEL.cu --base BASE -o DIR'"
+
+
+def is_checkpoint(path: str) -> bool:
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG))
+
+
+def _bad(path: str, what: str) -> QgFileError:
+    return QgFileError(f"{path}: {what}; {_FIX}")
+
+
+def qgpu_section(path: str) -> dict:
+    try:
+        with open(os.path.join(path, CONFIG), encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise QgFileError(f"{path}: {CONFIG} is not readable JSON ({getattr(e, 'strerror', None) or e})") from None
+    q = config.get("qgpu") if isinstance(config, dict) else None
+    if not isinstance(q, dict):
+        raise QgFileError(f"{path}: a checkpoint without a qgpu section in {CONFIG} (no compiled program); "
+                          f"{_FIX}")
+    if q.get("format") != FORMAT or q.get("format_version") != FORMAT_VERSION:
+        raise _bad(path, f"qgpu format {q.get('format')!r} version {q.get('format_version')!r} is not supported "
+                         f"(this qgcc reads {FORMAT} version {FORMAT_VERSION})")
+    for key, typ in (("machine_layers", list), ("text_prefix", str), ("program", str), ("program_hash", str),
+                     ("value_heads", int)):
+        if not isinstance(q.get(key), typ):
+            raise _bad(path, f"qgpu.{key} is missing")
+    return q
+
+
+def _weight_map(path: str) -> dict[str, str]:
+    if os.path.isfile(os.path.join(path, INDEX)):
+        try:
+            with open(os.path.join(path, INDEX), encoding="utf-8") as f:
+                wm = json.load(f)["weight_map"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise _bad(path, f"{INDEX} is unreadable") from None
+        return dict(wm)
+    if os.path.isfile(os.path.join(path, SINGLE)):
+        try:
+            return dict.fromkeys(read_header(os.path.join(path, SINGLE))[0], SINGLE)
+        except HeaderError as e:
+            raise _bad(path, f"{SINGLE}: {e}") from None
+    raise _bad(path, f"no {INDEX} or {SINGLE}")
+
+
+def load_checkpoint_program(path: str) -> Program:
+    """The program of a patched checkpoint, with its compiled machine attached (for the network engines)."""
+    from ..neural.linker import from_tensors
+    from ..neural.weights import SHAPES
+    from ..program import attach_machine
+    from ..qgfile import code_tensor, content_hash, kernels_json, load
+
+    q = qgpu_section(path)
+    qg = load(os.path.join(path, os.path.basename(q["program"])))
+    program = qg.program
+    kjson = kernels_json(program.kernels)
+    if json.loads(kjson) != q.get("kernels"):
+        raise _bad(path, f"the kernel table in {CONFIG} does not match {q['program']}")
+    heads = ValueHeads(q["value_heads"])
+    if heads.count <= 0 or heads.count % 16:
+        raise _bad(path, f"qgpu.value_heads is {heads.count}, expected a multiple of 16")
+    wm = _weight_map(path)
+    headers: dict[str, dict] = {}
+    keys: dict[str, list[tuple[str, str]]] = {}  # shard -> [(checkpoint name, .qg name)]
+    for i, layer in enumerate(q["machine_layers"]):
+        for name in SHAPES:
+            shape = heads.shape(name)
+            key = f"{q['text_prefix']}layers.{layer}.{name}"
+            shard = wm.get(key)
+            if shard is None:
+                raise _bad(path, f"tensor {key} of the machine is missing")
+            if shard not in headers:
+                try:
+                    headers[shard] = read_header(os.path.join(path, shard))[0]
+                except HeaderError as e:
+                    raise _bad(path, f"{shard}: {e}") from None
+            info = headers[shard].get(key)
+            if info is None:
+                raise _bad(path, f"tensor {key} is not in {shard}")
+            if info.dtype != "F32" or info.shape != tuple(shape):
+                raise _bad(path, f"tensor {key} is {info.dtype} {list(info.shape)}, the machine needs F32 "
+                                 f"{list(shape)} (its layers must stay float32)")
+            keys.setdefault(shard, []).append((key, f"layers.{i}.{name}"))
+    tensors: dict[str, np.ndarray] = {}
+    for shard, pairs in keys.items():
+        # Plain reads of the data extents, one tensor at a time, rather than an mmap of the
+        # whole shard: resident memory stays small whatever the checkpoint's size.
+        file = os.path.join(path, shard)
+        fd = os.open(file, os.O_RDONLY)
+        try:
+            data_start = 8 + int.from_bytes(os.pread(fd, 8, 0), "little")
+            for key, qname in pairs:
+                info = headers[shard][key]
+                try:
+                    idx, val = read_nonzeros(fd, data_start + info.begin, (info.end - info.begin) // 4)
+                    idx, val = heads.from_base(qname.split(".", 2)[2], idx, val)
+                except HeaderError as e:
+                    raise _bad(path, f"{shard}: {e}") from None
+                except GeometryError as e:
+                    raise _bad(path, f"tensor {key}: {e}") from None
+                tensors[qname + ".idx"] = idx
+                tensors[qname + ".val"] = val
+        finally:
+            os.close(fd)
+    if content_hash(code_tensor(program), kjson, tensors) != q["program_hash"]:
+        raise _bad(path, "the machine layers do not match qgpu.program_hash (modified or damaged)")
+    meta = dict(qg.meta)
+    meta["num_layers"] = str(len(q["machine_layers"]))
+    try:
+        machine = from_tensors(tensors, meta, [w & ((1 << 64) - 1) for w in code_tensor(program).tolist()])
+    except (KeyError, ValueError) as e:
+        raise _bad(path, f"the machine description is incomplete ({e})") from None
+    machine.value_heads = heads.count  # the hf engine builds its stock modules at the checkpoint's geometry
+    return attach_machine(program, machine)

@@ -1,0 +1,195 @@
+"""Write a patched checkpoint: the base, byte for byte, plus the compiled layers as extra text layers.
+
+Why this shape (docs/checkpoint.md):
+* The base's shard files are copied verbatim (the kernel's copy, never through
+  Python memory), so every original tensor is byte-identical by construction and
+  peak memory does not grow with the checkpoint.
+* The compiled layers go into one new shard, float32, under the base's own
+  tensor names (`<text prefix>layers.<N+i>.*`), so transformers' classes load
+  them as ordinary decoder layers.  That shard is written sparsely (shards.py).
+* transformers loads `model.safetensors` in preference to an index, so a
+  single-file base becomes two shards with an index.
+* Everything is written into a temporary sibling directory that is renamed onto
+  OUTDIR only when complete: OUTDIR is either absent/empty or whole.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+
+from .. import __version__
+from ..diagnostics import CheckpointError
+from ..program import Program
+from .base import CONFIG, INDEX, BaseCheckpoint
+from .geometry import ValueHeads
+from .shards import SparseEntry, write_sparse_shard
+
+FORMAT = "qgpu"
+FORMAT_VERSION = 1
+PROGRAM_FILE = "qgpu.qg"
+_SHARD = re.compile(r"^(?P<stem>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})\.safetensors$")
+
+
+@dataclass
+class LinkedCheckpoint:
+    path: str
+    machine_layers: list[int]
+    machine_shard: str
+    shard_names: dict[str, str]  # base shard -> its name in the output
+    machine_bytes: int  # data bytes of the machine shard (dense float32)
+
+
+def shard_names(base: BaseCheckpoint) -> tuple[dict[str, str], str]:
+    """(base shard -> output name, machine shard name), numbered like the base's shards."""
+    shards = base.shards
+    if not base.indexed:
+        return {shards[0]: "model-00001-of-00002.safetensors"}, "model-00002-of-00002.safetensors"
+    ms = [_SHARD.match(s) for s in shards]
+    n = len(shards)
+    if all(ms) and len({m["stem"] for m in ms}) == 1 and all(int(m["n"]) == n for m in ms) \
+            and sorted(int(m["i"]) for m in ms) == list(range(1, n + 1)):
+        stem = ms[0]["stem"]
+        renamed = {s: f"{stem}-{int(m['i']):05d}-of-{n + 1:05d}.safetensors" for s, m in zip(shards, ms)}
+        return renamed, f"{stem}-{n + 1:05d}-of-{n + 1:05d}.safetensors"
+    name = "model-qgpu.safetensors"
+    while name in shards:
+        name = "_" + name
+    return {s: s for s in shards}, name
+
+
+def check_outdir(outdir: str, base: BaseCheckpoint) -> None:
+    real, real_base = os.path.realpath(outdir), os.path.realpath(base.path)
+    if real == real_base:
+        raise CheckpointError(f"output {outdir}: is the base checkpoint itself")
+    if real.startswith(real_base + os.sep):  # the copy of the base would include the output being written
+        raise CheckpointError(f"output {outdir}: is inside the base checkpoint; give a directory outside it")
+    parent = os.path.dirname(os.path.abspath(outdir))
+    if not os.path.isdir(parent):
+        raise CheckpointError(f"output {outdir}: the directory {parent} does not exist")
+    if os.path.exists(outdir):
+        if not os.path.isdir(outdir):
+            raise CheckpointError(f"output {outdir}: exists and is not a directory")
+        if os.listdir(outdir):
+            raise CheckpointError(f"output {outdir}: exists and is not empty; give a new directory")
+
+
+def _copy(src: str, dst: str) -> None:
+    shutil.copyfile(src, dst)  # sendfile/copy_file_range: the bytes never pass through Python
+    with open(dst, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def _copy_others(base: BaseCheckpoint, tmp: str, skip: set[str]) -> None:
+    """Tokenizer, generation config, chat template, README...: everything we do not rewrite."""
+    for name in sorted(os.listdir(base.path)):
+        if name in skip:
+            continue
+        src = os.path.join(base.path, name)
+        if os.path.isdir(src):
+            shutil.copytree(src, os.path.join(tmp, name))
+        else:
+            _copy(src, os.path.join(tmp, name))
+
+
+def patched_config(base: BaseCheckpoint, num_machine: int, qgpu: dict) -> dict:
+    cfg = copy.deepcopy(base.config)
+    tc = cfg[base.text_key] if base.text_key else cfg
+    tc["num_hidden_layers"] = base.num_layers + num_machine
+    tc["layer_types"] = list(base.layer_types) + ["linear_attention"] * num_machine
+    cfg["qgpu"] = qgpu
+    return cfg
+
+
+def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta: dict[str, str],
+                     outdir: str) -> LinkedCheckpoint:
+    """Write OUTDIR from the base and the linker's `to_tensors` output (sparse layers and metadata)."""
+    from ..neural.weights import SHAPES
+    from ..qgfile import RESERVED_META, code_tensor, content_hash, kernels_json, save
+
+    check_outdir(outdir, base)
+    num = int(meta["num_layers"])
+    first = base.num_layers
+    layers = list(range(first, first + num))
+    kjson = kernels_json(program.kernels)
+    program_hash = content_hash(code_tensor(program), kjson, tensors)
+    renamed, machine_shard = shard_names(base)
+    heads = ValueHeads(base.value_heads)
+    qgpu = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "machine_layers": layers,
+        "text_prefix": base.text_prefix,
+        "dtype": "float32",
+        "value_heads": heads.count,
+        "value_head_map": heads.head_map,
+        "shard": machine_shard,
+        "program": PROGRAM_FILE,
+        "program_hash": program_hash,
+        "kernels": json.loads(kjson),
+        "source_name": program.source_name,
+        "qgcc_version": __version__,
+    }
+    entries = []
+    for i, layer in enumerate(layers):
+        for name in SHAPES:
+            idx, val = heads.to_base(name, tensors[f"layers.{i}.{name}.idx"], tensors[f"layers.{i}.{name}.val"])
+            entries.append(SparseEntry(f"{base.text_prefix}layers.{layer}.{name}", heads.shape(name), idx, val))
+
+    parent = os.path.dirname(os.path.abspath(outdir))
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(outdir))}.", suffix=".tmp", dir=parent)
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes it private; OUTDIR should look like any new directory
+        for src, dst in renamed.items():
+            _copy(os.path.join(base.path, src), os.path.join(tmp, dst))
+        machine_bytes = write_sparse_shard(os.path.join(tmp, machine_shard), entries,
+                                           {"format": "pt", "qgpu_program_hash": program_hash})
+        weight_map = {k: renamed[v] for k, v in base.weight_map.items()}
+        weight_map.update({e.name: machine_shard for e in entries})
+        index_meta = dict(base.index_meta)
+        index_meta["total_size"] = base.tensor_bytes + machine_bytes
+        if "total_parameters" in index_meta:
+            index_meta["total_parameters"] = int(index_meta["total_parameters"]) + machine_bytes // 4
+        index = {"metadata": index_meta, "weight_map": dict(sorted(weight_map.items()))}
+        _write_json(os.path.join(tmp, INDEX), index)
+        _write_json(os.path.join(tmp, CONFIG), patched_config(base, num, qgpu))
+        # The program (code, kernel table, source, machine description) without the layers,
+        # which live in the shard; an ordinary .qg, validated by qgfile.load on the way back.
+        save(program, os.path.join(tmp, PROGRAM_FILE),
+             extra_meta={k: v for k, v in meta.items() if k not in RESERVED_META})
+        _copy_others(base, tmp, skip={CONFIG, INDEX, *base.shards})
+        _fsync_dir(tmp)
+        os.replace(tmp, outdir)  # an empty OUTDIR is replaced; a non-empty one was refused above
+        _fsync_dir(parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return LinkedCheckpoint(outdir, layers, machine_shard, renamed, machine_bytes)
+
+
+def _write_json(path: str, data: dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
