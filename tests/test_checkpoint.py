@@ -14,7 +14,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np

@@ -74,7 +74,7 @@ def load_checkpoint_program(path: str) -> Program:
     from ..neural.linker import from_tensors
     from ..neural.weights import SHAPES
     from ..program import attach_machine
-    from ..qgfile import code_tensor, content_hash, kernels_json, load
+    from ..qgfile import code_tensor, content_hash, extra_meta_of, kernels_json, load
 
     q = qgpu_section(path)
     qg = load(os.path.join(path, os.path.basename(q["program"])))
@@ -128,7 +128,7 @@ def load_checkpoint_program(path: str) -> Program:
                 tensors[qname + ".val"] = val
         finally:
             os.close(fd)
-    if content_hash(code_tensor(program), kjson, tensors) != q["program_hash"]:
+    if content_hash(code_tensor(program), kjson, tensors, extra_meta_of(qg.meta)) != q["program_hash"]:
         raise _bad(path, "the machine layers do not match qgpu.program_hash (modified or damaged)")
     meta = dict(qg.meta)
     meta["num_layers"] = str(len(q["machine_layers"]))

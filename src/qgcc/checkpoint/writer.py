@@ -117,7 +117,10 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
     first = base.num_layers
     layers = list(range(first, first + num))
     kjson = kernels_json(program.kernels)
-    program_hash = content_hash(code_tensor(program), kjson, tensors)
+    extra_meta = {k: v for k, v in meta.items() if k not in RESERVED_META}
+    # The same hash a .qg of this program and these layers carries (format 2 covers the
+    # linker's metadata too), so the two can be compared.
+    program_hash = content_hash(code_tensor(program), kjson, tensors, extra_meta)
     renamed, machine_shard = shard_names(base)
     heads = ValueHeads(base.value_heads)
     qgpu = {
@@ -162,8 +165,7 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
         _write_json(os.path.join(tmp, CONFIG), patched_config(base, num, qgpu))
         # The program (code, kernel table, source, machine description) without the layers,
         # which live in the shard; an ordinary .qg, validated by qgfile.load on the way back.
-        save(program, os.path.join(tmp, PROGRAM_FILE),
-             extra_meta={k: v for k, v in meta.items() if k not in RESERVED_META})
+        save(program, os.path.join(tmp, PROGRAM_FILE), extra_meta=extra_meta)
         _copy_others(base, tmp, skip={CONFIG, INDEX, *base.shards})
         _fsync_dir(tmp)
         os.replace(tmp, outdir)  # an empty OUTDIR is replaced; a non-empty one was refused above
