@@ -44,6 +44,20 @@ RESERVED_META = ("format", "format_version", "kernels", "lines", "source_name", 
 _FIX = "recompile it with qgcc"
 
 
+def fsync_dir(path: str) -> None:
+    """Make renames in a directory durable; best effort (not every filesystem allows it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 @dataclass
 class QgFile:
     path: str
@@ -119,17 +133,8 @@ class AtomicFiles:
                     os.unlink(backup)
                 except OSError:
                     pass
-        for d in dirs:  # make the renames durable; best effort (not every filesystem allows it)
-            try:
-                fd = os.open(d, os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                os.fsync(fd)
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
+        for d in dirs:  # make the renames durable
+            fsync_dir(d)
 
     @staticmethod
     def _backup(target: str, tmp: str) -> str | None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from .. import __version__
 from ..diagnostics import CheckpointError
+from ..qgfile import fsync_dir
 from ..program import Program
 from .base import CONFIG, INDEX, BaseCheckpoint
 from .geometry import ValueHeads
@@ -167,9 +168,9 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
         # which live in the shard; an ordinary .qg, validated by qgfile.load on the way back.
         save(program, os.path.join(tmp, PROGRAM_FILE), extra_meta=extra_meta)
         _copy_others(base, tmp, skip={CONFIG, INDEX, *base.shards})
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         os.replace(tmp, outdir)  # an empty OUTDIR is replaced; a non-empty one was refused above
-        _fsync_dir(parent)
+        fsync_dir(parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -184,14 +185,3 @@ def _write_json(path: str, data: dict) -> None:
         os.fsync(f.fileno())
 
 
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

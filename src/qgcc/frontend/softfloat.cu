@@ -178,8 +178,8 @@ __device__ unsigned __qg_fsub(unsigned a, unsigned b) {
     return __qg_fadd(a, b ^ 0x80000000u);
 }
 
-/* The high 32 bits of x * y, with the low 32 bits jammed into bit 0. */
-__device__ unsigned __qg_mulhi_jam(unsigned x, unsigned y) {
+/* The high 32 bits of the 64-bit product x * y (the low 32 bits are just x * y). */
+__device__ unsigned __qg_mulhi(unsigned x, unsigned y) {
     unsigned xl = x & 0xFFFFu;
     unsigned xh = x >> 16;
     unsigned yl = y & 0xFFFFu;
@@ -188,9 +188,12 @@ __device__ unsigned __qg_mulhi_jam(unsigned x, unsigned y) {
     unsigned lh = xl * yh;
     unsigned hl = xh * yl;
     unsigned mid = (ll >> 16) + (lh & 0xFFFFu) + (hl & 0xFFFFu);
-    unsigned hi = xh * yh + (lh >> 16) + (hl >> 16) + (mid >> 16);
-    unsigned lo = (mid << 16) | (ll & 0xFFFFu);
-    return hi | (unsigned)(lo != 0u);
+    return xh * yh + (lh >> 16) + (hl >> 16) + (mid >> 16);
+}
+
+/* The high 32 bits of x * y, with the low 32 bits jammed into bit 0. */
+__device__ unsigned __qg_mulhi_jam(unsigned x, unsigned y) {
+    return __qg_mulhi(x, y) | (unsigned)(x * y != 0u);
 }
 
 __device__ unsigned __qg_fmul(unsigned a, unsigned b) {
@@ -358,16 +361,8 @@ __device__ unsigned __qg_fma(unsigned a, unsigned b, unsigned c) {
     /* P = (sigA << 7) * (sigB << 7), a 62-bit product, as pH:pL */
     unsigned x = (sigA | 0x800000u) << 7;
     unsigned y = (sigB | 0x800000u) << 7;
-    unsigned xl = x & 0xFFFFu;
-    unsigned xh = x >> 16;
-    unsigned yl = y & 0xFFFFu;
-    unsigned yh = y >> 16;
-    unsigned ll = xl * yl;
-    unsigned lh = xl * yh;
-    unsigned hl = xh * yl;
-    unsigned mid = (ll >> 16) + (lh & 0xFFFFu) + (hl & 0xFFFFu);
-    unsigned pH = xh * yh + (lh >> 16) + (hl >> 16) + (mid >> 16);
-    unsigned pL = (mid << 16) | (ll & 0xFFFFu);
+    unsigned pH = __qg_mulhi(x, y);
+    unsigned pL = x * y;
     if (pH < 0x20000000u) {
         expP -= 1;
         pH = (pH << 1) | (pL >> 31);
