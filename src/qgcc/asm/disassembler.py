@@ -218,6 +218,8 @@ def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = Tr
             if ins.line != loc:
                 if ins.line is None:
                     out.append("    .loc none")
+                elif ins.line == 0:
+                    out.append("    .loc 0    // (soft-float library)")
                 else:
                     text = p.source_line(ins.line)
                     out.append(f"    .loc {ins.line}" + (f"    // {text}" if text else ""))
@@ -228,6 +230,9 @@ def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = Tr
                 note = ""
                 if ins.op is Op.LDC and ins.imm < len(k.params):
                     note = f"  {k.params[ins.imm].name}"
+                elif ins.op is Op.MOV and ins.use_imm and ins.imm == pc + 2 and i + 1 < len(code) \
+                        and code[i + 1].op is Op.BRA:
+                    note = "  return address (the BRA calls a soft-float routine)"
             else:
                 body = f".word    {encode(ins):#018x}"
                 mnem, ops = format_instr(ins)
