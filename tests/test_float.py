@@ -291,6 +291,7 @@ def test_add_mul_div_run_bit_exact_inside_the_network():
     assert r[:, 2].tolist() == R.binary("/", a, b).tolist()
 
 
+@pytest.mark.slow
 def test_conversions_comparisons_min_max_run_bit_exact_inside_the_network():
     rng = np.random.default_rng(5)
     a, b = R.pairs(rng, 4)
