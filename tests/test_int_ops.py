@@ -53,31 +53,8 @@ U32 = 0xFFFFFFFF
 
 # --- the C model -------------------------------------------------------------------
 
-def to_s32(v: int) -> int:
-    v &= U32
-    return v - (1 << 32) if v & 0x80000000 else v
-
-
-def to_u32(v: int) -> int:
-    return v & U32
-
-
-def trunc_div(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
-
-
-def trunc_mod(a: int, b: int) -> int:
-    return a - trunc_div(a, b) * b
-
-
-def to_char(v: int) -> int:
-    v &= 0xFF
-    return v - 256 if v & 0x80 else v
-
-
-def to_uchar(v: int) -> int:
-    return v & 0xFF
+from models import s8 as to_char, s32 as to_s32, tdiv as trunc_div, tmod as trunc_mod  # noqa: E402
+from models import u8 as to_uchar, u32 as to_u32  # noqa: E402
 
 
 def cast(v: int, ctype: str) -> int:
