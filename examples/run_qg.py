@@ -58,7 +58,8 @@ states = {}
 def row(layer, head, slot, value):                              # one 32-bit cell as a dual-rail row
     st = states.setdefault(layer, torch.zeros(1, 16, 128, 128))
     for i in range(32):
-        st[0, head, slot, 2 * i], st[0, head, slot, 2 * i + 1] = (128.0, 0.0) if (value >> i) & 1 else (0.0, 128.0)
+        v = proto.get("value_level", 128.0)  # the level of a stored rail (older .qg files: 128)
+        st[0, head, slot, 2 * i], st[0, head, slot, 2 * i + 1] = (v, 0.0) if (value >> i) & 1 else (0.0, v)
 def where(idx):
     return cells["first_layer"] + idx // cells["cells_per_layer"], (idx // cells["slots_per_head"]) % 16, idx % 128
 for idx, v in enumerate(memory):

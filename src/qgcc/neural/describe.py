@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..frontend import compile_source
 from .linker import link
+from .weights import READ_ADD, VALUE_LEVEL
 
 REFERENCE_KERNEL = "__global__ void k(int *a) { a[threadIdx.x] = threadIdx.x; }"
 
@@ -40,6 +41,14 @@ def render() -> str:
             groups[key] = groups.get(key, 0) + 1
         desc = ", ".join(f"{k} x{v}" if v > 1 else k for k, v in groups.items()) or "-"
         lines.append(f"| {L['layer']} | {desc} | {L['mlp_units']} | {L['gates']} |")
+    b = cm.layout["numerics"]
+    lines += ["", "Numerics of these weights (checked by `qgcc.neural.numerics` at every link):", "",
+              f"* largest projection weight: {b['largest_weight']:.0f}",
+              f"* largest possible partial sum of any row, any order: {b['largest_sum']:.0f} "
+              f"(float32 holds every integer below 2^24 = {2 ** 24}: a margin of "
+              f"{2 ** 24 / b['largest_sum']:.2f}x)",
+              f"* largest possible MLP activation: {b['largest_activation']:.0f}",
+              f"* stored value level: {VALUE_LEVEL!r} (a read adds exactly {READ_ADD:g})"]
     lines += ["", "Residual state fields (every other dimension is scratch, reused within a step):", "",
               "| field | bits | residual dims |", "|---|---|---|"]
     for name, dims in cm.fields.items():

@@ -153,21 +153,21 @@ class FastMachine:
         self.layers = [FastLayer(lw, self.device) for lw in layers]
         self.states = None
 
-    def reset(self, recurrent_init: dict[int, torch.Tensor] | None = None) -> None:
+    def reset(self, recurrent_init: dict[int, np.ndarray] | None = None) -> None:
         recurrent_init = recurrent_init or {}
         self.states = []
         for i in range(len(self.layers)):
             s0 = recurrent_init.get(i)
             s = torch.zeros(HEADS, HEAD_DIM, HEAD_DIM, device=self.device) if s0 is None else \
-                s0.to(self.device, torch.float32).reshape(HEADS, HEAD_DIM, HEAD_DIM).clone()
+                torch.tensor(np.asarray(s0, np.float32).reshape(HEADS, HEAD_DIM, HEAD_DIM), device=self.device)
             self.states.append(s)
 
-    def recurrent_state(self, layer: int) -> torch.Tensor:
-        return self.states[layer]
+    def recurrent_state(self, layer: int) -> np.ndarray:
+        return self.states[layer].cpu().numpy()
 
     @torch.no_grad()
-    def step(self, h: torch.Tensor) -> torch.Tensor:
-        x = h.to(self.device, torch.float32).reshape(HIDDEN)
+    def step(self, h: np.ndarray) -> np.ndarray:
+        x = torch.from_numpy(np.ascontiguousarray(h, np.float32).reshape(HIDDEN)).to(self.device)
         for layer, st in zip(self.layers, self.states):
             x = layer.forward(x, st)
-        return x
+        return x.cpu().numpy()

@@ -69,7 +69,7 @@ class HFMachine:
         self.cache = None
         self.position = 0
 
-    def reset(self, recurrent_init: dict[int, torch.Tensor] | None = None) -> None:
+    def reset(self, recurrent_init: dict[int, np.ndarray] | None = None) -> None:
         """A fresh cache whose every layer starts from its documented initial state.
 
         Each layer's conv state starts at zero and its recurrent state at
@@ -87,19 +87,21 @@ class HFMachine:
             self.cache.update_conv_state(torch.zeros(1, conv_dim, CONV, device=self.device), i)
             s0 = torch.zeros(1, nv, HEAD_DIM, HEAD_DIM)
             if recurrent_init.get(i) is not None:
-                s0[0, used] = recurrent_init[i].to(torch.float32).reshape(HEADS, HEAD_DIM, HEAD_DIM)
+                s0[0, used] = torch.from_numpy(np.asarray(recurrent_init[i], np.float32)).reshape(
+                    HEADS, HEAD_DIM, HEAD_DIM)
             self.cache.update_recurrent_state(s0.to(self.device), i)
 
-    def recurrent_state(self, layer: int) -> torch.Tensor:
+    def recurrent_state(self, layer: int) -> np.ndarray:
         nv = self.heads.count
-        return self.cache.layers[layer].recurrent_states[0].reshape(nv, HEAD_DIM, HEAD_DIM)[self.heads.head_map]
+        s = self.cache.layers[layer].recurrent_states[0].reshape(nv, HEAD_DIM, HEAD_DIM)[self.heads.head_map]
+        return s.cpu().numpy()
 
     @torch.no_grad()
-    def step(self, h: torch.Tensor) -> torch.Tensor:
-        x = h.reshape(1, 1, HIDDEN).to(self.device, torch.float32)
+    def step(self, h: np.ndarray) -> np.ndarray:
+        x = torch.from_numpy(np.ascontiguousarray(h, np.float32)).reshape(1, 1, HIDDEN).to(self.device)
         pos = torch.tensor([[self.position]], device=self.device)
         pe = self.rotary(x, pos)
         for layer in self.layers:
             x = layer(x, position_embeddings=pe, position_ids=pos, cache=self.cache)
         self.position += 1
-        return x.reshape(HIDDEN)
+        return x.reshape(HIDDEN).cpu().numpy()

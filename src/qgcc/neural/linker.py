@@ -9,6 +9,7 @@ metadata (SHAPES in weights.py).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -16,9 +17,10 @@ import numpy as np
 
 from ..isa import encode
 from ..program import Program
+from . import numerics
 from .machine import build_machine
 from .schedule import CapacityError, Placement, place
-from .weights import SHAPES, LayerWeights, SparseTensor, build_weights
+from .weights import SHAPES, VALUE_LEVEL, LayerWeights, SparseTensor, build_weights
 
 MAX_LAYERS = 45
 
@@ -33,6 +35,9 @@ class CompiledMachine:
     # Value heads of the stock layers that hold the machine (a checkpoint may have 32; the
     # machine's 16 memory heads then sit on every other one: qgcc.checkpoint.geometry).
     value_heads: int = 16
+    # Level of a stored value rail (docs/protocol.md); .qg files linked before the exact
+    # encoding used 128 and run only on the torch path.
+    value_level: float = VALUE_LEVEL
 
     @property
     def num_layers(self) -> int:
@@ -52,6 +57,7 @@ def link(program: Program, min_layers: int = 16) -> CompiledMachine:
     if pl is None:
         raise CapacityError(f"the machine does not fit in {MAX_LAYERS} layers: {err}")
     layers = build_weights(m.net, pl)
+    bounds = numerics.check(layers)
     fields = {name: [pl.dim[s] for s in sigs] for name, sigs in m.fields.items()}
     fields["one"] = [pl.dim[m.net.ONE]]
     head_of = {mi: (L, h) for L, hs in enumerate(pl.layer_heads) for h, mi in enumerate(hs)}
@@ -62,6 +68,7 @@ def link(program: Program, min_layers: int = 16) -> CompiledMachine:
                     "mlp_units": pl.units_used[L], "gates": len(pl.layer_gates[L])} for L in range(pl.num_layers)],
         "fields": fields,
         "heads": {k: list(v) for k, v in heads.items()},
+        "numerics": dataclasses.asdict(bounds),
     }
     return CompiledMachine(layers, fields, heads["params"], [encode(i) for i in program.code], layout)
 
@@ -85,7 +92,7 @@ def to_tensors(cm: CompiledMachine) -> tuple[dict[str, np.ndarray], dict[str, st
         "protocol": json.dumps({
             "fields": cm.fields, "phases": list(PHASES), "faults": list(FAULTS),
             "cells": {"first_layer": L_MEM0, "cells_per_layer": CELLS_PER_LAYER, "slots_per_head": 128},
-            "params": list(cm.param_head), "one": 8.0, "zero": -8.0,
+            "params": list(cm.param_head), "one": 8.0, "zero": -8.0, "value_level": VALUE_LEVEL,
         }),
     }
     return tensors, meta
@@ -98,11 +105,9 @@ def from_tensors(tensors: dict[str, np.ndarray], meta: dict[str, str], code: lis
     for i in range(n):
         ts = {}
         for name, shape in SHAPES.items():
-            st = SparseTensor(shape)
-            idx = tensors[f"layers.{i}.{name}.idx"]
-            val = tensors[f"layers.{i}.{name}.val"]
-            st.entries = dict(zip(idx.tolist(), val.tolist()))
-            ts[name] = st
+            ts[name] = SparseTensor.from_arrays(shape, tensors[f"layers.{i}.{name}.idx"],
+                                                tensors[f"layers.{i}.{name}.val"])
         layers.append(LayerWeights("linear_attention", ts, 0, 0))
     fields = {k: list(v) for k, v in mach["fields"].items()}
-    return CompiledMachine(layers, fields, tuple(mach["param_head"]), code, mach["layout"])
+    level = json.loads(meta["protocol"]).get("value_level", 128.0) if "protocol" in meta else 128.0
+    return CompiledMachine(layers, fields, tuple(mach["param_head"]), code, mach["layout"], value_level=level)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 Sig = int  # index into Netlist.nodes
+WORD_BITS = 32  # widest word one memory head stores (see Netlist.memory)
 
 
 @dataclass(frozen=True)
@@ -159,9 +160,21 @@ class Netlist:
 
     def memory(self, name: str, layer: int, write_keys: list[Pattern], read_keys: list[Pattern],
                value: list[Sig], outputs: list[Sig] | None = None) -> list[Sig]:
-        """Add one DeltaNet head; `outputs` joins an existing read bus instead of a new one."""
+        """Add one DeltaNet head; `outputs` joins an existing read bus instead of a new one.
+
+        A word wider than WORD_BITS is stored in several heads with the same keys (one
+        slice each): a row's read is exact only with a fixed number of nonzero rails
+        (weights.VALUE_RAILS), which a dual-rail word of more than 32 bits exceeds.
+        """
         width = len(value)
-        assert width <= 64 and len(write_keys) <= 128 and len(read_keys) <= 128
+        if width > WORD_BITS:
+            outs: list[Sig] = []
+            for part, lo in enumerate(range(0, width, WORD_BITS)):
+                hi = min(width, lo + WORD_BITS)
+                outs += self.memory(f"{name}.{part}", layer, write_keys, read_keys, value[lo:hi],
+                                    None if outputs is None else outputs[lo:hi])
+            return outs
+        assert len(write_keys) <= 128 and len(read_keys) <= 128
         m = Memory(name, layer, write_keys, read_keys, value, width)
         self.memories.append(m)
         idx = len(self.memories) - 1

@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from ..isa import Op, decode
 from ..runtime.launch import Launch, memory_map
@@ -23,7 +22,7 @@ from ..trace import (BarrierFault, Fault, MemAccess, MemoryFault, RegWrite, Stat
 from .linker import CompiledMachine
 from .machine import NWARP, PHASES, W, cell_location
 from .schedule import HIDDEN
-from .weights import HEAD_DIM
+from .weights import HEAD_DIM, VALUE_LEVEL
 
 
 @dataclass
@@ -38,30 +37,44 @@ def _bits(v: int, width: int) -> list[int]:
     return [(v >> i) & 1 for i in range(width)]
 
 
+def network_for(cm: CompiledMachine, engine: str, device: str):
+    """The layer implementation that runs `cm`: transformers' modules for `hf`; for `neural`
+    the compiled C step on the CPU when its load-time checks pass, else the torch path."""
+    if engine == "hf":
+        from .hf import HFMachine
+        return HFMachine(cm.layers, device, value_heads=cm.value_heads)
+    if device == "cpu" and cm.value_level == VALUE_LEVEL:
+        from .cstep import CStepNetwork, Unsupported
+        try:
+            return CStepNetwork(cm.layers, cm.fields["one"][0])
+        except Unsupported:
+            pass
+    from .fast import FastMachine
+    return FastMachine(cm.layers, device)
+
+
 class Host:
-    def __init__(self, cm: CompiledMachine, engine: str = "neural", device: str = "cpu"):
+    def __init__(self, cm: CompiledMachine, engine: str = "neural", device: str = "cpu", net=None):
         self.cm = cm
         self.fields = cm.fields  # name -> list of dims
-        if engine == "hf":
-            from .hf import HFMachine
-            self.net = HFMachine(cm.layers, device, value_heads=cm.value_heads)
-        else:
-            from .fast import FastMachine
-            self.net = FastMachine(cm.layers, device)
+        self._dims = {k: np.asarray(v, dtype=np.int64) for k, v in cm.fields.items()}
+        self._pow = {k: (1 << np.arange(len(v), dtype=np.int64)) for k, v in cm.fields.items()}
+        self.net = net if net is not None else network_for(cm, engine, device)
 
     # ---- encoding and decoding of residual fields ----
-    def put(self, h: torch.Tensor, name: str, value: int) -> None:
+    def put(self, h: np.ndarray, name: str, value: int) -> None:
         dims = self.fields[name]
         for d, b in zip(dims, _bits(value, len(dims))):
             h[d] = 8.0 if b else -8.0
 
-    def get(self, h: torch.Tensor, name: str) -> int:
-        dims = self.fields[name]
-        bits = (h[dims] > 0).tolist()
-        return sum(1 << i for i, b in enumerate(bits) if b)
+    def get(self, h: np.ndarray, name: str) -> int:
+        """A field's value, decoded by sign."""
+        return int((h[self._dims[name]] > 0) @ self._pow[name])
 
-    def initial(self, launch: Launch) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
-        h = torch.full((HIDDEN,), -8.0)
+    def initial(self, launch: Launch) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """The first input and the initial recurrent states (numpy float32; every network
+        implementation takes and returns numpy, so the C path never imports torch)."""
+        h = np.full(HIDDEN, -8.0, dtype=np.float32)
         self.put(h, "one", 1)
         k = launch.kernel
         bx, by, bz = launch.block
@@ -73,14 +86,15 @@ class Host:
         for name, v in consts.items():
             self.put(h, name, v)
         # Recurrent states: memory cells and the parameter bank, as dual-rail rows.
-        init: dict[int, torch.Tensor] = {}
+        init: dict[int, np.ndarray] = {}
+        level = self.cm.value_level
 
         def row(layer: int, head: int, slot: int, value: int) -> None:
-            st = init.setdefault(layer, torch.zeros(16, HEAD_DIM, HEAD_DIM))
+            st = init.setdefault(layer, np.zeros((16, HEAD_DIM, HEAD_DIM), np.float32))
             for i in range(32):
                 b = (value >> i) & 1
-                st[head, slot, 2 * i] = 128.0 * b
-                st[head, slot, 2 * i + 1] = 128.0 * (1 - b)
+                st[head, slot, 2 * i] = level * b
+                st[head, slot, 2 * i + 1] = level * (1 - b)
         for idx, v in enumerate(launch.memory.tolist()):
             row(*cell_location(idx), int(v))
         pl, ph = self.cm.param_head
@@ -88,13 +102,18 @@ class Host:
             row(pl, ph, j, v)
         return h, init
 
-    def read_cell(self, index: int) -> int:
-        layer, head, slot = cell_location(index)
-        S = self.net.recurrent_state(layer)[head, slot]
-        pos = S[0:64:2]
-        negr = S[1:64:2]
-        bits = (pos > negr).tolist()
-        return sum(1 << i for i, b in enumerate(bits) if b)
+    def read_cells(self, count: int) -> np.ndarray:
+        """Cells 0..count-1 from the memory states: bit i is rail 2i > rail 2i+1."""
+        out = np.zeros(count, dtype=np.uint32)
+        pow2 = (1 << np.arange(32, dtype=np.uint64))
+        states: dict[int, np.ndarray] = {}
+        for index in range(count):
+            layer, head, slot = cell_location(index)
+            if layer not in states:
+                states[layer] = self.net.recurrent_state(layer)
+            row = states[layer][head, slot]
+            out[index] = int((row[0:64:2] > row[1:64:2]) @ pow2)
+        return out
 
     def run(self, launch: Launch, max_steps: int = 1_000_000, on_step=None) -> NeuralResult:
         t0 = time.perf_counter()
@@ -107,57 +126,58 @@ class Host:
         netsteps = 0
         gx, gy, _ = launch.grid
         last_active: dict[tuple[int, int], int] = {}
+        hd = h
         while True:
-            block = self.get(h, "ctax") + gx * (self.get(h, "ctay") + gy * self.get(h, "ctaz"))
-            phase_in = self.get(h, "phase")
-            wait_in = self.get(h, "wait")
+            block = self.get(hd, "ctax") + gx * (self.get(hd, "ctay") + gy * self.get(hd, "ctaz"))
+            phase_in = self.get(hd, "phase")
+            wait_in = self.get(hd, "wait")
             if instr_steps >= max_steps and phase_in == 1 << PHASES.index("run"):
                 raise self._step_limit(h, block, max_steps, instr_steps, launch)
-            h = self.net.step(h)
+            h = hd = self.net.step(h)
             netsteps += 1
             if netsteps > 64 * max_steps + 10_000:
                 raise StepLimitFault("the network did not halt", step=instr_steps)
-            flt = self.get(h, "fault")
+            flt = self.get(hd, "fault")
             if phase_in == 1 << PHASES.index("run"):
-                pc, act, warp = self.get(h, "tr_pc"), self.get(h, "tr_act"), self.get(h, "tr_w")
+                pc, act, warp = self.get(hd, "tr_pc"), self.get(hd, "tr_act"), self.get(hd, "tr_w")
                 if flt:
-                    raise self._fault(flt, h, block, warp, pc, launch, act, instr_steps)
+                    raise self._fault(flt, hd, block, warp, pc, launch, act, instr_steps)
                 if rec is None:
                     rec = StepRecord(step=instr_steps, block=block, warp=warp, pc=pc, active=act)
-                lane = self.get(h, "tr_lane")
+                lane = self.get(hd, "tr_lane")
                 ins = code[pc]
-                wb_en = self.get(h, "wb_en")
-                wb_rd = self.get(h, "wb_rd")
+                wb_en = self.get(hd, "wb_en")
+                wb_rd = self.get(hd, "wb_rd")
                 for l in range(W):
                     if (wb_en >> l) & 1:
-                        rec.writes.append(RegWrite(l, wb_rd, self.get(h, f"wb_val{l}")))
-                if self.get(h, "tr_ld"):
-                    addr = self.get(h, "tr_addr")
+                        rec.writes.append(RegWrite(l, wb_rd, self.get(hd, f"wb_val{l}")))
+                if self.get(hd, "tr_ld"):
+                    addr = self.get(hd, "tr_addr")
                     if ins.op is Op.LD:
-                        rec.mem.append(MemAccess(lane, "ld", addr, self.get(h, f"wb_val{lane}")))
+                        rec.mem.append(MemAccess(lane, "ld", addr, self.get(hd, f"wb_val{lane}")))
                         stats.loads += 1
-                if self.get(h, "mw_en"):
-                    addr = self.get(h, "tr_addr")
+                if self.get(hd, "mw_en"):
+                    addr = self.get(hd, "tr_addr")
                     kind = "atom" if ins.op is Op.ATOM else "st"
-                    rec.mem.append(MemAccess(lane, kind, addr, self.get(h, "mw_val")))
+                    rec.mem.append(MemAccess(lane, kind, addr, self.get(hd, "mw_val")))
                     if kind == "atom":
                         stats.atomics += 1
                     else:
                         stats.stores += 1
-                if self.get(h, "tr_done"):
-                    self._finish(rec, h, last_active, stats)
-                    if self.get(h, "wait") == 0 and (wait_in or ins.op is Op.BAR):
+                if self.get(hd, "tr_done"):
+                    self._finish(rec, hd, last_active, stats)
+                    if self.get(hd, "wait") == 0 and (wait_in or ins.op is Op.BAR):
                         rec.barrier = "release"  # every live lane had arrived: the network freed them
                     if on_step is not None:
                         on_step(rec)
                     rec = None
                     instr_steps += 1
             elif flt:
-                raise self._fault(flt, h, block, None, None, launch, None, instr_steps)
-            if self.get(h, "phase") == 1 << PHASES.index("halt"):
+                raise self._fault(flt, hd, block, None, None, launch, None, instr_steps)
+            if self.get(hd, "phase") == 1 << PHASES.index("halt"):
                 break
         stats.steps = stats.warp_instructions = instr_steps
-        mem = np.array([self.read_cell(i) for i in range(len(launch.memory))], dtype=np.uint32)
+        mem = self.read_cells(len(launch.memory))
         return NeuralResult(mem, stats, netsteps, time.perf_counter() - t0)
 
     def _finish(self, rec: StepRecord, h, last_active, stats: Stats) -> None:

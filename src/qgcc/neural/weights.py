@@ -11,7 +11,11 @@ Conventions (docs/architecture.md has the derivations):
   pass-through unit);
 * a DeltaNet head is a 128-slot memory: keys and queries are AND-decoders
   (pre-activation 128 on a match, <= -128 otherwise), values dual-rail
-  (128*b, 128*(1-b)), beta = sigmoid(128) = 1, decay exp(-exp(-1000)*...) = 1.
+  (V*b, V*(1-b)) with V = VALUE_LEVEL, padded to VALUE_RAILS nonzero entries,
+  beta = sigmoid(128) = 1, decay exp(-exp(-1000)*...) = 1;
+* every value the network forms is then exactly representable: a read adds exactly
+  16 (see `value_level`), so the residual is exactly +-8 after every sublayer and every
+  product and sum is exact in any order (docs/architecture.md, "Numerics").
 
 Tensors are kept sparse (flat index, value) because a dense layer is ~200 MB.
 """
@@ -27,9 +31,38 @@ from .netlist import Gate, Netlist, Step, Table
 from .schedule import HEADS, HIDDEN, UNITS, Placement
 
 K = 256.0  # step sharpness: pre-activations are multiples of K
-KEY = 128.0  # key/value pre-activation level
+KEY = 128.0  # key/query pre-activation level (and the z gate: silu(128) == 128)
 HEAD_DIM = 128
 CONV = 4
+VALUE_RAILS = 32  # nonzero entries of every stored row (dual-rail bits + constant pad rails)
+READ_ADD = 16.0  # what a read of a 1 bit adds to its residual dimension (-8 -> +8)
+
+
+def value_level(head_dim: int = HEAD_DIM) -> float:
+    """The stored level V of a value rail, chosen so that a read is exact in float32.
+
+    A read is o = S^T q with q the one-hot query after the stock L2 norm (exactly 1.0)
+    divided by sqrt(head_dim): o = V * fl(1/sqrt(128)).  With V = 128 that product is
+    11.3137..., and the gated RMSNorm after it leaves a read of 15.999999 instead of 16,
+    which makes later sums depend on their order.  V is the float32 next to
+    16 * sqrt(128) whose product with fl(1/sqrt(128)) rounds to exactly 16.  Then every
+    stored row has VALUE_RAILS = 32 entries of 16 and 96 zeros, its mean square is
+    exactly 64, rsqrt(64 + 1e-6) is exactly 1/8, each rail reads back as exactly 2, the
+    z gate multiplies by silu(128) = 128 and out_proj by 1/16: exactly 16.
+    """
+    import numpy as np
+
+    scale = np.float32(1.0) / np.float32(head_dim ** 0.5)
+    guess = np.float32(16.0 / float(scale))
+    bits = guess.view(np.int32)
+    for k in sorted(range(-16, 17), key=abs):
+        v = np.int32(bits + k).view(np.float32)
+        if np.float32(v * scale) == np.float32(16.0):
+            return float(v)
+    raise AssertionError("no float32 value level reads back as exactly 16")
+
+
+VALUE_LEVEL = value_level()  # 181.01934814453125
 
 SHAPES = {
     "input_layernorm.weight": (HIDDEN,),
@@ -50,11 +83,41 @@ SHAPES = {
 
 
 class SparseTensor:
-    """Entries of a mostly-zero tensor; `dense()` rebuilds it (the documented rule)."""
+    """Entries of a mostly-zero tensor; `dense()` rebuilds it (the documented rule).
+
+    Built entry by entry at link time (a dict), or loaded as sorted (index, value) arrays
+    from a .qg or checkpoint; the dict is made only if a loaded tensor is edited, so
+    loading a network costs no per-entry Python work.
+    """
 
     def __init__(self, shape: tuple[int, ...]):
         self.shape = shape
-        self.entries: dict[int, float] = {}
+        self._entries: dict[int, float] | None = {}
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def from_arrays(cls, shape: tuple[int, ...], idx: np.ndarray, val: np.ndarray) -> "SparseTensor":
+        st = cls(shape)
+        order = np.argsort(idx, kind="stable")
+        keep = val[order] != 0
+        st._entries = None
+        st._arrays = (np.asarray(idx, np.int64)[order][keep], np.asarray(val, np.float32)[order][keep])
+        return st
+
+    @property
+    def entries(self) -> dict[int, float]:
+        if self._entries is None:
+            idx, val = self._arrays
+            self._entries = dict(zip(idx.tolist(), val.tolist()))
+        self._arrays = None  # the dict may now change
+        return self._entries
+
+    @entries.setter
+    def entries(self, value: dict[int, float]) -> None:
+        self._entries, self._arrays = value, None
+
+    def __len__(self) -> int:
+        return len(self._arrays[0]) if self._arrays is not None else len(self._entries)
 
     def set(self, index: tuple[int, ...], value: float) -> None:
         flat = int(np.ravel_multi_index(index, self.shape))
@@ -65,17 +128,21 @@ class SparseTensor:
 
     def add(self, index: tuple[int, ...], value: float) -> None:
         flat = int(np.ravel_multi_index(index, self.shape))
-        v = self.entries.get(flat, 0.0) + value
+        entries = self.entries
+        v = entries.get(flat, 0.0) + value
         if v == 0:
-            self.entries.pop(flat, None)
+            entries.pop(flat, None)
         else:
-            self.entries[flat] = v
+            entries[flat] = v
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        idx = np.fromiter(self.entries.keys(), dtype=np.int64, count=len(self.entries))
-        val = np.fromiter(self.entries.values(), dtype=np.float32, count=len(self.entries))
-        order = np.argsort(idx)
-        return idx[order], val[order]
+        if self._arrays is None:
+            e = self._entries
+            idx = np.fromiter(e.keys(), dtype=np.int64, count=len(e))
+            val = np.fromiter(e.values(), dtype=np.float32, count=len(e))
+            order = np.argsort(idx)
+            self._arrays = (idx[order], val[order])
+        return self._arrays
 
     def dense(self) -> np.ndarray:
         idx, val = self.arrays()
@@ -178,15 +245,19 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
                     qkv.add((row, one), KEY * (1 - len(pat)))
             vbase = 2 * HEADS * HEAD_DIM + h * HEAD_DIM
             for i, x in enumerate(m.value):
-                qkv.set((vbase + 2 * i, pl.dim[x]), KEY)
-                qkv.set((vbase + 2 * i + 1, pl.dim[x]), -KEY)
+                qkv.set((vbase + 2 * i, pl.dim[x]), VALUE_LEVEL)
+                qkv.set((vbase + 2 * i + 1, pl.dim[x]), -VALUE_LEVEL)
+            # Constant rails bring every stored row to VALUE_RAILS nonzero entries, so that
+            # the read's mean square (and with it the gated RMSNorm) is the same exact constant.
+            for p in range(VALUE_RAILS - m.width):
+                qkv.set((vbase + 2 * m.width + p, one), VALUE_LEVEL)
             bproj.set((h, one), KEY)
             for e in range(HEAD_DIM):
                 z.set((h * HEAD_DIM + e, one), KEY)
-            # A stored 1 reads back (after the gated RMSNorm) as sqrt(128/width) * silu(128).
-            level = math.sqrt(HEAD_DIM / m.width) * KEY
+            # A stored 1 reads back (after the gated RMSNorm) as sqrt(128/32) * silu(128) = 256.
+            level = math.sqrt(HEAD_DIM / VALUE_RAILS) * KEY
             for i, o in enumerate(m.outputs):
-                out.set((pl.dim[o], h * HEAD_DIM + 2 * i), 16.0 / level)
+                out.set((pl.dim[o], h * HEAD_DIM + 2 * i), READ_ADD / level)
         units_used = u
         layers.append(LayerWeights("linear_attention", t, units_used, len(pl.layer_heads[L])))
     return layers

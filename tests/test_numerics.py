@@ -1,0 +1,151 @@
+"""The network's numbers are exact by construction, so every engine computes the same bits.
+
+The invariant (docs/architecture.md, "Numerics"): at every RMSNorm the residual is exactly
++-8 in every dimension, and every sum the layers form is an exact integer below 2^24.
+From it follows that the compiled C step (docs/engines.md), which adds in another order
+and skips exact zeros, reproduces transformers' hidden and recurrent states bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qgcc.frontend import compile_source
+from qgcc.neural import numerics
+from qgcc.neural.cstep import CStepNetwork, StepError, Unsupported, library
+from qgcc.neural.fast import FastMachine
+from qgcc.neural.hf import HFMachine
+from qgcc.neural.linker import link
+from qgcc.neural.runner import Host, network_for
+from qgcc.neural.weights import READ_ADD, VALUE_LEVEL
+from qgcc.runtime.launch import make_launch
+
+SMALL = "__global__ void k(int *a, int n) { int i = threadIdx.x; if (i < n) a[i] = a[i] * 3 + i; }"
+FLOATY = "__global__ void f(float *x, int n) { int i = threadIdx.x; if (i < n) x[i] = x[i] + 0.75f; }"
+_CACHE: dict[str, tuple] = {}
+
+
+def linked(src: str):
+    if src not in _CACHE:
+        prog = compile_source(src, "k.cu")
+        _CACHE[src] = (prog, link(prog))
+    return _CACHE[src]
+
+
+def start(src: str, arrays: dict, scalars: dict):
+    prog, cm = linked(src)
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), scalars, arrays)
+    host = Host(cm, net=FastMachine(cm.layers))
+    h, init = host.initial(launch)
+    return cm, host, h, init
+
+
+def halted(host: Host, h) -> bool:
+    return host.get(h, "phase") == 8 or host.get(h, "fault") != 0
+
+
+@pytest.mark.parametrize("src,arrays,scalars", [
+    (SMALL, {"a": np.array([5, -2, 7, 9], np.int32)}, {"n": 3}),
+    (FLOATY, {"x": np.array([0.5, -2.25, 3e-39, 7.0], np.float32)}, {"n": 4}),
+])
+def test_residual_is_exactly_plus_minus_8_after_every_sublayer_of_every_step(src, arrays, scalars):
+    """Checked on the torch path, which runs the stock operations one by one."""
+    cm, host, h, init = start(src, arrays, scalars)
+    net = host.net
+    net.reset(init)
+    import torch
+
+    x = torch.from_numpy(h)
+    steps = 0
+    while True:
+        for i, (layer, state) in enumerate(zip(net.layers, net.states)):
+            for part in ("mix", "mlp"):
+                x = layer.mix(x, state) if part == "mix" else layer.mlp(x)
+                off = (x.abs() != 8.0).nonzero().flatten().tolist()
+                assert not off, f"step {steps}, layer {i} {part}: dims {off[:5]} = {x[off[:5]].tolist()}"
+        steps += 1
+        if halted(host, x.numpy()):
+            break
+    assert steps > 20
+
+
+def test_every_read_adds_exactly_16():
+    assert READ_ADD == 16.0
+    scale = np.float32(1.0) / np.float32(128 ** 0.5)
+    assert np.float32(np.float32(VALUE_LEVEL) * scale) == np.float32(16.0)
+
+
+@pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
+def test_compiled_step_equals_transformers_modules_in_every_hidden_and_recurrent_state():
+    """The strongest check: every step's output and every layer's recurrent state, as bits."""
+    cm, host, h, init = start(SMALL, {"a": np.array([5, -2, 7, 9], np.int32)}, {"n": 3})
+    c, hf = CStepNetwork(cm.layers, cm.fields["one"][0]), network_for(cm, "hf", "cpu")
+    assert isinstance(hf, HFMachine)
+    c.reset(init)
+    hf.reset(init)
+    hc = hh = h
+    steps = 0
+    while not halted(host, hc):
+        hc, hh = c.step(hc), hf.step(hh)
+        steps += 1
+        assert np.array_equal(hc.view(np.uint32), hh.view(np.uint32)), f"hidden state differs at step {steps}"
+        for L in range(cm.num_layers):
+            assert np.array_equal(c.recurrent_state(L).view(np.uint32), hf.recurrent_state(L).view(np.uint32)), \
+                f"recurrent state of layer {L} differs at step {steps}"
+    assert steps > 20
+
+
+@pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
+@pytest.mark.parametrize("src,arrays,scalars", [
+    (FLOATY, {"x": np.array([0.5, -2.25, 3e-39, 7.0], np.float32)}, {"n": 4}),
+])
+def test_compiled_step_equals_the_torch_path_on_a_float_kernel(src, arrays, scalars):
+    cm, host, h, init = start(src, arrays, scalars)
+    c, t = CStepNetwork(cm.layers, cm.fields["one"][0]), host.net
+    c.reset(init)
+    t.reset(init)
+    hc = ht = h
+    steps = 0
+    while not halted(host, hc):
+        hc, ht = c.step(hc), t.step(ht)
+        steps += 1
+        assert np.array_equal(hc.view(np.uint32), ht.view(np.uint32)), f"hidden state differs at step {steps}"
+    for L in range(cm.num_layers):
+        assert np.array_equal(c.recurrent_state(L).view(np.uint32), t.recurrent_state(L).view(np.uint32))
+
+
+@pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
+def test_compiled_step_refuses_a_residual_that_is_not_exact():
+    cm, host, h, init = start(SMALL, {"a": np.zeros(4, np.int32)}, {"n": 3})
+    c = CStepNetwork(cm.layers, cm.fields["one"][0])
+    c.reset(init)
+    h = h.copy()
+    h[cm.fields["gx"][0]] = 7.999999
+    with pytest.raises(StepError, match="not exactly"):
+        c.step(h)
+
+
+def test_a_weight_property_the_compiled_step_needs_sends_it_to_the_torch_path():
+    prog, cm = linked(SMALL)
+    import copy
+
+    broken = copy.deepcopy(cm)
+    conv = broken.layers[5].tensors["linear_attn.conv1d.weight"]
+    conv.set((0, 0, 0), 0.5)  # a nonzero earlier conv tap: the output depends on past steps
+    with pytest.raises(Unsupported, match="conv taps"):
+        CStepNetwork(broken.layers, broken.fields["one"][0])
+    assert isinstance(network_for(broken, "neural", "cpu"), FastMachine)
+
+
+def test_link_checks_every_sum_stays_below_2_to_the_24():
+    prog, cm = linked(SMALL)
+    b = numerics.check(cm.layers)
+    assert 0 < b.largest_sum < 2 ** 24 and b.largest_weight <= b.largest_sum
+    assert cm.layout["numerics"]["largest_sum"] == b.largest_sum
+    import copy
+
+    broken = copy.deepcopy(cm.layers)
+    broken[2].tensors["mlp.gate_proj.weight"].add((7, 0), 2.0 ** 24)
+    with pytest.raises(numerics.NumericsError, match="2\\^24"):
+        numerics.check(broken)
