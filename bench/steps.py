@@ -1,10 +1,15 @@
-"""Steps per second of the ref, neural and hf engines on the samples (CPU; CUDA when present).
+"""Steps per second of every engine on the samples' short launches, in one run (CPU; CUDA when present).
 
     python bench/steps.py [--hf-steps 20] [--samples vadd,reduce]
 
-Prints, per sample: warp instructions, network steps, steps/s for each engine and the
-ratio neural/ref.  The hf engine (transformers' own layers) is timed on its first
---hf-steps network steps only: it is about 0.5 s per step on a CPU.
+Per sample: warp instructions, network steps, then
+  ref instr/s     the reference emulator
+  neural/s        `--engine neural` as qgrun runs it (the compiled C step on the CPU)
+  torch/s         the engine's torch path (stock operations, all-zero blocks skipped:
+                  the `neural` engine before the C step; what CUDA runs)
+  hf/s            transformers' own modules, timed on the first --hf-steps steps only
+and the ratios neural/hf, neural/torch and neural/ref (network steps per warp instruction
+of the emulator).  Every engine's buffers are checked against the emulator's.
 """
 import argparse, sys, time
 from pathlib import Path
@@ -16,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from test_neural import CASES  # noqa: E402  (small launches of every sample)
 from qgcc.frontend import compile_source  # noqa: E402
+from qgcc.neural.fast import FastMachine  # noqa: E402
 from qgcc.neural.linker import link  # noqa: E402
 from qgcc.neural.runner import Host  # noqa: E402
 from qgcc.ref.emulator import run as ref_run  # noqa: E402
@@ -25,21 +31,25 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--hf-steps", type=int, default=20)
 ap.add_argument("--samples", default=",".join(sorted(CASES)))
 args = ap.parse_args()
-devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-print(f"{'sample':10} {'instr':>6} {'netstep':>7} {'ref/s':>9} " +
-      " ".join(f"{'neural-' + d + '/s':>15}" for d in devices) + f" {'hf-cpu/s':>9} {'neural/ref':>10}")
+torch.set_num_threads(1)
+cuda = torch.cuda.is_available()
+print(f"{'sample':10} {'instr':>6} {'netstep':>7} {'ref instr/s':>11} {'neural/s':>9} {'torch/s':>8} "
+      f"{'hf/s':>6} {'neural/hf':>9} {'neural/torch':>12} {'neural/ref':>10}" + ("  cuda/s" if cuda else ""))
 for name in args.samples.split(","):
     grid, block, scalars, arrays = CASES[name]
     prog = compile_source((ROOT / "samples" / f"{name}.cu").read_text(), name)
     cm = link(prog)
     mk = lambda: make_launch(prog, prog.kernels[0], grid, block, scalars, {k: v.copy() for k, v in arrays.items()})
     t = time.perf_counter(); r = ref_run(mk()); t_ref = time.perf_counter() - t
-    rates = []
-    for d in devices:
-        host = Host(cm, "neural", d)
-        t = time.perf_counter(); n = host.run(mk()); t_n = time.perf_counter() - t
-        assert np.array_equal(n.memory, r.memory)
-        rates.append(n.network_steps / t_n)
+
+    def timed(host):
+        t = time.perf_counter(); n = host.run(mk()); dt = time.perf_counter() - t
+        assert np.array_equal(n.memory, r.memory), name
+        return n.network_steps, n.network_steps / dt
+
+    steps, neural = timed(Host(cm, "neural", "cpu"))
+    _, fast = timed(Host(cm, net=FastMachine(cm.layers, "cpu")))
+    gpu = timed(Host(cm, "neural", "cuda"))[1] if cuda else None
     hf = Host(cm, "hf", "cpu")
     h, init = hf.initial(mk()); hf.net.reset(init)
     t = time.perf_counter()
@@ -47,5 +57,6 @@ for name in args.samples.split(","):
         h = hf.net.step(h)
     hf_rate = args.hf_steps / (time.perf_counter() - t)
     ref_rate = r.stats.steps / t_ref
-    print(f"{name:10} {r.stats.steps:6d} {n.network_steps:7d} {ref_rate:9.0f} " +
-          " ".join(f"{x:15.1f}" for x in rates) + f" {hf_rate:9.2f} {rates[0] / ref_rate:10.4f}")
+    print(f"{name:10} {r.stats.steps:6d} {steps:7d} {ref_rate:11.0f} {neural:9.0f} {fast:8.1f} {hf_rate:6.2f} "
+          f"{neural / hf_rate:9.0f} {neural / fast:12.1f} {neural / ref_rate:10.3f}"
+          + (f" {gpu:7.0f}" if cuda else ""))

@@ -702,3 +702,26 @@ def test_entry_point_compile_error_and_ascii_stdout(work):
                        text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stderr
     assert "##.." in r.stdout
+
+
+def test_progress_line_shows_instructions_rate_and_block_then_erases_itself():
+    import io
+
+    from qgcc.cli.qgrun_cmd import _Progress
+    from qgcc.trace import StepRecord
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    seen = []
+    out = Tty()
+    p = _Progress(seen.append, stream=out, delay=0.0)
+    for i in range(128):
+        p(StepRecord(step=i, block=3, warp=0, pc=0, active=1))
+    p.close()
+    text = out.getvalue()
+    assert len(seen) == 128  # the trace callback still sees every record
+    assert "128 warp instructions" in text and "block 3" in text and "/s" in text
+    assert text.endswith("\r\x1b[K")  # erased before the summary is printed
+

@@ -43,6 +43,41 @@ class _StepCounter:
             self.then(rec)
 
 
+class _Progress:
+    """A live line on stderr for runs longer than a second: instructions, rate, current block.
+
+    Shown when stderr is a terminal, or with --progress; redrawn at most 4 times a second,
+    and erased (on a terminal) before anything else is printed."""
+
+    def __init__(self, then=None, stream=None, delay: float = 1.0):
+        self.then = then
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.t0 = time.perf_counter()
+        self.next = self.t0 + delay
+        self.count = 0
+        self.shown = False
+
+    def __call__(self, rec: StepRecord) -> None:
+        self.count += 1
+        if self.then is not None:
+            self.then(rec)
+        if self.count & 63 == 0:
+            now = time.perf_counter()
+            if now >= self.next:
+                self.next = now + 0.25
+                rate = self.count / (now - self.t0)
+                line = f"{TOOL}: {self.count:,} warp instructions, {rate:,.0f}/s, block {rec.block}"
+                self.stream.write(("\r\x1b[K" + line) if self.tty else line + "\n")
+                self.stream.flush()
+                self.shown = True
+
+    def close(self) -> None:
+        if self.shown and self.tty:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
 def load_program(path: str):
     """A .qg file, a checkpoint directory linked with `qgcc --base`, or a .cu / .qsass compiled on the fly."""
     from ..checkpoint.reader import is_checkpoint, load_checkpoint_program
@@ -81,7 +116,7 @@ def _restore_stdout_after_broken_pipe() -> None:
 
 def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
-         max_steps: int) -> int:
+         max_steps: int, progress: bool | None = None) -> int:
     from .. import engines
     from ..runtime.args import check_writable, parse_args, parse_outs
     from ..runtime.launch import make_launch, parse_dim3
@@ -110,6 +145,11 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     renderer = TraceRenderer(console, program) if trace == "full" else None
     counter = _StepCounter(renderer)
     on_step = counter if (renderer is not None or json_path is not None) else None
+    if progress is None:
+        progress = sys.stderr.isatty() and renderer is None
+    live = _Progress(on_step) if progress else None
+    if live is not None:
+        on_step = live
 
     summary: dict[str, Any] = {
         "kernel": kernel.name, "grid": list(grid3), "block": list(block3),
@@ -119,10 +159,14 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     }
     t0 = time.perf_counter()
     try:
-        result = eng.run(launch, max_steps=max_steps, on_step=on_step, device=dev)
+        try:
+            result = eng.run(launch, max_steps=max_steps, on_step=on_step, device=dev)
+        finally:
+            if live is not None:
+                live.close()
     except Fault as fault:
         summary["wall_time_s"] = round(time.perf_counter() - t0, 6)
-        summary["steps"] = counter.steps if on_step is not None else None
+        summary["steps"] = counter.steps if (renderer is not None or json_path is not None) else None
         partial = getattr(fault, "stats", None)  # an engine may attach the statistics so far
         if isinstance(partial, Stats):
             for key in STAT_KEYS:
@@ -200,15 +244,17 @@ class _WriteError(Exception):
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON summary (also on faults).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=DEFAULT_MAX_STEPS, show_default=True,
               metavar="N", help="Fault (exit 6) after N warp steps.")
+@click.option("--progress/--no-progress", default=None,
+              help="A live progress line on stderr for runs over a second (default: when stderr is a terminal).")
 @click.version_option(__version__, "--version", prog_name=TOOL)
 def main(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
-         max_steps: int) -> int:
+         max_steps: int, progress: bool | None) -> int:
     """Run a kernel of a compiled .qg program or of a checkpoint linked with qgcc --base (a .cu or .qsass is
     compiled on the fly)."""
     try:
         return _run(program_file, grid, block, kernel_name, args, outs, engine, device, trace,
-                    json_path, max_steps)
+                    json_path, max_steps, progress)
     except UsageError as e:
         err(TOOL, str(e))
         return int(ExitCode.USAGE)

@@ -17,6 +17,7 @@
  * With inputs exactly +-1, a row's pre-activation is its value at a reference sign vector
  * s0 (the `one` dimension at +1, every other at -1) plus twice the weights of the
  * columns that differ from s0 (about 5% of them): the same exact integer, far fewer terms.
+ * s0 is passed as sign bits (1 for -1).
  *
  * Built with -ffp-contract=off (no fused multiply-adds) and without -ffast-math.
  */
@@ -78,13 +79,17 @@ static int is_pow4(float a) {
     return a > 0.0f && m == 0.5f && ((e - 1) % 2 == 0);
 }
 
-/* Columns whose sign differs from s0; -1 if some entry is not exactly +-8. */
-static int flipped(const float *h, const float *s0, int32_t *diff) {
+/* Columns whose sign differs from s0; -1 if some entry is not exactly +-8.  Branch-free:
+ * +-8 is the bit pattern 0x41000000 with either sign bit. */
+static int flipped(const float *h, const uint32_t *s0sign, int32_t *diff) {
+    const uint32_t *b = (const uint32_t *)h;
+    uint32_t bad = 0;
+    for (int i = 0; i < HIDDEN; i++) bad |= (b[i] & 0x7fffffffu) ^ 0x41000000u;
+    if (bad) return -1;
     int n = 0;
     for (int i = 0; i < HIDDEN; i++) {
-        float v = h[i];
-        if (v != 8.0f && v != -8.0f) return -1;
-        if ((v > 0.0f) != (s0[i] > 0.0f)) diff[n++] = i;
+        diff[n] = i;
+        n += (int)((b[i] >> 31) ^ s0sign[i]);
     }
     return n;
 }
@@ -104,24 +109,27 @@ static inline void scatter(const cols_t *m, int col, float x, float *acc) {
 /* L2 norm of a one-hot head: returns the hot index (-1: all zero, -2: not one-hot) and
  * its normalised value (exactly 1.0 for a power-of-two entry). */
 static int one_hot(const float *pre, int *bad, float *value) {
-    int hot = -1;
-    float a = 0.0f;
+    int hot = -1, count = 0, inexact = 0;
     for (int e = 0; e < HD; e++) {
-        float v = silu_exact(pre[e], bad);
-        if (v != 0.0f) {
-            if (hot != -1) return -2;
-            hot = e;
-            a = v;
-        }
+        float x = pre[e];
+        count += x >= 17.0f;
+        inexact |= !(x >= 17.0f || x <= -89.0f || x == 0.0f);
     }
-    if (hot >= 0) {
-        if (!is_pow2(a)) return -2;
-        *value = a * (1.0f / sqrtf(a * a + EPS));
+    if (inexact) {
+        *bad = 1;
+        return -1;
     }
+    if (count == 0) return -1;
+    if (count > 1) return -2;
+    for (int e = 0; e < HD; e++)
+        if (pre[e] >= 17.0f) hot = e;
+    float a = pre[hot];  /* silu(a) == a here */
+    if (!is_pow2(a)) return -2;
+    *value = a * (1.0f / sqrtf(a * a + EPS));
     return hot;
 }
 
-static int mixer(const layer_t *L, float *h, const float *s0, int32_t *diff, float *hacc) {
+static int mixer(const layer_t *L, float *h, const uint32_t *s0, int32_t *diff, float *hacc) {
     int nh = L->nheads, span = nh * HD, bad = 0;
     if (!nh) return OK;
     int nd = flipped(h, s0, diff);
@@ -173,7 +181,7 @@ static int mixer(const layer_t *L, float *h, const float *s0, int32_t *diff, flo
     return OK;
 }
 
-static int mlp(const layer_t *L, float *h, const float *s0, int32_t *diff, float *hacc) {
+static int mlp(const layer_t *L, float *h, const uint32_t *s0, int32_t *diff, float *hacc) {
     int nd = flipped(h, s0, diff), bad = 0, U = L->units;
     if (nd < 0) return NOT_PM8;
     float *acc = L->scratch;
@@ -189,7 +197,7 @@ static int mlp(const layer_t *L, float *h, const float *s0, int32_t *diff, float
 }
 
 /* One step through all layers, h updated in place.  Returns 0, or 100 * (layer + 1) + code. */
-int qg_step(const layer_t *layers, int32_t nlayers, const float *s0, float *h) {
+int qg_step(const layer_t *layers, int32_t nlayers, const uint32_t *s0, float *h) {
     int32_t diff[HIDDEN];
     float hacc[HIDDEN];
     for (int i = 0; i < nlayers; i++) {

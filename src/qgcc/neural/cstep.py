@@ -237,7 +237,8 @@ class CStepNetwork:
         self.compiled = CompiledLayers(layers, one_dim)
         self.nlayers = len(layers)
         self._ptr = ctypes.cast(self.compiled.structs, ctypes.c_void_p)
-        self._s0 = self.compiled.s0.ctypes.data
+        self._s0sign = (self.compiled.s0 < 0).astype(np.uint32)
+        self._s0 = self._s0sign.ctypes.data
 
     def reset(self, recurrent_init: dict[int, np.ndarray] | None = None) -> None:
         self.compiled.states[:] = 0.0

@@ -59,6 +59,11 @@ class Host:
         self.fields = cm.fields  # name -> list of dims
         self._dims = {k: np.asarray(v, dtype=np.int64) for k, v in cm.fields.items()}
         self._pow = {k: (1 << np.arange(len(v), dtype=np.int64)) for k, v in cm.fields.items()}
+        # Every field at once (one gather and one segmented sum per step).
+        self._names = list(cm.fields)
+        self._all_dims = np.concatenate([self._dims[k] for k in self._names])
+        self._all_pow = np.concatenate([self._pow[k] for k in self._names])
+        self._starts = np.cumsum([0] + [len(cm.fields[k]) for k in self._names[:-1]])
         self.net = net if net is not None else network_for(cm, engine, device)
 
     # ---- encoding and decoding of residual fields ----
@@ -70,6 +75,11 @@ class Host:
     def get(self, h: np.ndarray, name: str) -> int:
         """A field's value, decoded by sign."""
         return int((h[self._dims[name]] > 0) @ self._pow[name])
+
+    def decode(self, h: np.ndarray) -> dict[str, int]:
+        """Every field's value, decoded by sign."""
+        vals = np.add.reduceat((h[self._all_dims] > 0) * self._all_pow, self._starts)
+        return dict(zip(self._names, vals.tolist()))
 
     def initial(self, launch: Launch) -> tuple[np.ndarray, dict[int, np.ndarray]]:
         """The first input and the initial recurrent states (numpy float32; every network
@@ -126,61 +136,62 @@ class Host:
         netsteps = 0
         gx, gy, _ = launch.grid
         last_active: dict[tuple[int, int], int] = {}
-        hd = h
+        f = self.decode(h)
         while True:
-            block = self.get(hd, "ctax") + gx * (self.get(hd, "ctay") + gy * self.get(hd, "ctaz"))
-            phase_in = self.get(hd, "phase")
-            wait_in = self.get(hd, "wait")
+            block = f["ctax"] + gx * (f["ctay"] + gy * f["ctaz"])
+            phase_in = f["phase"]
+            wait_in = f["wait"]
             if instr_steps >= max_steps and phase_in == 1 << PHASES.index("run"):
                 raise self._step_limit(h, block, max_steps, instr_steps, launch)
-            h = hd = self.net.step(h)
+            h = self.net.step(h)
+            f = self.decode(h)
             netsteps += 1
             if netsteps > 64 * max_steps + 10_000:
                 raise StepLimitFault("the network did not halt", step=instr_steps)
-            flt = self.get(hd, "fault")
+            flt = f["fault"]
             if phase_in == 1 << PHASES.index("run"):
-                pc, act, warp = self.get(hd, "tr_pc"), self.get(hd, "tr_act"), self.get(hd, "tr_w")
+                pc, act, warp = f["tr_pc"], f["tr_act"], f["tr_w"]
                 if flt:
-                    raise self._fault(flt, hd, block, warp, pc, launch, act, instr_steps)
+                    raise self._fault(flt, h, block, warp, pc, launch, act, instr_steps)
                 if rec is None:
                     rec = StepRecord(step=instr_steps, block=block, warp=warp, pc=pc, active=act)
-                lane = self.get(hd, "tr_lane")
+                lane = f["tr_lane"]
                 ins = code[pc]
-                wb_en = self.get(hd, "wb_en")
-                wb_rd = self.get(hd, "wb_rd")
+                wb_en = f["wb_en"]
+                wb_rd = f["wb_rd"]
                 for l in range(W):
                     if (wb_en >> l) & 1:
-                        rec.writes.append(RegWrite(l, wb_rd, self.get(hd, f"wb_val{l}")))
-                if self.get(hd, "tr_ld"):
-                    addr = self.get(hd, "tr_addr")
+                        rec.writes.append(RegWrite(l, wb_rd, f[f"wb_val{l}"]))
+                if f["tr_ld"]:
+                    addr = f["tr_addr"]
                     if ins.op is Op.LD:
-                        rec.mem.append(MemAccess(lane, "ld", addr, self.get(hd, f"wb_val{lane}")))
+                        rec.mem.append(MemAccess(lane, "ld", addr, f[f"wb_val{lane}"]))
                         stats.loads += 1
-                if self.get(hd, "mw_en"):
-                    addr = self.get(hd, "tr_addr")
+                if f["mw_en"]:
+                    addr = f["tr_addr"]
                     kind = "atom" if ins.op is Op.ATOM else "st"
-                    rec.mem.append(MemAccess(lane, kind, addr, self.get(hd, "mw_val")))
+                    rec.mem.append(MemAccess(lane, kind, addr, f["mw_val"]))
                     if kind == "atom":
                         stats.atomics += 1
                     else:
                         stats.stores += 1
-                if self.get(hd, "tr_done"):
-                    self._finish(rec, hd, last_active, stats)
-                    if self.get(hd, "wait") == 0 and (wait_in or ins.op is Op.BAR):
+                if f["tr_done"]:
+                    self._finish(rec, f, last_active, stats)
+                    if f["wait"] == 0 and (wait_in or ins.op is Op.BAR):
                         rec.barrier = "release"  # every live lane had arrived: the network freed them
                     if on_step is not None:
                         on_step(rec)
                     rec = None
                     instr_steps += 1
             elif flt:
-                raise self._fault(flt, hd, block, None, None, launch, None, instr_steps)
-            if self.get(hd, "phase") == 1 << PHASES.index("halt"):
+                raise self._fault(flt, h, block, None, None, launch, None, instr_steps)
+            if f["phase"] == 1 << PHASES.index("halt"):
                 break
         stats.steps = stats.warp_instructions = instr_steps
         mem = self.read_cells(len(launch.memory))
         return NeuralResult(mem, stats, netsteps, time.perf_counter() - t0)
 
-    def _finish(self, rec: StepRecord, h, last_active, stats: Stats) -> None:
+    def _finish(self, rec: StepRecord, f: dict[str, int], last_active, stats: Stats) -> None:
         """Presentation flags, decoded from the network's own fields."""
         key = (rec.block, rec.warp)
         prev = last_active.get(key, 0)
@@ -188,7 +199,7 @@ class Host:
         last_active[key] = rec.active
         ins = self.cm_code(rec.pc)
         if ins.op in (Op.BRZ, Op.BRNZ, Op.JR):
-            pcs = {self.get(h, f"wt_pc{l}") for l in range(W) if (rec.active >> l) & 1}
+            pcs = {f[f"wt_pc{l}"] for l in range(W) if (rec.active >> l) & 1}
             if len(pcs) > 1:
                 rec.diverged = True
                 stats.divergent_steps += 1
