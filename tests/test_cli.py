@@ -725,3 +725,58 @@ def test_progress_line_shows_instructions_rate_and_block_then_erases_itself():
     assert "64 warp instructions" in text and "block 3" in text and "/s" in text
     assert text.endswith("\r\x1b[K")  # erased before the summary is printed
 
+
+
+# ============================================================================ qgrun --batch
+
+def _batch(work, lines) -> str:
+    (work / "launches.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return "launches.jsonl"
+
+
+def test_batch_results_equal_the_same_launches_run_one_by_one(work):
+    engine = "neural"
+    specs = [(3, 10), (1, 4), (2, 7)]
+    lines = [{"grid": g, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:10", "n": n},
+              "outs": {"c": f"batch{i}.npy"}} for i, (g, n) in enumerate(specs)]
+    r = qgrun("vadd.qg", "--batch", _batch(work, lines), "--engine", engine, "--json", "b.json")
+    assert r.exit_code == 0, r.stderr
+    for i, (g, n) in enumerate(specs):
+        one = qgrun("vadd.qg", "--grid", str(g), "--block", "4", "--arg", "a=@a.npy", "--arg", "b=@b.npy",
+                    "--arg", "c=zeros:10", "--arg", f"n={n}", "--out", f"c=one{i}.npy", "--engine", engine)
+        assert one.exit_code == 0
+        assert np.array_equal(np.load(work / f"batch{i}.npy"), np.load(work / f"one{i}.npy"))
+    report = json.loads((work / "b.json").read_text())
+    assert report["launches"] == 3 and report["ok"] == 3 and report["engine"] == engine
+    assert [x["warp_instructions"] for x in report["results"]] == [57, 19, 38]
+
+
+def test_batch_runs_every_launch_and_reports_the_first_fault(work):
+    good = {"grid": 1, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:10", "n": 4},
+            "outs": {"c": "good.npy"}}
+    oob = {"grid": 1, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:2", "n": 4},
+           "outs": {"c": "bad.npy"}}
+    r = qgrun("vadd.qg", "--batch", _batch(work, [oob, good]), "--trace", "none")
+    assert r.exit_code == int(ExitCode.MEMORY_FAULT)
+    assert r.stderr.startswith("qgrun: error: launches.jsonl:1: out-of-bounds")
+    assert (work / "good.npy").exists() and not (work / "bad.npy").exists()
+    assert list(np.load(work / "good.npy")[:4]) == [0, 101, 202, 303]
+
+
+def test_a_bad_batch_line_is_one_error_and_nothing_runs(work):
+    ok = json.dumps({"grid": 1, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:10", "n": 4},
+                     "outs": {"c": "first.npy"}})
+    for line, message in [
+        ('{"grid": 1', "launches.jsonl:2: not JSON"),
+        ('{"grid": 1, "block": 4, "args": {"zz": 1}}', "launches.jsonl:2: --arg 'zz'"),
+        ('{"block": 4}', 'launches.jsonl:2: missing "grid"'),
+        ('{"grid": 1, "block": 4, "colour": 1}', "launches.jsonl:2: unknown key 'colour'"),
+    ]:
+        (work / "launches.jsonl").write_text(ok + "\n" + line + "\n")
+        r = qgrun("vadd.qg", "--batch", "launches.jsonl")
+        assert one_line_error(r, "qgrun", int(ExitCode.USAGE)).startswith(message)
+        assert not (work / "first.npy").exists()
+    r = qgrun("vadd.qg", "--batch", "launches.jsonl", "--grid", "1")
+    assert "--batch takes each launch's --grid" in one_line_error(r, "qgrun", int(ExitCode.USAGE))
+    r = qgrun("vadd.qg", "--arg", "n=3")
+    assert "missing --grid" in one_line_error(r, "qgrun", int(ExitCode.USAGE))

@@ -2,7 +2,8 @@
 
     qgrun KERNEL.qg --grid X[,Y[,Z]] --block X[,Y[,Z]] [--kernel NAME]
           [--arg NAME=VALUE]... [--out NAME=PATH.npy]... [--engine ref] [--device cpu|cuda]
-          [--trace full|summary|none] [--json PATH] [--max-steps N]
+          [--trace full|summary|none] [--json PATH] [--max-steps N] [--progress]
+    qgrun KERNEL.qg --batch LAUNCHES.jsonl [--engine ...] [--json PATH]
 
 Every argument is checked before anything runs.  Outputs (--out files) are
 written only after a successful run, all renamed into place together; the
@@ -203,6 +204,131 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     return 0
 
 
+def _batch_launches(path: str, program) -> list[tuple[Any, ...]]:
+    """Parse and check every line of a --batch file before anything runs.
+
+    A line is {"grid": "2" | [2, 1, 1], "block": ..., "kernel": NAME (optional),
+    "args": {NAME: VALUE} (as for --arg: 6, "0.5", "@a.npy", "zeros:6"),
+    "outs": {NAME: PATH.npy} (optional)}; paths are relative to the current directory.
+    """
+    from ..runtime.args import check_writable, parse_args, parse_outs
+    from ..runtime.launch import make_launch, parse_dim3
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--batch {path}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+    launches, all_outs = [], {}
+    for no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{no}"
+        try:
+            spec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"{where}: not JSON ({e.msg} at column {e.colno})") from None
+        if not isinstance(spec, dict):
+            raise UsageError(f"{where}: expected an object with grid, block, args and outs")
+        unknown = set(spec) - {"grid", "block", "kernel", "args", "outs"}
+        if unknown:
+            raise UsageError(f"{where}: unknown key '{sorted(unknown)[0]}' (keys: grid, block, kernel, args, outs)")
+
+        def dim(key):
+            v = spec.get(key)
+            if v is None:
+                raise UsageError(f"{where}: missing \"{key}\"")
+            text = ",".join(str(x) for x in v) if isinstance(v, list) else str(v)
+            try:
+                return parse_dim3(text, key)
+            except UsageError as e:
+                raise UsageError(f"{where}: {e}") from None
+
+        def pairs(key):
+            v = spec.get(key, {})
+            if not isinstance(v, dict):
+                raise UsageError(f"{where}: \"{key}\" must be an object of NAME: VALUE")
+            return tuple(f"{k}={json.dumps(x) if isinstance(x, bool) else x}" for k, x in v.items())
+
+        try:
+            kernel = program.kernel(spec.get("kernel"))
+            grid3, block3 = dim("grid"), dim("block")
+            scalars, arrays = parse_args(kernel, pairs("args"))
+            outs = parse_outs(kernel, pairs("outs"))
+            for name, p in outs.items():
+                key = os.path.realpath(p)
+                if key in all_outs:
+                    raise UsageError(f"--out {name}={p} is also written by launch {all_outs[key]}")
+                all_outs[key] = no
+                check_writable(f"--out {name}={p}", p)
+            launch = make_launch(program, kernel, grid3, block3, scalars, arrays)
+        except LookupError as e:
+            raise UsageError(f"{where}: {e.args[0] if e.args else e}") from None
+        except UsageError as e:
+            msg = str(e)
+            raise UsageError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+        launches.append((no, kernel, grid3, block3, launch, outs))
+    if not launches:
+        raise UsageError(f"--batch {path}: no launches (one JSON object per line)")
+    return launches
+
+
+def _run_batch(program_file: str, batch_path: str, engine: str, device: str, trace: str,
+               json_path: str | None, max_steps: int) -> int:
+    """Many launches of one program: loaded and linked once, run one after another through the
+    same layers, each exactly as a single qgrun would run it.  Every line is checked first;
+    the --out files of the launches that succeed are written together at the end."""
+    from .. import engines
+    from ..runtime.args import check_writable
+    from ..runtime.render import fault_message, make_console, print_batch_summary
+
+    eng = engines.get(engine)
+    dev, device_note = eng.resolve_device(device)
+    if json_path is not None:
+        check_writable(f"--json {json_path}", json_path)
+    program = load_program(program_file)
+    launches = _batch_launches(batch_path, program)
+    if json_path is not None and os.path.realpath(json_path) in {
+            os.path.realpath(p) for *_, outs in launches for p in outs.values()}:
+        raise UsageError(f"--json {json_path} is also an --out file")
+    if device_note:
+        note(TOOL, device_note)
+    import numpy as np
+
+    results, buffers, first_failure = [], {}, 0
+    t_all = time.perf_counter()
+    for no, kernel, grid3, block3, launch, outs in launches:
+        summary: dict[str, Any] = {"line": no, "kernel": kernel.name, "grid": list(grid3), "block": list(block3),
+                                   "status": "ok", "exit_code": 0}
+        t0 = time.perf_counter()
+        try:
+            result = eng.run(launch, max_steps=max_steps, on_step=None, device=dev)
+        except Fault as fault:
+            summary.update(status=fault.kind, exit_code=int(fault.exit_code),
+                           fault={"kind": fault.kind, "message": fault_message(fault, program)})
+            first_failure = first_failure or int(fault.exit_code)
+        else:
+            for key in STAT_KEYS:
+                summary[key] = int(getattr(result.stats, key))
+            for name, path in outs.items():
+                buf = io.BytesIO()
+                np.save(buf, launch.read_buffer(result.memory, name), allow_pickle=False)
+                buffers[path] = buf.getvalue()
+        summary["wall_time_s"] = round(time.perf_counter() - t0, 6)
+        results.append(summary)
+    wall = time.perf_counter() - t_all
+    report = {"engine": eng.name, "device": dev, "launches": len(results),
+              "ok": sum(r["status"] == "ok" for r in results), "wall_time_s": round(wall, 6),
+              "launches_per_s": round(len(results) / wall, 3) if wall > 0 else None, "results": results}
+    _write_outputs(buffers, json_path, report)
+    for r in results:
+        if r["status"] != "ok":
+            err(TOOL, f"{batch_path}:{r['line']}: {r['fault']['message']}")
+    if trace in ("summary", "full"):
+        print_batch_summary(make_console(), report)
+    return first_failure
+
+
 def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict[str, Any]) -> None:
     from ..qgfile import AtomicFiles
 
@@ -228,8 +354,8 @@ class _WriteError(Exception):
 
 @click.command(name=TOOL, cls=ToolCommand, context_settings=CONTEXT_SETTINGS)
 @click.argument("program_file", metavar="KERNEL.qg|CHECKPOINT_DIR")
-@click.option("--grid", required=True, metavar="X[,Y[,Z]]", help="Grid of blocks.")
-@click.option("--block", required=True, metavar="X[,Y[,Z]]", help="Threads per block (at most 64).")
+@click.option("--grid", metavar="X[,Y[,Z]]", help="Grid of blocks (required without --batch).")
+@click.option("--block", metavar="X[,Y[,Z]]", help="Threads per block, at most 64 (required without --batch).")
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Kernel to launch (needed if the file has several).")
 @click.option("--arg", "args", multiple=True, metavar="NAME=VALUE",
               help="A parameter: a number (decimal or 0x hex) for scalars; @FILE.npy or zeros:N for pointers.")
@@ -244,15 +370,27 @@ class _WriteError(Exception):
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON summary (also on faults).")
 @click.option("--max-steps", type=click.IntRange(min=1), default=DEFAULT_MAX_STEPS, show_default=True,
               metavar="N", help="Fault (exit 6) after N warp steps.")
+@click.option("--batch", "batch_path", metavar="FILE.jsonl",
+              help="Run many launches of the program, one JSON object per line (docs/cli.md).")
 @click.option("--progress/--no-progress", default=None,
               help="A live progress line on stderr for runs over a second (default: when stderr is a terminal).")
 @click.version_option(__version__, "--version", prog_name=TOOL)
 def main(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
-         max_steps: int, progress: bool | None) -> int:
+         max_steps: int, batch_path: str | None, progress: bool | None) -> int:
     """Run a kernel of a compiled .qg program or of a checkpoint linked with qgcc --base (a .cu or .qsass is
     compiled on the fly)."""
     try:
+        if batch_path is not None:
+            used = [f"--{n}" for n, v in (("grid", grid), ("block", block), ("kernel", kernel_name),
+                                         ("arg", args), ("out", outs)) if v]
+            if used:
+                raise UsageError(f"--batch takes each launch's {', '.join(used)} from {batch_path}; "
+                                 "drop them from the command line")
+            return _run_batch(program_file, batch_path, engine, device, trace, json_path, max_steps)
+        for name, value in (("grid", grid), ("block", block)):
+            if value is None:
+                raise UsageError(f"missing --{name} (or give the launches with --batch FILE.jsonl)")
         return _run(program_file, grid, block, kernel_name, args, outs, engine, device, trace,
                     json_path, max_steps, progress)
     except UsageError as e:

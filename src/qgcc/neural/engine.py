@@ -25,7 +25,10 @@ def _run(engine: str, launch: Launch, max_steps: int, on_step=None, device: str 
 
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
-    host = Host(machine_for(launch), engine=engine, device=device)
+    cm = machine_for(launch)
+    host = cm.hosts.get((engine, device))
+    if host is None:  # built once per program: later launches (qgrun --batch) reuse it
+        host = cm.hosts[(engine, device)] = Host(cm, engine=engine, device=device)
     return host.run(launch, max_steps=max_steps, on_step=on_step)
 
 

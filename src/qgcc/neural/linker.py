@@ -38,6 +38,8 @@ class CompiledMachine:
     # Level of a stored value rail (docs/protocol.md); .qg files linked before the exact
     # encoding used 128 and run only on the torch path.
     value_level: float = VALUE_LEVEL
+    # Hosts built for this network, by (engine, device): a batch of launches reuses one.
+    hosts: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def num_layers(self) -> int:

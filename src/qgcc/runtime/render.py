@@ -188,3 +188,19 @@ def fault_message(fault: Fault, program: Program) -> str:
     if src:
         where = f"{where}: {src}"
     return f"{fault.kind}: {fault.message}" + (f" ({where})" if where else "")
+
+
+def print_batch_summary(console: Console, report: dict[str, Any]) -> None:
+    """One row per launch of `qgrun --batch`, then the totals."""
+    table = Table(title=f"qgrun batch: {report['ok']} of {report['launches']} launches ok "
+                        f"({report['engine']}, {report['device']}, {report['launches_per_s']} launches/s)",
+                  title_justify="left")
+    for col in ("line", "kernel", "grid", "block", "status", "warp instructions", "wall time (s)"):
+        table.add_column(col, justify="left" if col in ("kernel", "status") else "right")
+    for r in report["results"]:
+        table.add_row(str(r["line"]), r["kernel"], ",".join(map(str, r["grid"])), ",".join(map(str, r["block"])),
+                      r["status"], str(r.get("warp_instructions", "-")), f"{r['wall_time_s']:.3f}")
+    try:
+        console.print(table)
+    except BrokenPipeError:
+        pass
