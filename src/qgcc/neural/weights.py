@@ -94,6 +94,26 @@ class SparseTensor:
         self.shape = shape
         self._entries: dict[int, float] | None = {}
         self._arrays: tuple[np.ndarray, np.ndarray] | None = None
+        strides, acc = [], 1
+        for n in reversed(shape):
+            strides.append(acc)
+            acc *= n
+        self._strides = tuple(reversed(strides))
+
+    def _flat(self, index: tuple[int, ...]) -> int:
+        """Row-major flat index (np.ravel_multi_index's, at a fraction of its per-call cost:
+        the linker calls this about a million times)."""
+        if len(index) == 2 and len(self.shape) == 2:
+            i, j = index
+            rows, cols = self.shape
+            if 0 <= i < rows and 0 <= j < cols:
+                return i * cols + j
+        flat = 0
+        for i, n, st in zip(index, self.shape, self._strides):
+            if not 0 <= i < n:
+                raise IndexError(f"index {index} out of bounds for shape {self.shape}")
+            flat += i * st
+        return flat
 
     @classmethod
     def from_arrays(cls, shape: tuple[int, ...], idx: np.ndarray, val: np.ndarray) -> "SparseTensor":
@@ -120,15 +140,16 @@ class SparseTensor:
         return len(self._arrays[0]) if self._arrays is not None else len(self._entries)
 
     def set(self, index: tuple[int, ...], value: float) -> None:
-        flat = int(np.ravel_multi_index(index, self.shape))
+        flat = self._flat(index)
+        entries = self._entries if self._arrays is None else self.entries
         if value == 0:
-            self.entries.pop(flat, None)
+            entries.pop(flat, None)
         else:
-            self.entries[flat] = float(value)
+            entries[flat] = float(value)
 
     def add(self, index: tuple[int, ...], value: float) -> None:
-        flat = int(np.ravel_multi_index(index, self.shape))
-        entries = self.entries
+        flat = self._flat(index)
+        entries = self._entries if self._arrays is None else self.entries
         v = entries.get(flat, 0.0) + value
         if v == 0:
             entries.pop(flat, None)
