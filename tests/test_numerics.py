@@ -149,3 +149,31 @@ def test_link_checks_every_sum_stays_below_2_to_the_24():
     broken[2].tensors["mlp.gate_proj.weight"].add((7, 0), 2.0 ** 24)
     with pytest.raises(numerics.NumericsError, match="2\\^24"):
         numerics.check(broken)
+
+
+SAMPLE_STEPS = 100  # TIDINIT, BLKINIT and the first instructions, loads and stores included
+
+
+@pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
+@pytest.mark.parametrize("name", ["collatz", "histogram", "matmul", "reduce", "scan", "vadd"])
+def test_compiled_step_equals_the_stock_torch_path_on_every_sample(name):
+    """Every hidden state of the first steps of each sample's short launch (tests/test_neural.py),
+    and every recurrent state after them, as bits."""
+    import test_neural
+
+    grid, block, scalars, arrays = test_neural.CASES[name]
+    prog, cm = test_neural.linked(name)
+    launch = make_launch(prog, prog.kernels[0], grid, block, scalars, {a: v.copy() for a, v in arrays.items()})
+    host = Host(cm, net=FastMachine(cm.layers))
+    h, init = host.initial(launch)
+    c = CStepNetwork(cm.layers, cm.fields["one"][0])
+    c.reset(init)
+    host.net.reset(init)
+    hc = ht = h
+    for step in range(1, SAMPLE_STEPS + 1):
+        hc, ht = c.step(hc), host.net.step(ht)
+        assert np.array_equal(hc.view(np.uint32), ht.view(np.uint32)), f"{name}: hidden state differs at step {step}"
+        if halted(host, hc):
+            break
+    for L in range(cm.num_layers):
+        assert np.array_equal(c.recurrent_state(L).view(np.uint32), host.net.recurrent_state(L).view(np.uint32))
