@@ -45,12 +45,29 @@ def _cache_dir() -> Path:
     return Path(os.environ.get("QGCC_CACHE") or Path.home() / ".cache" / "qgcc")
 
 
+def _cpu_id() -> str:
+    import platform
+
+    ident = platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith(("model name", "flags")):
+                    ident += "|" + line.split(":", 1)[-1].strip()
+                if ident.count("|") >= 2:
+                    break
+    except OSError:
+        pass
+    return ident
+
+
 def _build() -> Path:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not cc:
         raise OSError("no C compiler (cc or gcc) on PATH")
     src = SOURCE.read_bytes()
-    tag = hashlib.sha256(src + " ".join([cc] + FLAGS).encode()).hexdigest()[:16]
+    # -march=native code is only valid on this kind of CPU: the cache key names it.
+    tag = hashlib.sha256(src + " ".join([cc] + FLAGS + [_cpu_id()]).encode()).hexdigest()[:16]
     out = _cache_dir() / f"cstep-{tag}.so"
     if out.exists():
         return out
