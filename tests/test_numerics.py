@@ -177,3 +177,15 @@ def test_compiled_step_equals_the_stock_torch_path_on_every_sample(name):
             break
     for L in range(cm.num_layers):
         assert np.array_equal(c.recurrent_state(L).view(np.uint32), host.net.recurrent_state(L).view(np.uint32))
+
+
+def test_without_a_c_compiler_the_engine_runs_the_torch_path(monkeypatch, tmp_path):
+    from qgcc.neural import cstep
+
+    prog, cm = linked(SMALL)
+    monkeypatch.setattr(cstep, "_lib", None)
+    monkeypatch.setattr(cstep, "_lib_error", None)
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("QGCC_CACHE", str(tmp_path / "cache"))
+    assert cstep.library() is None and "no-such-cc" in cstep.unavailable_reason()
+    assert isinstance(network_for(cm, "neural", "cpu"), FastMachine)
