@@ -410,8 +410,7 @@ def value_head(dense: np.ndarray, name: str, head: int) -> np.ndarray:
 
 @pytest.mark.parametrize("name", [*VALUE_AXIS, "mlp.up_proj.weight"])
 def test_machine_head_h_moves_to_value_head_2h_and_back(name):
-    from qgcc.checkpoint.geometry import GeometryError, ValueHeads
-    from qgcc.neural.weights import SHAPES
+    from qgcc.qwen35 import SHAPES, GeometryError, ValueHeads
 
     heads = ValueHeads(32)
     rng = np.random.default_rng(1)

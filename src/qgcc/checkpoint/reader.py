@@ -18,7 +18,7 @@ import numpy as np
 from ..diagnostics import QgFileError
 from ..program import Program
 from .base import CONFIG, INDEX, SINGLE
-from .geometry import GeometryError, ValueHeads
+from ..qwen35 import GeometryError, ValueHeads
 from .shards import HeaderError, read_header, read_nonzeros
 from .writer import FORMAT, FORMAT_VERSION
 
@@ -72,7 +72,7 @@ def _weight_map(path: str) -> dict[str, str]:
 def load_checkpoint_program(path: str) -> Program:
     """The program of a patched checkpoint, with its compiled machine attached (for the network engines)."""
     from ..neural.linker import from_tensors
-    from ..neural.weights import SHAPES
+    from ..qwen35 import SHAPES
     from ..program import attach_machine
     from ..qgfile import code_tensor, content_hash, extra_meta_of, kernels_json, load
 

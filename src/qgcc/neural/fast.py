@@ -13,8 +13,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .schedule import HEADS, HIDDEN
-from .weights import CONV, HEAD_DIM, LayerWeights
+from ..qwen35 import QWEN35_2B as qwen
+from .weights import LayerWeights
 
 EPS = 1e-6
 
@@ -66,12 +66,12 @@ class FastLayer:
         self.mlp_out = torch.from_numpy(outp).to(device)
         # DeltaNet heads that have any query or key weight.
         qr, qc, _ = _coo(t["linear_attn.in_proj_qkv.weight"])
-        used = sorted({int(r // HEAD_DIM) % HEADS for r in qr if r < 2 * HEADS * HEAD_DIM})
+        used = sorted({int(r // qwen.head_dim) % qwen.linear_heads for r in qr if r < 2 * qwen.key_dim})
         self.heads = used
         if used:
-            idx = np.array([part * HEADS * HEAD_DIM + h * HEAD_DIM + e for part in range(3) for h in used
-                            for e in range(HEAD_DIM)])
-            zrows = np.array([h * HEAD_DIM + e for h in used for e in range(HEAD_DIM)])
+            idx = np.array([part * qwen.key_dim + h * qwen.head_dim + e for part in range(3) for h in used
+                            for e in range(qwen.head_dim)])
+            zrows = np.array([h * qwen.head_dim + e for h in used for e in range(qwen.head_dim)])
             cols = set(qc[np.isin(qr, idx)].tolist())
             for name in ("linear_attn.in_proj_z.weight", "linear_attn.in_proj_b.weight",
                          "linear_attn.in_proj_a.weight"):
@@ -80,7 +80,7 @@ class FastLayer:
             cols = np.array(sorted(cols))
             self.mix_in = torch.from_numpy(cols).to(device)
             self.Wqkv = torch.from_numpy(_compact(t["linear_attn.in_proj_qkv.weight"], idx, cols)).to(device)
-            conv = t["linear_attn.conv1d.weight"].dense()[:, 0, CONV - 1]
+            conv = t["linear_attn.conv1d.weight"].dense()[:, 0, qwen.conv_kernel - 1]
             self.conv_last = torch.from_numpy(conv[idx]).to(device)
             self.Wz = torch.from_numpy(_compact(t["linear_attn.in_proj_z.weight"], zrows, cols)).to(device)
             hs = np.array(used)
@@ -113,10 +113,10 @@ class FastLayer:
             x = _rms(h, self.in_norm)[self.mix_in]
             nh = len(self.heads)
             mixed = F.silu((self.Wqkv @ x) * self.conv_last)
-            q, k, v = mixed.reshape(3, nh, HEAD_DIM)
+            q, k, v = mixed.reshape(3, nh, qwen.head_dim)
             q = q * torch.rsqrt((q * q).sum(-1, keepdim=True) + EPS)
             k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + EPS)
-            q = q / (HEAD_DIM ** 0.5)
+            q = q / (qwen.head_dim ** 0.5)
             beta = torch.sigmoid(self.Wb @ x)
             S = state[:nh]
             if self.decay is None:
@@ -131,7 +131,7 @@ class FastLayer:
             var = o.pow(2).mean(-1, keepdim=True)
             o = o * torch.rsqrt(var + EPS)
             o = self.gnorm * o
-            z = (self.Wz @ x).reshape(nh, HEAD_DIM)
+            z = (self.Wz @ x).reshape(nh, qwen.head_dim)
             o = o * F.silu(z)
             h = h.index_add(0, self.mix_out, self.Wo @ o.reshape(-1))
         return h
@@ -158,8 +158,8 @@ class FastMachine:
         self.states = []
         for i in range(len(self.layers)):
             s0 = recurrent_init.get(i)
-            s = torch.zeros(HEADS, HEAD_DIM, HEAD_DIM, device=self.device) if s0 is None else \
-                s0.to(self.device, torch.float32).reshape(HEADS, HEAD_DIM, HEAD_DIM).clone()
+            s = torch.zeros(qwen.linear_heads, qwen.head_dim, qwen.head_dim, device=self.device) if s0 is None else \
+                s0.to(self.device, torch.float32).reshape(qwen.linear_heads, qwen.head_dim, qwen.head_dim).clone()
             self.states.append(s)
 
     def recurrent_state(self, layer: int) -> torch.Tensor:
@@ -167,7 +167,7 @@ class FastMachine:
 
     @torch.no_grad()
     def step(self, h: torch.Tensor) -> torch.Tensor:
-        x = h.to(self.device, torch.float32).reshape(HIDDEN)
+        x = h.to(self.device, torch.float32).reshape(qwen.hidden)
         for layer, st in zip(self.layers, self.states):
             x = layer.forward(x, st)
         return x

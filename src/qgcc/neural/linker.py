@@ -18,7 +18,8 @@ from ..isa import encode
 from ..program import Program
 from .machine import build_machine
 from .schedule import CapacityError, Placement, place
-from .weights import SHAPES, LayerWeights, SparseTensor, build_weights
+from ..qwen35 import SHAPES
+from .weights import LayerWeights, SparseTensor, build_weights
 
 MAX_LAYERS = 45
 
@@ -31,7 +32,7 @@ class CompiledMachine:
     code: list[int]  # the program encoding the ROM was baked from
     layout: dict  # documentation data: layer map, memory map
     # Value heads of the stock layers that hold the machine (a checkpoint may have 32; the
-    # machine's 16 memory heads then sit on every other one: qgcc.checkpoint.geometry).
+    # machine's 16 memory heads then sit on every other one: qgcc.qwen35.ValueHeads).
     value_heads: int = 16
 
     @property
@@ -73,8 +74,8 @@ def to_tensors(cm: CompiledMachine) -> tuple[dict[str, np.ndarray], dict[str, st
             idx, val = st.arrays()
             tensors[f"layers.{i}.{name}.idx"] = idx
             tensors[f"layers.{i}.{name}.val"] = val
-    from .hf import text_config
-    from .machine import CELLS_PER_LAYER, L_MEM0, PHASES, FAULTS
+    from ..qwen35 import text_config
+    from .machine import CELLS_PER_LAYER, FAULTS, L_MEM0, PHASES, SLOTS
 
     meta = {
         "machine": json.dumps({"fields": cm.fields, "param_head": list(cm.param_head), "layout": cm.layout}),
@@ -84,7 +85,7 @@ def to_tensors(cm: CompiledMachine) -> tuple[dict[str, np.ndarray], dict[str, st
         "tensor_shapes": json.dumps({name: list(shape) for name, shape in SHAPES.items()}),
         "protocol": json.dumps({
             "fields": cm.fields, "phases": list(PHASES), "faults": list(FAULTS),
-            "cells": {"first_layer": L_MEM0, "cells_per_layer": CELLS_PER_LAYER, "slots_per_head": 128},
+            "cells": {"first_layer": L_MEM0, "cells_per_layer": CELLS_PER_LAYER, "slots_per_head": SLOTS},
             "params": list(cm.param_head), "one": 8.0, "zero": -8.0,
         }),
     }

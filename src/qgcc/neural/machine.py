@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from ..isa import AtomOp, Fmt, Op, SReg, WRITES_RD, encode
 from ..machine import SPEC
 from ..program import Program
+from ..qwen35 import QWEN35_2B as qwen
 from . import circuits as C
 from .circuits import and_step, neg, step
 from .netlist import Netlist, Sig
@@ -35,7 +36,8 @@ PCB = 10  # PC bits
 NREG = SPEC.num_regs
 GLOBAL_CELLS = SPEC.global_words
 SHARED_CELLS = SPEC.shared_words
-CELLS_PER_LAYER = 16 * 128
+SLOTS = qwen.head_dim  # cells per DeltaNet head: one per slot
+CELLS_PER_LAYER = qwen.linear_heads * SLOTS
 
 # Fixed layers of the memories.
 L_WARP = 0
@@ -50,7 +52,7 @@ FAULTS = ("oob", "barrier", "pc", "param")
 
 def cell_location(index: int) -> tuple[int, int, int]:
     """Memory index (global cell, or GLOBAL_CELLS + shared offset) -> (layer, head, slot)."""
-    return L_MEM0 + index // CELLS_PER_LAYER, (index // 128) % 16, index % 128
+    return L_MEM0 + index // CELLS_PER_LAYER, (index // SLOTS) % qwen.linear_heads, index % SLOTS
 
 
 @dataclass
@@ -257,12 +259,12 @@ def build_machine(program: Program) -> Machine:
     MEMOUT = None
     for m in range(N_MEM_LAYERS):
         layer = L_MEM0 + m
-        for h in range(16):
-            base = m * CELLS_PER_LAYER + h * 128
+        for h in range(qwen.linear_heads):
+            base = m * CELLS_PER_LAYER + h * SLOTS
             if base >= GLOBAL_CELLS + SHARED_CELLS:
                 break
             wk, rk = [], []
-            for s in range(128):
+            for s in range(SLOTS):
                 idx = base + s
                 wk.append([(MW_EN, True)] + eq_lits(MW_IDX, idx))
                 if idx < GLOBAL_CELLS:

@@ -17,13 +17,12 @@ import numpy as np
 import torch
 
 from ..isa import Op, decode
+from ..qwen35 import QWEN35_2B as qwen
 from ..runtime.launch import Launch, memory_map
 from ..trace import (BarrierFault, Fault, MemAccess, MemoryFault, RegWrite, Stats, StepLimitFault,
                      StepRecord, step_limit_fault)
 from .linker import CompiledMachine
 from .machine import NWARP, PHASES, W, cell_location
-from .schedule import HIDDEN
-from .weights import HEAD_DIM
 
 
 @dataclass
@@ -61,7 +60,7 @@ class Host:
         return sum(1 << i for i, b in enumerate(bits) if b)
 
     def initial(self, launch: Launch) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
-        h = torch.full((HIDDEN,), -8.0)
+        h = torch.full((qwen.hidden,), -8.0)
         self.put(h, "one", 1)
         k = launch.kernel
         bx, by, bz = launch.block
@@ -76,7 +75,7 @@ class Host:
         init: dict[int, torch.Tensor] = {}
 
         def row(layer: int, head: int, slot: int, value: int) -> None:
-            st = init.setdefault(layer, torch.zeros(16, HEAD_DIM, HEAD_DIM))
+            st = init.setdefault(layer, torch.zeros(qwen.linear_heads, qwen.head_dim, qwen.head_dim))
             for i in range(32):
                 b = (value >> i) & 1
                 st[head, slot, 2 * i] = 128.0 * b

@@ -23,30 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..qwen35 import QWEN35_2B as qwen, SHAPES
 from .netlist import Gate, Netlist, Step, Table
-from .schedule import HEADS, HIDDEN, UNITS, Placement
+from .schedule import Placement
 
 K = 256.0  # step sharpness: pre-activations are multiples of K
 KEY = 128.0  # key/value pre-activation level
-HEAD_DIM = 128
-CONV = 4
-
-SHAPES = {
-    "input_layernorm.weight": (HIDDEN,),
-    "post_attention_layernorm.weight": (HIDDEN,),
-    "mlp.gate_proj.weight": (UNITS, HIDDEN),
-    "mlp.up_proj.weight": (UNITS, HIDDEN),
-    "mlp.down_proj.weight": (HIDDEN, UNITS),
-    "linear_attn.in_proj_qkv.weight": (3 * HEADS * HEAD_DIM, HIDDEN),
-    "linear_attn.conv1d.weight": (3 * HEADS * HEAD_DIM, 1, CONV),
-    "linear_attn.in_proj_z.weight": (HEADS * HEAD_DIM, HIDDEN),
-    "linear_attn.in_proj_b.weight": (HEADS, HIDDEN),
-    "linear_attn.in_proj_a.weight": (HEADS, HIDDEN),
-    "linear_attn.dt_bias": (HEADS,),
-    "linear_attn.A_log": (HEADS,),
-    "linear_attn.norm.weight": (HEAD_DIM,),
-    "linear_attn.out_proj.weight": (HIDDEN, HEADS * HEAD_DIM),
-}
 
 
 class SparseTensor:
@@ -99,11 +81,11 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
     for L in range(pl.num_layers):
         t = {name: SparseTensor(shape) for name, shape in SHAPES.items()}
         # Stock settings that make the DeltaNet an exact memory (even for unused heads).
-        for h in range(HEADS):
+        for h in range(qwen.linear_heads):
             t["linear_attn.A_log"].set((h,), -1000.0)
-        for c in range(3 * HEADS * HEAD_DIM):
-            t["linear_attn.conv1d.weight"].set((c, 0, CONV - 1), 1.0)
-        t["linear_attn.norm.weight"].entries = {i: 1.0 for i in range(HEAD_DIM)}
+        for c in range(3 * qwen.key_dim):
+            t["linear_attn.conv1d.weight"].set((c, 0, qwen.conv_kernel - 1), 1.0)
+        t["linear_attn.norm.weight"].entries = {i: 1.0 for i in range(qwen.head_dim)}
         gp, up, dn = t["mlp.gate_proj.weight"], t["mlp.up_proj.weight"], t["mlp.down_proj.weight"]
         # Unit 0: the constant K.
         gp.set((0, one), K)
@@ -161,32 +143,32 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
         for rl, d in pl.read_dims:
             if rl == L:
                 overwrite(d)  # bit 0, so that the memory read can add its word
-        assert u <= UNITS, (L, u)
+        assert u <= qwen.intermediate, (L, u)
 
         qkv, z, bproj = t["linear_attn.in_proj_qkv.weight"], t["linear_attn.in_proj_z.weight"], \
             t["linear_attn.in_proj_b.weight"]
         out = t["linear_attn.out_proj.weight"]
         for h, mi in enumerate(pl.layer_heads[L]):
             m = net.memories[mi]
-            for base, keys in ((0, m.read_keys), (HEADS * HEAD_DIM, m.write_keys)):
+            for base, keys in ((0, m.read_keys), (qwen.key_dim, m.write_keys)):
                 for j, pat in enumerate(keys):
                     if not pat:
                         continue
-                    row = base + h * HEAD_DIM + j
+                    row = base + h * qwen.head_dim + j
                     for x, pol in pat:
                         qkv.add((row, pl.dim[x]), KEY if pol else -KEY)
                     qkv.add((row, one), KEY * (1 - len(pat)))
-            vbase = 2 * HEADS * HEAD_DIM + h * HEAD_DIM
+            vbase = 2 * qwen.key_dim + h * qwen.head_dim
             for i, x in enumerate(m.value):
                 qkv.set((vbase + 2 * i, pl.dim[x]), KEY)
                 qkv.set((vbase + 2 * i + 1, pl.dim[x]), -KEY)
             bproj.set((h, one), KEY)
-            for e in range(HEAD_DIM):
-                z.set((h * HEAD_DIM + e, one), KEY)
+            for e in range(qwen.head_dim):
+                z.set((h * qwen.head_dim + e, one), KEY)
             # A stored 1 reads back (after the gated RMSNorm) as sqrt(128/width) * silu(128).
-            level = math.sqrt(HEAD_DIM / m.width) * KEY
+            level = math.sqrt(qwen.head_dim / m.width) * KEY
             for i, o in enumerate(m.outputs):
-                out.set((pl.dim[o], h * HEAD_DIM + 2 * i), 16.0 / level)
+                out.set((pl.dim[o], h * qwen.head_dim + 2 * i), 16.0 / level)
         units_used = u
         layers.append(LayerWeights("linear_attention", t, units_used, len(pl.layer_heads[L])))
     return layers
