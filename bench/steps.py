@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from test_neural import CASES  # noqa: E402  (small launches of every sample)
 from qgcc.frontend import compile_source  # noqa: E402
-from qgcc.neural.linker import link  # noqa: E402
-from qgcc.neural.runner import Host  # noqa: E402
+from qgcc.engines.hf import HFEngine  # noqa: E402
+from qgcc.engines.neural import NeuralEngine  # noqa: E402
+from qgcc.link.linker import link  # noqa: E402
 from qgcc.ref.emulator import run as ref_run  # noqa: E402
 from qgcc.runtime.launch import make_launch  # noqa: E402
 
@@ -36,11 +37,11 @@ for name in args.samples.split(","):
     t = time.perf_counter(); r = ref_run(mk()); t_ref = time.perf_counter() - t
     rates = []
     for d in devices:
-        host = Host(cm, "neural", d)
+        host = NeuralEngine(d).host(cm)
         t = time.perf_counter(); n = host.run(mk()); t_n = time.perf_counter() - t
         assert np.array_equal(n.memory, r.memory)
         rates.append(n.network_steps / t_n)
-    hf = Host(cm, "hf", "cpu")
+    hf = HFEngine("cpu").host(cm)
     h, init = hf.initial(mk()); hf.net.reset(init)
     t = time.perf_counter()
     for _ in range(args.hf_steps):

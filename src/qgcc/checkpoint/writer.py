@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from .. import __version__
 from ..diagnostics import CheckpointError
-from ..qgfile import fsync_dir
+from ..atomicfile import fsync_dir
 from ..program import Program
 from .base import CONFIG, INDEX, BaseCheckpoint
 from ..qwen35 import ValueHeads

@@ -23,9 +23,10 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..diagnostics import CompileError, QgFileError, UsageError
+from ..diagnostics import OutputError, UsageError
 from ..trace import ExitCode, Fault, Stats, StepRecord
-from . import ASM_EXTS, CONTEXT_SETTINGS, CU_EXTS, ToolCommand, compile_file, err, internal_error, note
+from . import (ASM_EXTS, CONTEXT_SETTINGS, CU_EXTS, REPORTED, ToolCommand, compile_file, err, internal_error, note,
+               report)
 
 TOOL = "qgrun"
 DEFAULT_MAX_STEPS = 1_000_000
@@ -43,31 +44,15 @@ class _StepCounter:
             self.then(rec)
 
 
-def load_program(path: str):
+def open_program(path: str):
     """A .qg file, a checkpoint directory linked with `qgcc --base`, or a .cu / .qsass compiled on the fly."""
-    from ..checkpoint.reader import is_checkpoint, load_checkpoint_program
-    from ..qgfile import load
+    from ..link.linker import LinkedProgram
+    from ..loader import load_program
 
     ext = Path(path).suffix.lower()
     if ext in CU_EXTS or ext in ASM_EXTS:
-        return compile_file(path)
-    if is_checkpoint(path):
-        return load_checkpoint_program(path)
-    qg = load(path)
-    if any(name.startswith("layers.") for name in qg.tensors):
-        from ..neural.linker import from_tensors
-        from ..program import attach_machine
-
-        try:
-            from ..isa import encode
-
-            code = [encode(i) for i in qg.program.code]
-            attach_machine(qg.program, from_tensors(qg.tensors, qg.meta, code))
-        except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
-            # Hashed, so only a file written by another tool gets here; still one line, exit 3.
-            raise QgFileError(f"{path}: the compiled layers are incomplete or corrupt "
-                              f"({type(e).__name__}: {e}); recompile it with qgcc") from None
-    return qg.program
+        return LinkedProgram(compile_file(path))
+    return load_program(path)
 
 
 def _restore_stdout_after_broken_pipe() -> None:
@@ -83,9 +68,9 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int) -> int:
     from .. import engines
-    from ..runtime.args import check_writable, parse_args, parse_outs
     from ..runtime.launch import make_launch, parse_dim3
-    from ..runtime.render import TraceRenderer, fault_message, make_console, print_summary
+    from .args import check_writable, parse_args, parse_outs
+    from .render import TraceRenderer, fault_message, make_console, print_summary
 
     grid3 = parse_dim3(grid, "grid")
     block3 = parse_dim3(block, "block")
@@ -93,7 +78,8 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     dev, device_note = eng.resolve_device(device)
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
-    program = load_program(program_file)
+    linked = open_program(program_file)
+    program = linked.program
     try:
         kernel = program.kernel(kernel_name)
     except LookupError as e:
@@ -102,7 +88,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     out_paths = parse_outs(kernel, outs)
     if json_path is not None and os.path.realpath(json_path) in {os.path.realpath(p) for p in out_paths.values()}:
         raise UsageError(f"--json {json_path} is also an --out file")
-    launch = make_launch(program, kernel, grid3, block3, scalars, arrays)
+    launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=linked.network)
     if device_note:
         note(TOOL, device_note)
 
@@ -160,7 +146,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
 
 
 def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict[str, Any]) -> None:
-    from ..qgfile import AtomicFiles
+    from ..atomicfile import AtomicFiles
 
     todo = dict(files)
     if json_path is not None:
@@ -170,16 +156,11 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
             try:
                 batch.add(path, data)
             except OSError as e:
-                raise _WriteError(path, e) from None
+                raise OutputError(path, e) from None
         try:
             batch.commit()
         except OSError as e:
-            raise _WriteError(str(e.filename2 or e.filename or "an output"), e) from None
-
-
-class _WriteError(Exception):
-    def __init__(self, path: str, error: OSError):
-        super().__init__(f"cannot write {path}: {error.strerror or error}")
+            raise OutputError(str(e.filename2 or e.filename or "an output"), e) from None
 
 
 @click.command(name=TOOL, cls=ToolCommand, context_settings=CONTEXT_SETTINGS)
@@ -209,17 +190,7 @@ def main(program_file: str, grid: str, block: str, kernel_name: str | None, args
     try:
         return _run(program_file, grid, block, kernel_name, args, outs, engine, device, trace,
                     json_path, max_steps)
-    except UsageError as e:
-        err(TOOL, str(e))
-        return int(ExitCode.USAGE)
-    except QgFileError as e:
-        err(TOOL, str(e))
-        return int(ExitCode.BAD_FILE)
-    except CompileError as e:
-        click.echo(e.render(), err=True)
-        return int(ExitCode.COMPILE_ERROR)
-    except _WriteError as e:
-        err(TOOL, str(e))
-        return int(ExitCode.USAGE)
+    except REPORTED as e:
+        return report(TOOL, e)
     except Exception as e:
         return internal_error(TOOL, e)

@@ -1,4 +1,4 @@
-"""The linker: machine + program -> compiled Qwen3.5 layers, and their .qg tensor form.
+"""The linker: program -> the Qwen3.5 layers that run it (a LinkedNetwork), and their .qg tensor form.
 
 Storage rule (docs/qg-format.md): every layer tensor `layers.{i}.{name}` is stored
 sparse as `layers.{i}.{name}.idx` (int64 flat indices, ascending) and
@@ -16,16 +16,18 @@ import numpy as np
 
 from ..isa import encode
 from ..program import Program
-from .machine import build_machine
-from .schedule import CapacityError, Placement, place
 from ..qwen35 import SHAPES
+from .core import build_core
+from .schedule import CapacityError, Placement, place
 from .weights import LayerWeights, SparseTensor, build_weights
 
 MAX_LAYERS = 45
 
 
 @dataclass
-class CompiledMachine:
+class LinkedNetwork:
+    """The compiled decoder layers and where the host finds the machine's state in them."""
+
     layers: list[LayerWeights]
     fields: dict[str, list[int]]  # residual field -> dims (LSB first)
     param_head: tuple[int, int]  # (layer, head) of the kernel-parameter bank
@@ -40,8 +42,20 @@ class CompiledMachine:
         return len(self.layers)
 
 
-def link(program: Program, min_layers: int = 16) -> CompiledMachine:
-    m = build_machine(program)
+@dataclass
+class LinkedProgram:
+    """What a .qg file or a checkpoint holds: the program and, once linked, its network.
+
+    `network` is None for a program written with `qgcc --no-link` (or compiled on the
+    fly): the network engines then link it when they first run it.
+    """
+
+    program: Program
+    network: LinkedNetwork | None = None
+
+
+def link(program: Program, min_layers: int = 16) -> LinkedNetwork:
+    m = build_core(program)
     pl: Placement | None = None
     err = None
     for L in range(min_layers, MAX_LAYERS + 1):
@@ -64,10 +78,10 @@ def link(program: Program, min_layers: int = 16) -> CompiledMachine:
         "fields": fields,
         "heads": {k: list(v) for k, v in heads.items()},
     }
-    return CompiledMachine(layers, fields, heads["params"], [encode(i) for i in program.code], layout)
+    return LinkedNetwork(layers, fields, heads["params"], [encode(i) for i in program.code], layout)
 
 
-def to_tensors(cm: CompiledMachine) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+def to_tensors(cm: LinkedNetwork) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     tensors: dict[str, np.ndarray] = {}
     for i, lw in enumerate(cm.layers):
         for name, st in lw.tensors.items():
@@ -75,7 +89,7 @@ def to_tensors(cm: CompiledMachine) -> tuple[dict[str, np.ndarray], dict[str, st
             tensors[f"layers.{i}.{name}.idx"] = idx
             tensors[f"layers.{i}.{name}.val"] = val
     from ..qwen35 import text_config
-    from .machine import CELLS_PER_LAYER, FAULTS, L_MEM0, PHASES, SLOTS
+    from .core import CELLS_PER_LAYER, FAULTS, L_MEM0, PHASES, SLOTS
 
     meta = {
         "machine": json.dumps({"fields": cm.fields, "param_head": list(cm.param_head), "layout": cm.layout}),
@@ -92,7 +106,7 @@ def to_tensors(cm: CompiledMachine) -> tuple[dict[str, np.ndarray], dict[str, st
     return tensors, meta
 
 
-def from_tensors(tensors: dict[str, np.ndarray], meta: dict[str, str], code: list[int]) -> CompiledMachine:
+def from_tensors(tensors: dict[str, np.ndarray], meta: dict[str, str], code: list[int]) -> LinkedNetwork:
     n = int(meta["num_layers"])
     mach = json.loads(meta["machine"])
     layers = []
@@ -106,4 +120,4 @@ def from_tensors(tensors: dict[str, np.ndarray], meta: dict[str, str], code: lis
             ts[name] = st
         layers.append(LayerWeights("linear_attention", ts, 0, 0))
     fields = {k: list(v) for k, v in mach["fields"].items()}
-    return CompiledMachine(layers, fields, tuple(mach["param_head"]), code, mach["layout"])
+    return LinkedNetwork(layers, fields, tuple(mach["param_head"]), code, mach["layout"])

@@ -1,4 +1,4 @@
-"""The `neural` engine's layer math: the stock Qwen3.5 decoder-layer computation, restricted
+"""The `neural` engine: the stock Qwen3.5 decoder-layer computation, restricted
 to the rows, columns and heads that are not all zero.
 
 Same weights, same operations in the same order per element (RMSNorm, SiLU, L2 norm,
@@ -13,8 +13,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..link.linker import LinkedNetwork
+from ..link.weights import LayerWeights
 from ..qwen35 import QWEN35_2B as qwen
-from .weights import LayerWeights
+from .network import NetworkEngine
 
 EPS = 1e-6
 
@@ -142,7 +144,7 @@ class FastLayer:
         return h.index_add(0, self.mlp_out, self.Wd @ act)
 
 
-class FastMachine:
+class NeuralLayers:
     """All compiled layers with their recurrent states, stepped one token at a time."""
 
     def __init__(self, layers: list[LayerWeights], device: str = "cpu"):
@@ -171,3 +173,12 @@ class FastMachine:
         for layer, st in zip(self.layers, self.states):
             x = layer.forward(x, st)
         return x
+
+
+class NeuralEngine(NetworkEngine):
+    """`qgrun --engine neural` (the default): the compiled layers in this module's compact math."""
+
+    name = "neural"
+
+    def layers(self, network: LinkedNetwork) -> NeuralLayers:
+        return NeuralLayers(network.layers, self.device)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..isa import AtomOp, Fmt, Op, SReg, WRITES_RD, encode
-from ..machine import SPEC
+from ..spec import SPEC
 from ..program import Program
 from ..qwen35 import QWEN35_2B as qwen
 from . import circuits as C
@@ -56,7 +56,9 @@ def cell_location(index: int) -> tuple[int, int, int]:
 
 
 @dataclass
-class Machine:
+class Core:
+    """The machine as a netlist, with the state fields and memory heads the linker maps."""
+
     net: Netlist
     fields: dict[str, list[Sig]]  # state fields (inputs), by name
     heads: dict[str, tuple[int, int]] = field(default_factory=dict)  # memory name -> (layer, memory index)
@@ -71,7 +73,7 @@ def eq_lits(bus: list, value: int) -> list:
     return [(b, bool((value >> i) & 1)) for i, b in enumerate(bus)]
 
 
-def build_machine(program: Program) -> Machine:
+def build_core(program: Program) -> Core:
     n = Netlist()
     F: dict[str, list[Sig]] = {}
 
@@ -503,7 +505,7 @@ def build_machine(program: Program) -> Machine:
     n.output_bus(TR_LANE, [n.gate([and_step([neg(bar_div), MS[i]])] +
                                   [and_step([bar_div, behind[l]] + [neg(behind[j]) for j in range(l)])
                                    for l in range(W) if (l >> i) & 1], f"trlane{i}") for i in range(2)])
-    return Machine(n, F, heads, [encode(i) for i in program.code])
+    return Core(n, F, heads, [encode(i) for i in program.code])
 
 
 def _gate_with(s_, en):

@@ -5,7 +5,9 @@ other dimension at -8, the `one` dimension at +8) and the initial recurrent stat
 (global memory contents and kernel parameters as dual-rail rows), then feeds each
 step's output back as the next input until the network raises `phase.halt` or a
 fault flag.  It decodes the trace and the result buffers by thresholds; it never
-computes a lane value.  This module must not import the reference emulator.
+computes a lane value.  The layers themselves are stepped by the engine's object
+(qgcc.engines.neural or qgcc.engines.hf); the host is the same for both.  This module
+must not import the reference emulator.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from ..qwen35 import QWEN35_2B as qwen
 from ..runtime.launch import Launch, memory_map
 from ..trace import (BarrierFault, Fault, MemAccess, MemoryFault, RegWrite, Stats, StepLimitFault,
                      StepRecord, step_limit_fault)
-from .linker import CompiledMachine
-from .machine import NWARP, PHASES, W, cell_location
+from ..link.core import NWARP, PHASES, W, cell_location
+from ..link.linker import LinkedNetwork
 
 
 @dataclass
@@ -38,15 +40,11 @@ def _bits(v: int, width: int) -> list[int]:
 
 
 class Host:
-    def __init__(self, cm: CompiledMachine, engine: str = "neural", device: str = "cpu"):
+    def __init__(self, cm: LinkedNetwork, layers):
+        """`layers` steps the compiled layers: reset(recurrent_init), step(h), recurrent_state(layer)."""
         self.cm = cm
         self.fields = cm.fields  # name -> list of dims
-        if engine == "hf":
-            from .hf import HFMachine
-            self.net = HFMachine(cm.layers, device, value_heads=cm.value_heads)
-        else:
-            from .fast import FastMachine
-            self.net = FastMachine(cm.layers, device)
+        self.net = layers
 
     # ---- encoding and decoding of residual fields ----
     def put(self, h: torch.Tensor, name: str, value: int) -> None:

@@ -10,16 +10,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..link.linker import LinkedNetwork
+from ..link.weights import LayerWeights
 from ..qwen35 import QWEN35_2B as qwen, ValueHeads, text_config
-from .weights import LayerWeights
+from .network import NetworkEngine
 
 
-class HFMachine:
+class HFLayers:
     """The compiled layers as stock transformers modules, stepped one token at a time."""
 
     def __init__(self, layers: list[LayerWeights], device: str = "cpu", value_heads: int = qwen.linear_heads):
         """`value_heads` > 16 builds the layers at a checkpoint's geometry, the machine on every
-        (value_heads/16)-th value head, as they are stored there (qgcc.checkpoint.geometry)."""
+        (value_heads/16)-th value head, as they are stored there (qgcc.qwen35.ValueHeads)."""
         from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer, Qwen3_5TextRotaryEmbedding
 
         self.heads = ValueHeads(value_heads)
@@ -55,18 +57,18 @@ class HFMachine:
         recurrent_init = recurrent_init or {}
         self.cache = DynamicCache(config=self.config)
         self.position = 0
-        nv, used = self.heads.count, self.heads.head_map
+        nv, used, d = self.heads.count, self.heads.head_map, qwen.head_dim
         conv_dim = 2 * qwen.key_dim + nv * qwen.head_dim
         for i in range(len(self.layers)):
             self.cache.update_conv_state(torch.zeros(1, conv_dim, qwen.conv_kernel, device=self.device), i)
             s0 = torch.zeros(1, nv, qwen.head_dim, qwen.head_dim)
             if recurrent_init.get(i) is not None:
-                s0[0, used] = recurrent_init[i].to(torch.float32).reshape(qwen.linear_heads, qwen.head_dim, qwen.head_dim)
+                s0[0, used] = recurrent_init[i].to(torch.float32).reshape(qwen.linear_heads, d, d)
             self.cache.update_recurrent_state(s0.to(self.device), i)
 
     def recurrent_state(self, layer: int) -> torch.Tensor:
-        nv = self.heads.count
-        return self.cache.layers[layer].recurrent_states[0].reshape(nv, qwen.head_dim, qwen.head_dim)[self.heads.head_map]
+        nv, d = self.heads.count, qwen.head_dim
+        return self.cache.layers[layer].recurrent_states[0].reshape(nv, d, d)[self.heads.head_map]
 
     @torch.no_grad()
     def step(self, h: torch.Tensor) -> torch.Tensor:
@@ -77,3 +79,12 @@ class HFMachine:
             x = layer(x, position_embeddings=pe, position_ids=pos, cache=self.cache)
         self.position += 1
         return x.reshape(qwen.hidden)
+
+
+class HFEngine(NetworkEngine):
+    """`qgrun --engine hf`: the compiled layers as transformers' own modules."""
+
+    name = "hf"
+
+    def layers(self, network: LinkedNetwork) -> HFLayers:
+        return HFLayers(network.layers, self.device, value_heads=network.value_heads)
