@@ -153,7 +153,7 @@ def test_liveness_zeroing_the_register_write_path_breaks_results():
     prog, cm = linked("vadd")
     cm2 = link(prog)
     # The register file's value rows (what a write stores) in the first register-file layer.
-    from qgcc.link.core import L_REGS
+    from qgcc.link.layout import L_REGS
     for L in L_REGS:
         qkv = cm2.layers[L].tensors["linear_attn.in_proj_qkv.weight"]
         cols = qkv.shape[1]

@@ -19,12 +19,12 @@ import numpy as np
 import torch
 
 from ..isa import Op, decode
+from ..link.layout import NWARP, PHASES, W, cell_location
+from ..link.linker import LinkedNetwork
 from ..qwen35 import QWEN35_2B as qwen
 from ..runtime.launch import Launch, memory_map
 from ..trace import (BarrierFault, Fault, MemAccess, MemoryFault, RegWrite, Stats, StepLimitFault,
                      StepRecord, step_limit_fault)
-from ..link.core import NWARP, PHASES, W, cell_location
-from ..link.linker import LinkedNetwork
 
 
 @dataclass

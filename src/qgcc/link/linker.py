@@ -89,7 +89,7 @@ def to_tensors(cm: LinkedNetwork) -> tuple[dict[str, np.ndarray], dict[str, str]
             tensors[f"layers.{i}.{name}.idx"] = idx
             tensors[f"layers.{i}.{name}.val"] = val
     from ..qwen35 import text_config
-    from .core import CELLS_PER_LAYER, FAULTS, L_MEM0, PHASES, SLOTS
+    from .layout import CELLS_PER_LAYER, FAULTS, L_MEM0, PHASES, SLOTS
 
     meta = {
         "machine": json.dumps({"fields": cm.fields, "param_head": list(cm.param_head), "layout": cm.layout}),
