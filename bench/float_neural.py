@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import floatref as R  # noqa: E402
 from qgcc.frontend import compile_source  # noqa: E402
-from qgcc.neural.linker import link  # noqa: E402
-from qgcc.neural.runner import Host  # noqa: E402
+from qgcc.engines.neural import NeuralEngine  # noqa: E402
+from qgcc.link.linker import link  # noqa: E402
 from qgcc.runtime.launch import make_launch  # noqa: E402
 
 OPS = {
@@ -55,7 +55,7 @@ for name in args.ops.split(","):
            "    int i = blockIdx.x * blockDim.x + threadIdx.x; float x = a[i], y = b[i], z = c[i];\n"
            f"    r[i] = {expr};\n}}\n")
     prog = compile_source(src, f"{name}.cu")
-    host = Host(link(prog))
+    host = NeuralEngine().host(link(prog))
     done = bad = steps = 0
     t0 = time.time()
     with np.errstate(all="ignore"):

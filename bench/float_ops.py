@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import floatref as R  # noqa: E402
 from qgcc.frontend import compile_source  # noqa: E402
-from qgcc.neural.linker import link  # noqa: E402
-from qgcc.neural.runner import Host  # noqa: E402
+from qgcc.engines.neural import NeuralEngine  # noqa: E402
+from qgcc.link.linker import link  # noqa: E402
 from qgcc.ref.emulator import run as ref_run  # noqa: E402
 from qgcc.runtime.launch import make_launch  # noqa: E402
 
@@ -49,7 +49,7 @@ for name in (["copy"] if "copy" not in args.ops.split(",") else []) + args.ops.s
     t = time.perf_counter(); r = ref_run(mk()); t_ref = time.perf_counter() - t
     times = []
     for d in devices:
-        t = time.perf_counter(); res = Host(cm, "neural", d).run(mk()); times.append(time.perf_counter() - t)
+        t = time.perf_counter(); res = NeuralEngine(d).host(cm).run(mk()); times.append(time.perf_counter() - t)
         assert np.array_equal(res.memory, r.memory), name
     if name == "copy":
         base_instr = r.stats.steps

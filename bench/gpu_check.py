@@ -15,11 +15,11 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from test_neural import CASES  # noqa: E402
+from lockstep import CASES  # noqa: E402
 from qgcc.frontend import compile_source  # noqa: E402
-from qgcc.neural.fast import FastMachine  # noqa: E402
-from qgcc.neural.linker import link  # noqa: E402
-from qgcc.neural.runner import Host  # noqa: E402
+from qgcc.engines.neural_torch import NeuralLayers  # noqa: E402
+from qgcc.link.linker import link  # noqa: E402
+from qgcc.engines.neural import NeuralEngine  # noqa: E402
 from qgcc.runtime.launch import make_launch  # noqa: E402
 
 ap = argparse.ArgumentParser()
@@ -35,8 +35,8 @@ for name in args.samples.split(","):
     prog = compile_source((ROOT / "samples" / f"{name}.cu").read_text(), name)
     cm = link(prog)
     launch = make_launch(prog, prog.kernels[0], grid, block, scalars, {k: v.copy() for k, v in arrays.items()})
-    cpu = Host(cm, "neural", "cpu")
-    gpu = FastMachine(cm.layers, "cuda")
+    cpu = NeuralEngine("cpu").host(cm)
+    gpu = NeuralLayers(cm.layers, "cuda")
     h, init = cpu.initial(launch)
     cpu.net.reset(init)
     gpu.reset(init)

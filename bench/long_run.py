@@ -10,8 +10,8 @@ import argparse, itertools, sys, time
 import numpy as np
 
 from qgcc.frontend import compile_source
-from qgcc.neural.linker import link
-from qgcc.neural.runner import Host
+from qgcc.engines.neural import NeuralEngine
+from qgcc.link.linker import link
 from qgcc.ref.emulator import run as ref_run
 from qgcc.runtime.launch import make_launch
 
@@ -41,7 +41,7 @@ def check(rec):
         mismatch[0] += 1
 cm = link(prog)
 t = time.perf_counter()
-n = Host(cm).run(mk(), max_steps=10_000_000, on_step=check)
+n = NeuralEngine().host(cm).run(mk(), max_steps=10_000_000, on_step=check)
 t_n = time.perf_counter() - t
 same = np.array_equal(r.memory, n.memory)
 print(f"warp instructions {r.stats.steps}, network steps {n.network_steps}, "

@@ -19,11 +19,13 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from test_neural import CASES  # noqa: E402  (small launches of every sample)
+from lockstep import CASES  # noqa: E402  (small launches of every sample)
 from qgcc.frontend import compile_source  # noqa: E402
-from qgcc.neural.fast import FastMachine  # noqa: E402
-from qgcc.neural.linker import link  # noqa: E402
-from qgcc.neural.runner import Host  # noqa: E402
+from qgcc.engines.hf import HFEngine  # noqa: E402
+from qgcc.engines.host import Host  # noqa: E402
+from qgcc.engines.neural import NeuralEngine  # noqa: E402
+from qgcc.engines.neural_torch import NeuralLayers  # noqa: E402
+from qgcc.link.linker import link  # noqa: E402
 from qgcc.ref.emulator import run as ref_run  # noqa: E402
 from qgcc.runtime.launch import make_launch  # noqa: E402
 
@@ -47,10 +49,10 @@ for name in args.samples.split(","):
         assert np.array_equal(n.memory, r.memory), name
         return n.network_steps, n.network_steps / dt
 
-    steps, neural = timed(Host(cm, "neural", "cpu"))
-    _, fast = timed(Host(cm, net=FastMachine(cm.layers, "cpu")))
-    gpu = timed(Host(cm, "neural", "cuda"))[1] if cuda else None
-    hf = Host(cm, "hf", "cpu")
+    steps, neural = timed(NeuralEngine("cpu").host(cm))
+    _, fast = timed(Host(cm, NeuralLayers(cm.layers, "cpu")))
+    gpu = timed(NeuralEngine("cuda").host(cm))[1] if cuda else None
+    hf = HFEngine("cpu").host(cm)
     h, init = hf.initial(mk()); hf.net.reset(init)
     t = time.perf_counter()
     for _ in range(args.hf_steps):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from qgcc.asm import assemble, check_program, disassemble, instr_text
 from qgcc.diagnostics import CompileError
 from qgcc.isa import FORMATS, AtomOp, Fmt, Instr, Op, SReg, encode
-from qgcc.machine import SPEC
+from qgcc.spec import SPEC
 from qgcc.program import ELEM_DTYPES, Kernel, Param, Program
 
 BRIEF_EXAMPLE = """\

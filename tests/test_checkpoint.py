@@ -19,11 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from click.testing import CliRunner
 from safetensors import safe_open
-
-from qgcc.cli.qgcc_cmd import main as qgcc_main
-from qgcc.cli.qgrun_cmd import main as qgrun_main
 
 VADD = """\
 __global__ void vadd(const int *a, const int *b, int *c, int n) {
@@ -51,10 +47,6 @@ def tiny_config(value_heads: int):
         tie_word_embeddings=True)
 
 
-def qgcc(*args: str):
-    return CliRunner().invoke(qgcc_main, list(args))
-
-
 def tensors_of(ckpt: Path) -> dict[str, str]:
     """Tensor name -> shard file, from the index or the single file."""
     index = ckpt / "model.safetensors.index.json"
@@ -71,7 +63,7 @@ def raw(ckpt: Path, shard: str, name: str) -> tuple[torch.dtype, bytes]:
 
 
 @pytest.fixture(scope="session")
-def work(tmp_path_factory):
+def work(qgcc, tmp_path_factory):
     """The two bases and their patched copies, linked once through the command line."""
     from transformers import Qwen3_5ForConditionalGeneration
 
@@ -256,20 +248,16 @@ def test_the_sparse_machine_shard_reads_back_the_same_with_or_without_holes(tmp_
 
 # -- qgrun runs it ------------------------------------------------------------------------
 
-def run(*args: str):
-    return CliRunner().invoke(qgrun_main, list(args))
-
-
 @pytest.mark.parametrize("kind", ["sharded", "single"])  # 16 and 32 value heads
-def test_qgrun_runs_the_kernel_from_the_patched_checkpoint_like_the_emulator(work, tmp_path, kind):
+def test_qgrun_runs_the_kernel_from_the_patched_checkpoint_like_the_emulator(qgrun, work, tmp_path, kind):
     np.save(tmp_path / "a.npy", np.array([5, -2, 7, 9], np.int32))
     np.save(tmp_path / "b.npy", np.array([100, 200, -300, 2**31 - 9], np.int32))
     common = ["--grid", "1", "--block", "4", "--arg", f"a=@{tmp_path / 'a.npy'}", "--arg",
               f"b=@{tmp_path / 'b.npy'}", "--arg", "c=zeros:4", "--arg", "n=3", "--trace", "none"]
-    r = run(str(work / f"out_{kind}"), *common, "--engine", "neural", "--out", f"c={tmp_path / 'net.npy'}",
+    r = qgrun(str(work / f"out_{kind}"), *common, "--engine", "neural", "--out", f"c={tmp_path / 'net.npy'}",
             "--json", str(tmp_path / "net.json"))
     assert r.exit_code == 0, r.output
-    r = run(str(work / "vadd.cu"), *common, "--engine", "ref", "--out", f"c={tmp_path / 'ref.npy'}",
+    r = qgrun(str(work / "vadd.cu"), *common, "--engine", "ref", "--out", f"c={tmp_path / 'ref.npy'}",
             "--json", str(tmp_path / "ref.json"))
     assert r.exit_code == 0, r.output
     assert np.load(tmp_path / "net.npy").tolist() == np.load(tmp_path / "ref.npy").tolist() == [105, 198, -293, 0]
@@ -278,24 +266,24 @@ def test_qgrun_runs_the_kernel_from_the_patched_checkpoint_like_the_emulator(wor
 
 
 @pytest.mark.slow  # transformers' own 32-value-head modules: about a minute on 2 cores
-def test_qgrun_hf_engine_runs_the_patched_checkpoint(work, tmp_path):
+def test_qgrun_hf_engine_runs_the_patched_checkpoint(qgrun, work, tmp_path):
     np.save(tmp_path / "a.npy", np.arange(4, dtype=np.int32))
-    r = run(str(work / "out_single"), "--grid", "1", "--block", "4", "--arg", f"a=@{tmp_path / 'a.npy'}",
+    r = qgrun(str(work / "out_single"), "--grid", "1", "--block", "4", "--arg", f"a=@{tmp_path / 'a.npy'}",
             "--arg", f"b=@{tmp_path / 'a.npy'}", "--arg", "c=zeros:4", "--arg", "n=4", "--engine", "hf",
             "--out", f"c={tmp_path / 'c.npy'}", "--trace", "none")
     assert r.exit_code == 0, r.output
     assert np.load(tmp_path / "c.npy").tolist() == [0, 2, 4, 6]
 
 
-def test_qgrun_refuses_a_checkpoint_without_a_program_or_of_another_version(work, tmp_path):
-    r = run(str(work / "base_single"), "--grid", "1", "--block", "4")
+def test_qgrun_refuses_a_checkpoint_without_a_program_or_of_another_version(qgrun, work, tmp_path):
+    r = qgrun(str(work / "base_single"), "--grid", "1", "--block", "4")
     assert r.exit_code == 3 and "without a qgpu section" in r.output
     fake = tmp_path / "fake"
     fake.mkdir()
     config = json.loads((work / "out_single" / "config.json").read_text())
     config["qgpu"]["format_version"] = 2
     (fake / "config.json").write_text(json.dumps(config))
-    r = run(str(fake), "--grid", "1", "--block", "4")
+    r = qgrun(str(fake), "--grid", "1", "--block", "4")
     assert r.exit_code == 3 and "version 2 is not supported" in r.output
 
 
@@ -312,7 +300,7 @@ def broken_base(work: Path, tmp_path: Path, **text_changes) -> Path:
     return d
 
 
-def expect_error(work: Path, tmp_path: Path, base: Path | str, message: str, out: Path | None = None) -> None:
+def expect_error(qgcc, work: Path, tmp_path: Path, base: Path | str, message: str, out: Path | None = None) -> None:
     out = out or tmp_path / "out"
     r = qgcc(str(work / "vadd.cu"), "--base", str(base), "-o", str(out))
     assert r.exit_code == 1, r.output
@@ -328,47 +316,47 @@ def expect_error(work: Path, tmp_path: Path, base: Path | str, message: str, out
     ("intermediate_size", 12288, "12288", "6144"),
     ("linear_conv_kernel_dim", 3, "3", "4"),
 ])
-def test_a_base_of_a_geometry_the_machine_cannot_take_is_refused_naming_the_field(work, tmp_path, field, value, shown, needed):
+def test_a_base_of_a_geometry_the_machine_cannot_take_is_refused_naming_the_field(qgcc, work, tmp_path, field, value, shown, needed):
     base = broken_base(work, tmp_path, **{field: value})
-    expect_error(work, tmp_path, base, f"base checkpoint {base}: text_config.{field} is {shown}, "
+    expect_error(qgcc, work, tmp_path, base, f"base checkpoint {base}: text_config.{field} is {shown}, "
                                        f"the compiled machine needs {needed}")
     assert not (tmp_path / "out").exists()
 
 
-def test_bad_base_directories_are_one_line_errors(work, tmp_path):
-    expect_error(work, tmp_path, tmp_path / "nowhere", f"base checkpoint {tmp_path / 'nowhere'}: no such directory")
+def test_bad_base_directories_are_one_line_errors(qgcc, work, tmp_path):
+    expect_error(qgcc, work, tmp_path, tmp_path / "nowhere", f"base checkpoint {tmp_path / 'nowhere'}: no such directory")
     empty = tmp_path / "empty"
     empty.mkdir()
-    expect_error(work, tmp_path, empty,
+    expect_error(qgcc, work, tmp_path, empty,
                  f"base checkpoint {empty}: no config.json (expected a Hugging Face model directory)")
     llama = tmp_path / "llama"
     llama.mkdir()
     (llama / "config.json").write_text('{"model_type": "llama"}')
-    expect_error(work, tmp_path, llama, f"base checkpoint {llama}: model_type is \"llama\", "
+    expect_error(qgcc, work, tmp_path, llama, f"base checkpoint {llama}: model_type is \"llama\", "
                                         "not a Qwen3.5 checkpoint (qwen3_5 or qwen3_5_text)")
     noweights = broken_base(work, tmp_path)
     (noweights / "model.safetensors").unlink()
-    expect_error(work, tmp_path, noweights, f"base checkpoint {noweights}: no model.safetensors or "
+    expect_error(qgcc, work, tmp_path, noweights, f"base checkpoint {noweights}: no model.safetensors or "
                                             "model.safetensors.index.json (only safetensors checkpoints can be linked)")
 
 
-def test_an_existing_non_empty_outdir_is_refused_and_left_alone(work, tmp_path):
+def test_an_existing_non_empty_outdir_is_refused_and_left_alone(qgcc, work, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    expect_error(work, tmp_path, work / "base_single", f"output {out}: exists and is not empty; give a new directory",
+    expect_error(qgcc, work, tmp_path, work / "base_single", f"output {out}: exists and is not empty; give a new directory",
                  out=out)
     assert os.listdir(out) == ["keep.txt"]
 
 
-def test_the_output_cannot_be_the_base_or_inside_it(work, tmp_path):
+def test_the_output_cannot_be_the_base_or_inside_it(qgcc, work, tmp_path):
     base = broken_base(work, tmp_path)
-    expect_error(work, tmp_path, base, f"output {base}: is the base checkpoint itself", out=base)
-    expect_error(work, tmp_path, base, f"output {base / 'out'}: is inside the base checkpoint; "
+    expect_error(qgcc, work, tmp_path, base, f"output {base}: is the base checkpoint itself", out=base)
+    expect_error(qgcc, work, tmp_path, base, f"output {base / 'out'}: is inside the base checkpoint; "
                                        "give a directory outside it", out=base / "out")
 
 
-def test_base_needs_an_output_directory(work):
+def test_base_needs_an_output_directory(qgcc, work):
     r = qgcc(str(work / "vadd.cu"), "--base", str(work / "base_single"))
     assert r.exit_code == 2 and "--base needs -o OUTDIR" in r.output
 
@@ -410,8 +398,7 @@ def value_head(dense: np.ndarray, name: str, head: int) -> np.ndarray:
 
 @pytest.mark.parametrize("name", [*VALUE_AXIS, "mlp.up_proj.weight"])
 def test_machine_head_h_moves_to_value_head_2h_and_back(name):
-    from qgcc.checkpoint.geometry import GeometryError, ValueHeads
-    from qgcc.neural.weights import SHAPES
+    from qgcc.qwen35 import SHAPES, GeometryError, ValueHeads
 
     heads = ValueHeads(32)
     rng = np.random.default_rng(1)
@@ -441,11 +428,11 @@ def test_machine_head_h_moves_to_value_head_2h_and_back(name):
         heads.from_base(name, np.array([np.ravel_multi_index(coords, big.shape)]), np.ones(1, np.float32))
 
 
-def test_a_corrupt_shard_is_a_one_line_error(work, tmp_path):
+def test_a_corrupt_shard_is_a_one_line_error(qgcc, work, tmp_path):
     base = broken_base(work, tmp_path)
     (base / "model.safetensors").unlink()
     (base / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
-    expect_error(work, tmp_path, base, f"base checkpoint {base}: model.safetensors: truncated safetensors header")
+    expect_error(qgcc, work, tmp_path, base, f"base checkpoint {base}: model.safetensors: truncated safetensors header")
 
 
 def test_a_text_only_base_is_found_under_its_own_prefix(tmp_path):

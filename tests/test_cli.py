@@ -11,12 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
 from qgcc import engines, qgfile
 from qgcc.asm import assemble
-from qgcc.cli.qgcc_cmd import main as qgcc_main
-from qgcc.cli.qgrun_cmd import main as qgrun_main
 from qgcc.trace import ExitCode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,15 +132,10 @@ def work(tmp_path, monkeypatch):
     return tmp_path
 
 
-def qgcc(*args):
-    return CliRunner().invoke(qgcc_main, list(args), catch_exceptions=False)
-
-
-def qgrun(*args):
+@pytest.fixture(scope="session")
+def qgrun(qgrun):
     """qgrun on the emulator unless a test names an engine: these tests are about the CLI."""
-    if "--engine" not in args:
-        args = (*args, "--engine", "ref")
-    return CliRunner().invoke(qgrun_main, list(args), catch_exceptions=False)
+    return lambda *args: qgrun(*args, *(() if "--engine" in args else ("--engine", "ref")))
 
 
 def one_line_error(r, tool: str, code: int) -> str:
@@ -155,7 +147,7 @@ def one_line_error(r, tool: str, code: int) -> str:
 
 # ============================================================================ qgcc
 
-def test_qgcc_assembles_to_default_output(work):
+def test_qgcc_assembles_to_default_output(qgcc, work):
     (work / "vadd.qg").unlink()
     r = qgcc("vadd.qsass")
     assert r.exit_code == 0 and r.stdout == "" and r.stderr == ""
@@ -164,7 +156,7 @@ def test_qgcc_assembles_to_default_output(work):
     assert q.program.source_line(4) == "if (i < n) c[i] = a[i] + b[i];"
 
 
-def test_qgcc_output_option_and_subdirectory_input(work):
+def test_qgcc_output_option_and_subdirectory_input(qgcc, work):
     (work / "src").mkdir()
     shutil.copy(work / "vadd.qsass", work / "src" / "v.qsass")
     assert qgcc("src/v.qsass").exit_code == 0
@@ -173,7 +165,7 @@ def test_qgcc_output_option_and_subdirectory_input(work):
     assert qgfile.load("out.qg").program.kernels[0].name == "vadd"
 
 
-def test_qgcc_S_and_d(work):
+def test_qgcc_S_and_d(qgcc, work):
     r = qgcc("-S", "vadd.qsass", "-o", "norm.qsass")
     assert r.exit_code == 0
     text = (work / "norm.qsass").read_text()
@@ -193,7 +185,7 @@ def test_qgcc_S_and_d(work):
     assert a.meta["content_hash"] == b.meta["content_hash"]
 
 
-def test_qgcc_compile_error_writes_nothing(work):
+def test_qgcc_compile_error_writes_nothing(qgcc, work):
     (work / "bad.qsass").write_text(".kernel k\n    MOV r1, #99999999999\n.end\n")
     (work / "bad.qg").write_bytes(b"precious")
     r = qgcc("bad.qsass")
@@ -207,7 +199,7 @@ def test_qgcc_compile_error_writes_nothing(work):
     assert [p for p in os.listdir(work) if p.endswith(".tmp")] == []
 
 
-def test_qgcc_not_utf8(work):
+def test_qgcc_not_utf8(qgcc, work):
     (work / "bin.qsass").write_bytes(b".kernel k\nNOP \xff\n.end\n")
     r = qgcc("bin.qsass")
     assert r.exit_code == 1
@@ -230,7 +222,7 @@ def test_qgcc_not_utf8(work):
     ([], 2, "Missing argument 'INPUT'. (see 'qgcc --help')"),
     (["--bogus", "x.cu"], 2, None),  # click's wording varies between versions
 ])
-def test_qgcc_usage_and_file_errors(work, argv, code, message):
+def test_qgcc_usage_and_file_errors(qgcc, work, argv, code, message):
     (work / "vadd.qsass.bak.qg").write_bytes(b"\x00" * 100)
     r = qgcc(*argv)
     msg = one_line_error(r, "qgcc", code)
@@ -241,7 +233,7 @@ def test_qgcc_usage_and_file_errors(work, argv, code, message):
     assert r.stdout == ""
 
 
-def test_qgcc_internal_error_is_one_line(work, monkeypatch):
+def test_qgcc_internal_error_is_one_line(qgcc, work, monkeypatch):
     import qgcc.asm as asm_pkg
 
     def boom(*a, **k):
@@ -255,7 +247,7 @@ def test_qgcc_internal_error_is_one_line(work, monkeypatch):
     assert not (work / "x.qg").exists()
 
 
-def test_qgcc_help_and_version(work):
+def test_qgcc_help_and_version(qgcc, work):
     r = qgcc("--help")
     assert r.exit_code == 0 and "-S" in r.stdout and "-d" in r.stdout
     r = qgcc("--version")
@@ -264,7 +256,7 @@ def test_qgcc_help_and_version(work):
 
 # ============================================================================ qgrun: success
 
-def test_qgrun_vadd_out_and_json(work):
+def test_qgrun_vadd_out_and_json(qgrun, work):
     r = qgrun("vadd.qg", *VADD_ARGS, "--out", "c=c.npy", "--json", "s.json")
     assert r.exit_code == 0, r.stderr
     assert r.stderr == ""
@@ -285,7 +277,7 @@ def test_qgrun_vadd_out_and_json(work):
     assert [p for p in os.listdir(work) if p.endswith(".tmp")] == []
 
 
-def test_qgrun_trace_none_and_summary(work):
+def test_qgrun_trace_none_and_summary(qgrun, work):
     r = qgrun("vadd.qg", *VADD_ARGS, "--trace", "none")
     assert r.exit_code == 0 and r.stdout == "" and r.stderr == ""
     r = qgrun("vadd.qg", *VADD_ARGS)
@@ -295,7 +287,7 @@ def test_qgrun_trace_none_and_summary(work):
     assert any("steps" in ln and "57" in ln for ln in lines)
 
 
-def test_qgrun_trace_full(work):
+def test_qgrun_trace_full(qgrun, work):
     r = qgrun("vadd.qg", *VADD_ARGS, "--trace", "full")
     assert r.exit_code == 0
     out = r.stdout
@@ -317,7 +309,7 @@ def test_qgrun_trace_full(work):
     assert "qgrun summary" in out  # the summary follows the trace
 
 
-def test_qgrun_trace_barrier_and_atomics(work):
+def test_qgrun_trace_barrier_and_atomics(qgrun, work):
     r = qgrun("k.qg", "--kernel", "count", "--grid", "1", "--block", "8", "--arg", "ctr=zeros:1",
               "--out", "ctr=ctr.npy", "--trace", "full", "--json", "s.json")
     assert r.exit_code == 0, r.stderr
@@ -328,7 +320,7 @@ def test_qgrun_trace_barrier_and_atomics(work):
     assert s["atomics"] == 8 and s["barrier_waits"] == 2
 
 
-def test_qgrun_scalar_params_encoding(work):
+def test_qgrun_scalar_params_encoding(qgrun, work):
     r = qgrun("k.qg", "--kernel", "params", "--grid", "1", "--block", "1", "--arg", "i=-5",
               "--arg", "u=0xFFFFFFFF", "--arg", "b=1", "--arg", "ch=-128", "--arg", "uc=255",
               "--arg", "out=zeros:5", "--out", "out=o.npy", "--trace", "none")
@@ -338,7 +330,7 @@ def test_qgrun_scalar_params_encoding(work):
     assert o.tolist() == [0xFFFFFFFB, 0xFFFFFFFF, 1, 0xFFFFFF80, 255]
 
 
-def test_qgrun_pointer_dtypes_accepted(work):
+def test_qgrun_pointer_dtypes_accepted(qgrun, work):
     np.save("s.npy", np.array([[-1, 2], [3, 4]], dtype=np.int8))
     np.save("us.npy", np.array([255], dtype=np.uint8))
     np.save("f.npy", np.array([True, False]))
@@ -352,7 +344,7 @@ def test_qgrun_pointer_dtypes_accepted(work):
     assert fo.dtype == np.bool_ and fo.tolist() == [True, False]
 
 
-def test_qgrun_runs_qsass_directly(work):
+def test_qgrun_runs_qsass_directly(qgrun, work):
     r = qgrun("vadd.qsass", *VADD_ARGS, "--out", "c=c.npy", "--trace", "none")
     assert r.exit_code == 0
     (work / "bad.qsass").write_text("MOV r1, #1\n")
@@ -361,18 +353,18 @@ def test_qgrun_runs_qsass_directly(work):
     assert r.stderr.startswith("bad.qsass:1:1: error: instruction outside a kernel")
 
 
-def test_qgrun_device_cuda_with_ref_engine(work):
+def test_qgrun_device_cuda_with_ref_engine(qgrun, work):
     r = qgrun("vadd.qg", *VADD_ARGS, "--device", "cuda", "--json", "s.json", "--trace", "none")
     assert r.exit_code == 0
     assert r.stderr == "qgrun: note: the ref engine runs on the CPU only; --device cuda is ignored\n"
     assert json.loads(Path("s.json").read_text())["device"] == "cpu"
 
 
-def test_qgrun_cuda_engine_without_cuda(work, monkeypatch):
+def test_qgrun_cuda_engine_without_cuda(qgrun, work, monkeypatch):
     import torch
 
     monkeypatch.setitem(engines.ENGINES, "fake",
-                        engines.Engine("fake", "qgcc.ref.emulator", "run", ("cpu", "cuda")))
+                        engines.Engine("fake", "qgcc.engines.ref:RefEngine", ("cpu", "cuda")))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     r = qgrun("vadd.qg", *VADD_ARGS, "--engine", "fake", "--device", "cuda", "--out", "c=c.npy")
     assert one_line_error(r, "qgrun", 2) == ("--device cuda: CUDA is not available here "
@@ -403,7 +395,7 @@ FAULTS = [
 
 
 @pytest.mark.parametrize("kernel,extra,code,kind,head,tail", FAULTS, ids=[f[0] for f in FAULTS])
-def test_qgrun_faults(work, kernel, extra, code, kind, head, tail):
+def test_qgrun_faults(qgrun, work, kernel, extra, code, kind, head, tail):
     Path("s.json").write_text("old")
     outs = ["--out", "c=c.npy"] if kernel == "oob" else []
     Path("c.npy").write_bytes(b"precious")
@@ -419,7 +411,7 @@ def test_qgrun_faults(work, kernel, extra, code, kind, head, tail):
     assert [p for p in os.listdir(work) if p.endswith(".tmp")] == []
 
 
-def test_qgrun_fault_json_uses_stats_attached_by_engine(work, monkeypatch):
+def test_qgrun_fault_json_uses_stats_attached_by_engine(qgcc, qgrun, work, monkeypatch):
     from qgcc.trace import MemoryFault, Stats
 
     def engine_run(launch, max_steps, on_step=None):
@@ -437,7 +429,7 @@ def test_qgrun_fault_json_uses_stats_attached_by_engine(work, monkeypatch):
     assert (s["steps"], s["loads"], s["stores"], s["status"]) == (7, 2, 0, "out-of-bounds")
 
 
-def test_qgrun_fault_with_full_trace_keeps_rows(work):
+def test_qgrun_fault_with_full_trace_keeps_rows(qgrun, work):
     r = qgrun("k.qg", "--kernel", "spin", "--grid", "1", "--block", "1", "--max-steps", "5", "--trace", "full")
     assert r.exit_code == ExitCode.STEP_LIMIT
     assert len([ln for ln in r.stdout.splitlines() if ln[:6].strip().isdigit()]) == 5
@@ -530,7 +522,7 @@ USAGE = [
 
 
 @pytest.mark.parametrize("argv,message", USAGE)
-def test_qgrun_usage_errors(work, argv, message):
+def test_qgrun_usage_errors(qgrun, work, argv, message):
     np.save("f.npy", np.zeros(3))
     np.save("u.npy", np.zeros(3, dtype=np.uint32))
     np.save("obj.npy", np.array([{}, 1], dtype=object), allow_pickle=True)
@@ -546,7 +538,7 @@ def test_qgrun_usage_errors(work, argv, message):
     assert not Path("s.json").exists()
 
 
-def test_qgrun_bad_npy_messages(work):
+def test_qgrun_bad_npy_messages(qgrun, work):
     Path("junk.npy").write_bytes(b"not an npy file")
     np.save("obj.npy", np.array([{}, 1], dtype=object), allow_pickle=True)
     base = ["vadd.qg", "--grid", "1", "--block", "1", "--arg", "b=@b.npy", "--arg", "c=zeros:3", "--arg", "n=1"]
@@ -561,7 +553,7 @@ def test_qgrun_bad_npy_messages(work):
     (b"", "nothing.qg: not a .qg file (truncated: too short for a safetensors header); recompile it with qgcc"),
     (b"\x05\x00\x00\x00\x00\x00\x00\x00{}}}}", None),
 ])
-def test_qgrun_bad_qg_file(work, content, match):
+def test_qgrun_bad_qg_file(qgrun, work, content, match):
     if content is not None:
         Path("nothing.qg").write_bytes(content)
     r = qgrun("nothing.qg", "--grid", "1", "--block", "1")
@@ -570,14 +562,14 @@ def test_qgrun_bad_qg_file(work, content, match):
         assert msg == match
 
 
-def test_qgrun_unknown_extension_is_loaded_as_qg(work):
+def test_qgrun_unknown_extension_is_loaded_as_qg(qgrun, work):
     shutil.copy("vadd.qg", "vadd.bin")
     assert qgrun("vadd.bin", *VADD_ARGS, "--trace", "none").exit_code == 0
     Path("x.txt").write_text("hello")
     one_line_error(qgrun("x.txt", "--grid", "1", "--block", "1"), "qgrun", ExitCode.BAD_FILE)
 
 
-def test_qgrun_output_write_failure_is_clean(work, monkeypatch):
+def test_qgrun_output_write_failure_is_clean(qgrun, work, monkeypatch):
     Path("c.npy").write_bytes(b"precious")
 
     def boom(*a, **k):
@@ -590,7 +582,7 @@ def test_qgrun_output_write_failure_is_clean(work, monkeypatch):
     assert [p for p in os.listdir(work) if p.endswith(".tmp")] == []
 
 
-def test_qgrun_internal_error(work, monkeypatch):
+def test_qgrun_internal_error(qgcc, qgrun, work, monkeypatch):
     def broken(launch, max_steps, on_step=None):
         raise ZeroDivisionError("oops")
 
@@ -603,7 +595,7 @@ def test_qgrun_internal_error(work, monkeypatch):
     assert not Path("c.npy").exists()
 
 
-def test_qgrun_help(work):
+def test_qgrun_help(qgrun, work):
     r = qgrun("--help")
     assert r.exit_code == 0
     for opt in ("--grid", "--block", "--kernel", "--arg", "--out", "--engine", "--device", "--trace", "--json",
@@ -625,7 +617,7 @@ needs_frontend = pytest.mark.skipif(not _frontend_ready(), reason="front end (co
 
 
 @needs_frontend
-def test_qgcc_cu_compile_S_and_run(work):
+def test_qgcc_cu_compile_S_and_run(qgcc, qgrun, work):
     shutil.copy(ROOT / "samples" / "vadd.cu", "vadd.cu")
     r = qgcc("-S", "vadd.cu")
     assert r.exit_code == 0, r.stderr
@@ -642,7 +634,7 @@ def test_qgcc_cu_compile_S_and_run(work):
 
 
 @needs_frontend
-def test_qgcc_cu_compile_error(work):
+def test_qgcc_cu_compile_error(qgcc, work):
     Path("bad.cu").write_text("__global__ void k(int *a)\n{\n    a[0] = b;\n}\n")
     Path("bad.qg").write_bytes(b"precious")
     r = qgcc("bad.cu")
@@ -654,7 +646,7 @@ def test_qgcc_cu_compile_error(work):
 
 
 @needs_frontend
-def test_cu_fault_names_the_source_line(work):
+def test_cu_fault_names_the_source_line(qgcc, qgrun, work):
     Path("oob.cu").write_text("__global__ void oob(int *a, int n)\n{\n    a[threadIdx.x + n] = 7;\n}\n")
     assert qgcc("oob.cu").exit_code == 0
     r = qgrun("oob.qg", "--grid", "1", "--block", "4", "--arg", "a=zeros:4", "--arg", "n=2",

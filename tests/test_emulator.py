@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from qgcc.isa import AtomOp, Instr, Op, SReg
-from qgcc.machine import SPEC
+from qgcc.spec import SPEC
 from qgcc.program import Kernel, Param, Program
 from qgcc.ref.emulator import run
 from qgcc.runtime.launch import make_launch

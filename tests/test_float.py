@@ -78,7 +78,7 @@ def run(src: str, scalars: dict, arrays: dict, grid=(1, 1, 1), block=(64, 1, 1),
         res = emulate(launch, max_steps=10 ** 9)
         mem = res.memory
     else:
-        from test_neural import both
+        from lockstep import both
         outs, _ = both(f"float-{hash(src)}", grid, block, scalars, arrays, source=src, max_steps=10 ** 6)
         return outs
     return {p.name: launch.read_buffer(mem, p.name) for p in k.params if p.pointer}
@@ -312,8 +312,8 @@ JR_OUT = """.kernel k
 @pytest.mark.parametrize("target", [3, 5, 99999])
 def test_jr_outside_the_kernel_faults_in_both_engines(target):
     from qgcc.asm.assembler import assemble
-    from qgcc.neural.linker import link
-    from qgcc.neural.runner import Host
+    from lockstep import host
+    from qgcc.link.linker import link
     from qgcc.trace import MemoryFault
 
     prog = assemble(JR_OUT.format(target=target), "jr.qsass")
@@ -321,13 +321,13 @@ def test_jr_outside_the_kernel_faults_in_both_engines(target):
                                  {"a": np.zeros(1, np.int32)})
     if target == 3:  # inside: jumps to the store
         r = emulate(launch())
-        n = Host(link(prog)).run(launch(), max_steps=100)
+        n = host(link(prog)).run(launch(), max_steps=100)
         assert np.array_equal(r.memory, n.memory) and r.memory[0] == 3
         return
     with pytest.raises(MemoryFault) as ref:
         emulate(launch())
     with pytest.raises(MemoryFault) as net:
-        Host(link(prog)).run(launch(), max_steps=100)
+        host(link(prog)).run(launch(), max_steps=100)
     r, n = ref.value, net.value
     assert (r.message, r.pc, r.warp, r.lane, r.step) == (n.message, n.pc, n.warp, n.lane, n.step)
     assert r.pc == 2 and r.message.startswith("JR to an address outside the kernel")
@@ -347,7 +347,7 @@ def test_more_operand_pairs_inside_the_network(seed):
 
 def test_float_scalar_arguments_are_rounded_once_and_checked():
     from qgcc.diagnostics import UsageError
-    from qgcc.runtime.args import parse_args
+    from qgcc.cli.args import parse_args
 
     k = program("__global__ void k(float *o, float a) { o[0] = a; }").kernels[0]
     for text, want in [("0.1", bits(0.1)), ("-2", bits(-2.0)), ("1e-45", 1), ("inf", 0x7F800000),

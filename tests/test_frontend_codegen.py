@@ -18,7 +18,7 @@ import pytest
 
 from qgcc.asm.disassembler import check_program
 from qgcc.isa import AtomOp, Op, SReg
-from qgcc.machine import SPEC
+from qgcc.spec import SPEC
 from qgcc.frontend import compile_source
 
 BRANCHES = (Op.BRA, Op.BRZ, Op.BRNZ)

@@ -16,60 +16,15 @@ import numpy as np
 import pytest
 
 import models
-from qgcc.frontend import compile_source
-from qgcc.neural.linker import link
-from qgcc.neural.runner import Host
-from qgcc.ref.emulator import run as ref_run
+import sample_cases
+from lockstep import CASES, both, host, linked
+from qgcc.link.linker import link
 from qgcc.runtime.launch import make_launch
 from qgcc.trace import BarrierFault, MemoryFault, StepLimitFault
 
 ROOT = Path(__file__).resolve().parents[1]
-_LINKED: dict[str, tuple] = {}
 
 
-def linked(name: str, source: str | None = None):
-    if name not in _LINKED:
-        src = source if source is not None else (ROOT / "samples" / f"{name}.cu").read_text()
-        prog = compile_source(src, f"{name}.cu")
-        _LINKED[name] = (prog, link(prog))
-    return _LINKED[name]
-
-
-def both(name, grid, block, scalars, arrays, source=None, engine="neural", max_steps=20000):
-    prog, cm = linked(name, source)
-    k = prog.kernels[0]
-    mk = lambda: make_launch(prog, k, grid, block, scalars, {a: v.copy() for a, v in arrays.items()})  # noqa: E731
-    ref_trace, net_trace = [], []
-    lr, ln = mk(), mk()
-    r = ref_run(lr, max_steps=max_steps, on_step=ref_trace.append)
-    n = Host(cm, engine=engine).run(ln, max_steps=max_steps, on_step=net_trace.append)
-    assert len(net_trace) == len(ref_trace)
-    for a, b in zip(ref_trace, net_trace):
-        assert a.key() == b.key(), (a, b)
-        assert (a.diverged, a.reconverged, a.barrier) == (b.diverged, b.reconverged, b.barrier), (a, b)
-    assert np.array_equal(r.memory, n.memory)
-    outs = {p.name: ln.read_buffer(n.memory, p.name) for p in k.params if p.pointer}
-    return outs, n
-
-
-def i32(rng, n, lo=-1000, hi=1000):
-    return rng.integers(lo, hi, size=n).astype(np.int32)
-
-
-rng = np.random.default_rng(7)
-CASES = {
-    "vadd": ((2, 1, 1), (6, 1, 1), {"n": 10}, {"a": i32(rng, 10), "b": i32(rng, 10), "c": np.zeros(11, np.int32)}),
-    "collatz": ((1, 1, 1), (4, 1, 1), {"n": 4, "limit": 12},
-                {"x": np.array([1, 6, 7, 2], np.int32), "steps": np.zeros(4, np.int32),
-                 "peak": np.zeros(4, np.uint32), "odd": np.zeros(4, np.int32)}),
-    "reduce": ((2, 1, 1), (8, 1, 1), {"n": 13}, {"x": i32(rng, 13), "partial": np.zeros(2, np.int32)}),
-    "histogram": ((1, 1, 1), (8, 1, 1), {"n": 12},
-                  {"text": rng.integers(-128, 128, size=12).astype(np.int8), "bins": np.zeros(17, np.int32)}),
-    "scan": ((1, 1, 1), (8, 1, 1), {"n": 8}, {"x": i32(rng, 8), "y": np.zeros(8, np.int32),
-                                                "sums": np.zeros(1, np.int32)}),
-    "matmul": ((1, 1, 1), (4, 4, 1), {"n": 3}, {"A": i32(rng, 9, -20, 20), "B": i32(rng, 9, -20, 20),
-                                                 "C": np.zeros(9, np.int32)}),
-}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -136,7 +91,7 @@ def test_out_of_bounds_store_faults_inside_the_network():
     prog, cm = linked("oob", src)
     launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {}, {"a": np.zeros(4, np.int32)})
     with pytest.raises(MemoryFault) as e:
-        Host(cm).run(launch, max_steps=1000)
+        host(cm).run(launch, max_steps=1000)
     assert (e.value.warp, e.value.lane) == (0, 2)
 
 
@@ -145,7 +100,7 @@ def test_barrier_in_divergent_code_faults_inside_the_network():
     prog, cm = linked("bardiv", src)
     launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {}, {"a": np.zeros(1, np.int32)})
     with pytest.raises(BarrierFault):
-        Host(cm).run(launch, max_steps=1000)
+        host(cm).run(launch, max_steps=1000)
 
 
 def test_runaway_kernel_stops_at_the_step_limit():
@@ -153,7 +108,7 @@ def test_runaway_kernel_stops_at_the_step_limit():
     prog, cm = linked("spin", src)
     launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (1, 1, 1), {}, {"a": np.zeros(1, np.int32)})
     with pytest.raises(StepLimitFault):
-        Host(cm).run(launch, max_steps=30)
+        host(cm).run(launch, max_steps=30)
 
 
 def assert_vadd_broken(prog, cm2):
@@ -161,7 +116,7 @@ def assert_vadd_broken(prog, cm2):
     grid, block, scalars, arrays = CASES["vadd"]
     launch = make_launch(prog, prog.kernels[0], grid, block, scalars, {a: v.copy() for a, v in arrays.items()})
     try:
-        res = Host(cm2).run(launch, max_steps=2000)
+        res = host(cm2).run(launch, max_steps=2000)
     except (MemoryFault, StepLimitFault):
         return
     c = launch.read_buffer(res.memory, "c")
@@ -172,7 +127,7 @@ def test_liveness_zeroing_the_register_write_path_breaks_results():
     prog, cm = linked("vadd")
     cm2 = link(prog)
     # The register file's value rows (what a write stores) in the first register-file layer.
-    from qgcc.neural.machine import L_REGS
+    from qgcc.link.layout import L_REGS
     for L in L_REGS:
         qkv = cm2.layers[L].tensors["linear_attn.in_proj_qkv.weight"]
         cols = qkv.shape[1]
@@ -184,9 +139,9 @@ def test_liveness_zeroing_the_adders_breaks_results():
     prog, _ = linked("vadd")
     cm2 = link(prog)
     # Zero the MLP units of the layers holding the ALU adders' sum bits.
-    from qgcc.neural.machine import build_machine
-    from qgcc.neural.schedule import place
-    m = build_machine(prog)
+    from qgcc.link.core import build_core
+    from qgcc.link.schedule import place
+    m = build_core(prog)
     pl = place(m.net, cm2.num_layers)
     sums = [s for s, nm in m.net.names.items() if nm.startswith(("add0.s", "add1.s", "add2.s", "add3.s"))]
     dims = {pl.dim[s] for s in sums}
@@ -207,13 +162,13 @@ class Block:
             raise ImportError("the emulator is unimportable in this test")
 sys.meta_path.insert(0, Block())
 from qgcc.frontend import compile_source
-from qgcc.neural.engine import run_neural
+from qgcc.engines.neural import NeuralEngine
 from qgcc.runtime.launch import make_launch
 src = open({str(ROOT / 'samples' / 'vadd.cu')!r}).read()
 p = compile_source(src, 'vadd.cu')
 a = np.arange(5, dtype=np.int32); b = 10 * a
 L = make_launch(p, p.kernels[0], (1, 1, 1), (5, 1, 1), {{'n': 5}}, {{'a': a, 'b': b, 'c': np.zeros(5, np.int32)}})
-r = run_neural(L, 5000)
+r = NeuralEngine().run(L, 5000)
 assert list(L.read_buffer(r.memory, 'c')) == [0, 11, 22, 33, 44]
 assert 'qgcc.ref.emulator' not in sys.modules
 print('ok')
@@ -223,9 +178,7 @@ print('ok')
 
 
 def _case(name, seed):
-    import test_samples
-
-    return test_samples.CASES[name](np.random.default_rng(seed))
+    return sample_cases.CASES[name](np.random.default_rng(seed))
 
 
 @pytest.mark.parametrize("name,seed", [("atomics", 34), ("bitops", 34)])

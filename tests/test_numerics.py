@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from qgcc.frontend import compile_source
-from qgcc.neural import numerics
-from qgcc.neural.cstep import CStepNetwork, StepError, Unsupported, library
-from qgcc.neural.fast import FastMachine
-from qgcc.neural.hf import HFMachine
-from qgcc.neural.linker import link
-from qgcc.neural.runner import Host, network_for
-from qgcc.neural.weights import READ_ADD, VALUE_LEVEL
+from qgcc.engines.hf import HFEngine, HFLayers
+from qgcc.engines.host import Host
+from qgcc.engines.neural import neural_layers
+from qgcc.engines.neural_c import CStepLayers, StepError, Unsupported, library
+from qgcc.engines.neural_torch import NeuralLayers
+from qgcc.link import numerics
+from qgcc.link.linker import link
+from qgcc.link.weights import READ_ADD, VALUE_LEVEL
 from qgcc.runtime.launch import make_launch
 
 SMALL = "__global__ void k(int *a, int n) { int i = threadIdx.x; if (i < n) a[i] = a[i] * 3 + i; }"
@@ -36,7 +37,7 @@ def linked(src: str):
 def start(src: str, arrays: dict, scalars: dict):
     prog, cm = linked(src)
     launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), scalars, arrays)
-    host = Host(cm, net=FastMachine(cm.layers))
+    host = Host(cm, NeuralLayers(cm.layers))
     h, init = host.initial(launch)
     return cm, host, h, init
 
@@ -80,8 +81,8 @@ def test_every_read_adds_exactly_16():
 def test_compiled_step_equals_transformers_modules_in_every_hidden_and_recurrent_state():
     """The strongest check: every step's output and every layer's recurrent state, as bits."""
     cm, host, h, init = start(SMALL, {"a": np.array([5, -2, 7, 9], np.int32)}, {"n": 3})
-    c, hf = CStepNetwork(cm.layers, cm.fields["one"][0]), network_for(cm, "hf", "cpu")
-    assert isinstance(hf, HFMachine)
+    c, hf = CStepLayers(cm.layers, cm.fields["one"][0]), HFEngine("cpu").layers(cm)
+    assert isinstance(hf, HFLayers)
     c.reset(init)
     hf.reset(init)
     hc = hh = h
@@ -102,7 +103,7 @@ def test_compiled_step_equals_transformers_modules_in_every_hidden_and_recurrent
 ])
 def test_compiled_step_equals_the_torch_path_on_a_float_kernel(src, arrays, scalars):
     cm, host, h, init = start(src, arrays, scalars)
-    c, t = CStepNetwork(cm.layers, cm.fields["one"][0]), host.net
+    c, t = CStepLayers(cm.layers, cm.fields["one"][0]), host.net
     c.reset(init)
     t.reset(init)
     hc = ht = h
@@ -118,7 +119,7 @@ def test_compiled_step_equals_the_torch_path_on_a_float_kernel(src, arrays, scal
 @pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
 def test_compiled_step_refuses_a_residual_that_is_not_exact():
     cm, host, h, init = start(SMALL, {"a": np.zeros(4, np.int32)}, {"n": 3})
-    c = CStepNetwork(cm.layers, cm.fields["one"][0])
+    c = CStepLayers(cm.layers, cm.fields["one"][0])
     c.reset(init)
     h = h.copy()
     h[cm.fields["gx"][0]] = 7.999999
@@ -134,8 +135,8 @@ def test_a_weight_property_the_compiled_step_needs_sends_it_to_the_torch_path():
     conv = broken.layers[5].tensors["linear_attn.conv1d.weight"]
     conv.set((0, 0, 0), 0.5)  # a nonzero earlier conv tap: the output depends on past steps
     with pytest.raises(Unsupported, match="conv taps"):
-        CStepNetwork(broken.layers, broken.fields["one"][0])
-    assert isinstance(network_for(broken, "neural", "cpu"), FastMachine)
+        CStepLayers(broken.layers, broken.fields["one"][0])
+    assert isinstance(neural_layers(broken, "cpu"), NeuralLayers)
 
 
 def test_link_checks_every_sum_stays_below_2_to_the_24():
@@ -159,14 +160,14 @@ SAMPLE_STEPS = 100  # TIDINIT, BLKINIT and the first instructions, loads and sto
 def test_compiled_step_equals_the_stock_torch_path_on_every_sample(name):
     """Every hidden state of the first steps of each sample's short launch (tests/test_neural.py),
     and every recurrent state after them, as bits."""
-    import test_neural
+    import lockstep
 
-    grid, block, scalars, arrays = test_neural.CASES[name]
-    prog, cm = test_neural.linked(name)
+    grid, block, scalars, arrays = lockstep.CASES[name]
+    prog, cm = lockstep.linked(name)
     launch = make_launch(prog, prog.kernels[0], grid, block, scalars, {a: v.copy() for a, v in arrays.items()})
-    host = Host(cm, net=FastMachine(cm.layers))
+    host = Host(cm, NeuralLayers(cm.layers))
     h, init = host.initial(launch)
-    c = CStepNetwork(cm.layers, cm.fields["one"][0])
+    c = CStepLayers(cm.layers, cm.fields["one"][0])
     c.reset(init)
     host.net.reset(init)
     hc = ht = h
@@ -180,7 +181,7 @@ def test_compiled_step_equals_the_stock_torch_path_on_every_sample(name):
 
 
 def test_without_a_c_compiler_the_engine_runs_the_torch_path(monkeypatch, tmp_path):
-    from qgcc.neural import cstep
+    from qgcc.engines import neural_c as cstep
 
     prog, cm = linked(SMALL)
     monkeypatch.setattr(cstep, "_lib", None)
@@ -188,4 +189,4 @@ def test_without_a_c_compiler_the_engine_runs_the_torch_path(monkeypatch, tmp_pa
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     monkeypatch.setenv("QGCC_CACHE", str(tmp_path / "cache"))
     assert cstep.library() is None and "no-such-cc" in cstep.unavailable_reason()
-    assert isinstance(network_for(cm, "neural", "cpu"), FastMachine)
+    assert isinstance(neural_layers(cm, "cpu"), NeuralLayers)

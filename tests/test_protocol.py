@@ -40,7 +40,7 @@ def test_standalone_runner_from_the_protocol_document_matches_the_emulator(tmp_p
 
 
 def test_architecture_document_shows_the_current_layer_map():
-    from qgcc.neural.describe import render
+    from qgcc.tools.describe import render
 
     doc = (ROOT / "docs" / "architecture.md").read_text()
-    assert render() in doc, "docs/architecture.md is stale: regenerate with python -m qgcc.neural.describe"
+    assert render() in doc, "docs/architecture.md is stale: regenerate with python -m qgcc.tools.describe"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
-from qgcc import qgfile
+from qgcc import atomicfile, qgfile
 from qgcc.asm import assemble
 from qgcc.diagnostics import QgFileError
 from qgcc.isa import encode
@@ -167,17 +167,17 @@ def test_save_into_missing_directory(prog, tmp_path):
 def test_atomic_files_batch(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     b.write_text("old")
-    with qgfile.AtomicFiles() as batch:
+    with atomicfile.AtomicFiles() as batch:
         batch.add(a, b"1")
         batch.add(b, b"2")
         assert not a.exists() and b.read_text() == "old"  # nothing visible before commit
     assert not a.exists() and b.read_text() == "old" and leftovers(tmp_path) == []  # discarded
-    with qgfile.AtomicFiles() as batch:
+    with atomicfile.AtomicFiles() as batch:
         batch.add(a, b"1")
         batch.add(b, b"2")
         batch.commit()
     assert a.read_text() == "1" and b.read_text() == "2" and leftovers(tmp_path) == []
-    assert (a.stat().st_mode & 0o777) == (0o666 & ~qgfile._umask())
+    assert (a.stat().st_mode & 0o777) == (0o666 & ~atomicfile._umask())
 
 
 # -- load errors --------------------------------------------------------------------------------
@@ -319,7 +319,7 @@ def test_a_batch_that_fails_half_way_restores_the_files_it_already_replaced(tmp_
         real_replace(src, dst)
 
     monkeypatch.setattr(os, "replace", third_rename_fails)
-    with pytest.raises(OSError), qgfile.AtomicFiles() as batch:
+    with pytest.raises(OSError), atomicfile.AtomicFiles() as batch:
         for path in (a, c, b):
             batch.add(path, b"new")
         batch.commit()

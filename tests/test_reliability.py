@@ -27,11 +27,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import safetensors.numpy
-from click.testing import CliRunner
 
 from qgcc import engines, qgfile
-from qgcc.cli.qgcc_cmd import main as qgcc_main
-from qgcc.cli.qgrun_cmd import main as qgrun_main
 from qgcc.diagnostics import QgFileError
 from qgcc.trace import ExitCode
 
@@ -64,14 +61,13 @@ MIX = ["--kernel", "mix", "--grid", "1", "--block", "4", "--arg", "a=@a.npy", "-
 
 
 @pytest.fixture(scope="module")
-def linked(tmp_path_factory):
+def linked(qgcc, tmp_path_factory):
     """k.cu compiled and linked once: the .qg every test of this module copies."""
     d = tmp_path_factory.mktemp("linked")
     (d / "k.cu").write_text(KERNELS_CU)
-    r = CliRunner().invoke(qgcc_main, [str(d / "k.cu"), "-o", str(d / "k.qg")], catch_exceptions=False)
+    r = qgcc(d / "k.cu", "-o", d / "k.qg")
     assert r.exit_code == 0, r.stderr
-    r = CliRunner().invoke(qgcc_main, [str(d / "k.cu"), "--no-link", "-o", str(d / "small.qg")],
-                           catch_exceptions=False)
+    r = qgcc(d / "k.cu", "--no-link", "-o", d / "small.qg")
     assert r.exit_code == 0, r.stderr
     return d
 
@@ -85,14 +81,6 @@ def work(tmp_path, monkeypatch, linked):
         shutil.copy(linked / name, tmp_path / name)
     np.save("a.npy", np.array([5, -2, 7, 9], dtype=np.int32))
     return tmp_path
-
-
-def qgcc(*args):
-    return CliRunner().invoke(qgcc_main, list(args), catch_exceptions=False)
-
-
-def qgrun(*args):
-    return CliRunner().invoke(qgrun_main, list(args), catch_exceptions=False)
 
 
 def one_line(r, code: int, tool: str = "qgrun") -> str:
@@ -133,7 +121,7 @@ FRONT_END = [
 
 
 @pytest.mark.parametrize("what,src,line,col,message", FRONT_END, ids=[c[0] for c in FRONT_END])
-def test_front_end_errors_are_gcc_style_with_caret_and_exit_1(work, what, src, line, col, message):
+def test_front_end_errors_are_gcc_style_with_caret_and_exit_1(qgcc, work, what, src, line, col, message):
     Path("bad.cu").write_text(src)
     Path("bad.qg").write_bytes(b"precious")
     r = qgcc("bad.cu")
@@ -187,7 +175,7 @@ DAMAGE = [
 
 
 @pytest.mark.parametrize("what,name,damage,message", DAMAGE, ids=[d[0] for d in DAMAGE])
-def test_damaged_qg_files_are_one_line_errors_with_exit_3(work, what, name, damage, message):
+def test_damaged_qg_files_are_one_line_errors_with_exit_3(qgrun, work, what, name, damage, message):
     target = "damaged.qg"
     shutil.copy(name, target)
     if damage is not None:
@@ -214,7 +202,7 @@ def test_random_corruption_of_a_qg_is_detected_or_harmless(work):
         assert loaded.meta["content_hash"] == want
 
 
-def test_an_unknown_kernel_name_lists_the_kernels(work):
+def test_an_unknown_kernel_name_lists_the_kernels(qgrun, work):
     msg = one_line(qgrun("k.qg", "--kernel", "nope", "--grid", "1", "--block", "1"), ExitCode.USAGE)
     assert msg == "no kernel named 'nope'; the program has: oob, divbar, spin, deadlock, mix"
 
@@ -238,7 +226,7 @@ BAD_LAUNCH = [
 
 
 @pytest.mark.parametrize("what,argv,message", BAD_LAUNCH, ids=[b[0] for b in BAD_LAUNCH])
-def test_bad_launches_are_refused_before_anything_runs(work, monkeypatch, what, argv, message):
+def test_bad_launches_are_refused_before_anything_runs(qgrun, work, monkeypatch, what, argv, message):
     def must_not_run(*args, **kwargs):
         raise AssertionError("an engine ran")
 
@@ -260,17 +248,17 @@ FAULTS = [
 ]
 
 
-def _fault_run(kernel: str, block: int, extra: list[str], engine: str):
+def _fault_run(qgrun, kernel: str, block: int, extra: list[str], engine: str):
     r = qgrun("k.qg", "--kernel", kernel, "--grid", "1", "--block", str(block), "--arg", "a=zeros:4",
               *extra, "--engine", engine, "--json", f"{engine}.json", "--trace", "none")
     return r, json.loads(Path(f"{engine}.json").read_text())
 
 
 @pytest.mark.parametrize("kernel,block,extra,code,kind,text", FAULTS, ids=[f[0] for f in FAULTS])
-def test_runtime_faults_are_located_identically_by_the_emulator_and_the_layers(work, kernel, block, extra,
+def test_runtime_faults_are_located_identically_by_the_emulator_and_the_layers(qgrun, work, kernel, block, extra,
                                                                                code, kind, text):
-    ref, ref_json = _fault_run(kernel, block, extra, "ref")
-    net, net_json = _fault_run(kernel, block, extra, "neural")
+    ref, ref_json = _fault_run(qgrun, kernel, block, extra, "ref")
+    net, net_json = _fault_run(qgrun, kernel, block, extra, "neural")
     msg = one_line(ref, code)
     assert msg.startswith(f"{kind}: ") and text in msg
     assert re.search(r", line \d+: .+\)$", msg), msg  # the source line is quoted
@@ -280,9 +268,9 @@ def test_runtime_faults_are_located_identically_by_the_emulator_and_the_layers(w
 
 
 @pytest.mark.slow
-def test_transformers_own_layers_report_the_same_fault(work):
-    ref, _ = _fault_run("oob", 4, [], "ref")
-    hf, _ = _fault_run("oob", 4, [], "hf")
+def test_transformers_own_layers_report_the_same_fault(qgrun, work):
+    ref, _ = _fault_run(qgrun, "oob", 4, [], "ref")
+    hf, _ = _fault_run(qgrun, "oob", 4, [], "hf")
     assert hf.exit_code == ExitCode.MEMORY_FAULT and hf.stderr == ref.stderr
 
 
@@ -309,26 +297,30 @@ def _fail_second_rename(monkeypatch):
     monkeypatch.setattr(os, "replace", replace)
 
 
+# Each command gets (monkeypatch, qgcc, qgrun): the tools are fixtures (tests/conftest.py).
 ERRORS = [
-    ("compile error", lambda mp: qgcc("bad.cu", "-o", "old.npy"), ExitCode.COMPILE_ERROR),
-    ("usage error", lambda mp: qgrun("k.qg", *MIX, "--arg", "zz=1", "--out", "out=old.npy", "--engine", "ref"),
-     ExitCode.USAGE),
-    ("bad file", lambda mp: qgrun("k.cu.qg", *MIX, "--out", "out=old.npy", "--engine", "ref"), ExitCode.BAD_FILE),
-    ("fault", lambda mp: qgrun("k.qg", "--kernel", "oob", "--grid", "1", "--block", "4", "--arg", "a=zeros:4",
-                               "--out", "a=old.npy", "--engine", "ref"), ExitCode.MEMORY_FAULT),
-    ("disk full half-way", lambda mp: (_fail_second_rename(mp), qgrun(
+    ("compile error", lambda mp, qgcc, qgrun: qgcc("bad.cu", "-o", "old.npy"), ExitCode.COMPILE_ERROR),
+    ("usage error", lambda mp, qgcc, qgrun: qgrun("k.qg", *MIX, "--arg", "zz=1", "--out", "out=old.npy",
+                                                  "--engine", "ref"), ExitCode.USAGE),
+    ("bad file", lambda mp, qgcc, qgrun: qgrun("k.cu.qg", *MIX, "--out", "out=old.npy", "--engine", "ref"),
+     ExitCode.BAD_FILE),
+    ("fault", lambda mp, qgcc, qgrun: qgrun("k.qg", "--kernel", "oob", "--grid", "1", "--block", "4",
+                                            "--arg", "a=zeros:4", "--out", "a=old.npy", "--engine", "ref"),
+     ExitCode.MEMORY_FAULT),
+    ("disk full half-way", lambda mp, qgcc, qgrun: (_fail_second_rename(mp), qgrun(
         "k.qg", *MIX, "--out", "out=new.npy", "--json", "old.json", "--engine", "ref"))[1], ExitCode.USAGE),
 ]
 
 
 @pytest.mark.parametrize("what,run,code", ERRORS, ids=[e[0] for e in ERRORS])
-def test_after_any_error_no_output_exists_and_old_files_are_untouched(work, monkeypatch, what, run, code):
+def test_after_any_error_no_output_exists_and_old_files_are_untouched(qgcc, qgrun, work, monkeypatch, what, run,
+                                                                     code):
     Path("bad.cu").write_text("__global__ void k(int *a) { a[0] = b; }\n")
     Path("k.cu.qg").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{broken")
     Path("old.npy").write_bytes(b"precious")
     Path("old.json").write_bytes(b"precious too")
     before = files(work)
-    r = run(monkeypatch)
+    r = run(monkeypatch, qgcc, qgrun)
     assert r.exit_code != 0 and (code is None or r.exit_code == code), r.stderr
     assert "Traceback" not in r.stderr
     assert files(work) == before  # nothing new, nothing half-written, nothing changed
@@ -337,7 +329,7 @@ def test_after_any_error_no_output_exists_and_old_files_are_untouched(work, monk
 # ================================================================== 6. determinism
 
 @pytest.mark.parametrize("engine", ["ref", "neural"])
-def test_the_same_launch_gives_byte_identical_outputs_and_traces(work, engine):
+def test_the_same_launch_gives_byte_identical_outputs_and_traces(qgrun, work, engine):
     runs = []
     for i in range(2):
         r = qgrun("k.qg", *MIX, "--engine", engine, "--trace", "full", "--out", f"out=o{i}.npy",

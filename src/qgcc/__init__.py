@@ -1,3 +1,16 @@
-"""qgcc: a CUDA-C subset compiled to a 4-lane SIMT machine that runs inside Qwen3.5 decoder layers."""
+"""qgcc: a CUDA-C subset compiled to a 4-lane SIMT machine that runs inside Qwen3.5 decoder layers.
+
+One folder (or module) per stage; every import points down this list:
+
+* spec.py, isa.py, qwen35.py, diagnostics.py, trace.py: the facts every stage shares
+  (machine capacities, instruction set, layer geometry, errors, trace records);
+* frontend/ (CUDA-C) and asm/ (qsass) -> program.py: the compiled program;
+* link/: program -> netlist (link/blocks, one module per hardware block) -> schedule
+  -> weights -> LinkedNetwork;
+* qgfile.py and checkpoint/: the linked program on disk; loader.py reads either back;
+* runtime/: the launch every engine starts from; ref/: the reference emulator;
+* engines/: ref, neural and hf behind one registry (qgcc.engines.get(name));
+* cli/: the qgcc and qgrun commands; tools/: developer tools (the docs' generators).
+"""
 
 __version__ = "0.1.0"

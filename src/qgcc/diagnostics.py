@@ -35,3 +35,10 @@ class QgFileError(Exception):
 
 class CheckpointError(Exception):
     """A Hugging Face checkpoint given to `qgcc --base` that cannot take the machine; one line, exit code 1."""
+
+
+class OutputError(Exception):
+    """An output file that cannot be written (bad directory, permissions, full disk); one line, exit code 2."""
+
+    def __init__(self, path: str, error: OSError):
+        super().__init__(f"cannot write {path}: {error.strerror or error}")

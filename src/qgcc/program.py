@@ -66,8 +66,3 @@ class Program:
             return ""
         return self.source_lines[line - 1].strip()
 
-
-def attach_machine(program: Program, machine) -> Program:
-    """Give a program the compiled layers it was linked into (used by the network engines)."""
-    program.machine = machine  # type: ignore[attr-defined]
-    return program

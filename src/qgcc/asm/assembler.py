@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..diagnostics import CompileError
 from ..isa import FORMATS, WRITES_RD, AtomOp, Fmt, Instr, Op, SReg, decode, to_s32
-from ..machine import SPEC
+from ..spec import SPEC
 from ..program import ELEM_DTYPES, Kernel, Param, Program
 
 MAX_LINE = 1_000_000  # largest source line number a .loc (and Instr.line) may name

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from ..isa import FORMATS, AtomOp, Fmt, Instr, Op, SReg, encode
-from ..machine import SPEC
+from ..spec import SPEC
 from ..program import ELEM_DTYPES, Program
 from .assembler import IDENT_RE, MAX_LINE, RESERVED_PARAM_NAMES, invalid_fields
 

@@ -3,7 +3,7 @@
 * base.py: inspect and validate the base (config, geometry, shards) from headers only;
 * shards.py: safetensors headers, and the sparse writer of the machine shard;
 * writer.py: OUTDIR = the base's files verbatim + the machine shard + config/index;
-* reader.py: qgrun's loader for a patched checkpoint directory.
+* reader.py: reads a patched checkpoint directory back (qgcc.loader.load_program).
 
 docs/checkpoint.md describes the layout.
 """

@@ -29,7 +29,7 @@ def machine_geometry() -> dict[str, object]:
     layers it guards.  Attention-only fields (num_attention_heads, head_dim, ...)
     are absent: the compiled layers are all Gated DeltaNet and never read them.
     """
-    from ..neural.hf import text_config
+    from ..qwen35 import text_config
 
     tc = text_config(1)
     names = ("hidden_size", "intermediate_size", "linear_num_key_heads", "linear_num_value_heads",

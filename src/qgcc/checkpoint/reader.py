@@ -13,14 +13,18 @@ from __future__ import annotations
 import json
 import os
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..diagnostics import QgFileError
-from ..program import Program
+from ..qwen35 import GeometryError, ValueHeads
 from .base import CONFIG, INDEX, SINGLE
-from .geometry import GeometryError, ValueHeads
 from .shards import HeaderError, read_header, read_nonzeros
 from .writer import FORMAT, FORMAT_VERSION
+
+if TYPE_CHECKING:
+    from ..link.linker import LinkedProgram
 
 _FIX = "relink it with 'qgcc KERNEL.cu --base BASE -o DIR'"
 
@@ -69,11 +73,10 @@ def _weight_map(path: str) -> dict[str, str]:
     raise _bad(path, f"no {INDEX} or {SINGLE}")
 
 
-def load_checkpoint_program(path: str) -> Program:
-    """The program of a patched checkpoint, with its compiled machine attached (for the network engines)."""
-    from ..neural.linker import from_tensors
-    from ..neural.weights import SHAPES
-    from ..program import attach_machine
+def load_checkpoint_program(path: str) -> LinkedProgram:
+    """The program of a patched checkpoint and the network it was linked into (for the network engines)."""
+    from ..link.linker import LinkedProgram, from_tensors
+    from ..qwen35 import SHAPES
     from ..qgfile import code_tensor, content_hash, extra_meta_of, kernels_json, load
 
     q = qgpu_section(path)
@@ -133,8 +136,8 @@ def load_checkpoint_program(path: str) -> Program:
     meta = dict(qg.meta)
     meta["num_layers"] = str(len(q["machine_layers"]))
     try:
-        machine = from_tensors(tensors, meta, [w & ((1 << 64) - 1) for w in code_tensor(program).tolist()])
+        network = from_tensors(tensors, meta, [w & ((1 << 64) - 1) for w in code_tensor(program).tolist()])
     except (KeyError, ValueError) as e:
         raise _bad(path, f"the machine description is incomplete ({e})") from None
-    machine.value_heads = heads.count  # the hf engine builds its stock modules at the checkpoint's geometry
-    return attach_machine(program, machine)
+    network.value_heads = heads.count  # the hf engine builds its stock modules at the checkpoint's geometry
+    return LinkedProgram(program, network)

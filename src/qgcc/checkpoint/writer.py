@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 from .. import __version__
 from ..diagnostics import CheckpointError
-from ..qgfile import fsync_dir
+from ..atomicfile import fsync_dir
 from ..program import Program
 from .base import CONFIG, INDEX, BaseCheckpoint
-from .geometry import ValueHeads
+from ..qwen35 import ValueHeads
 from .shards import SparseEntry, write_sparse_shard
 
 FORMAT = "qgpu"
@@ -110,7 +110,7 @@ def patched_config(base: BaseCheckpoint, num_machine: int, qgpu: dict) -> dict:
 def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta: dict[str, str],
                      outdir: str) -> LinkedCheckpoint:
     """Write OUTDIR from the base and the linker's `to_tensors` output (sparse layers and metadata)."""
-    from ..neural.weights import SHAPES
+    from ..qwen35 import SHAPES
     from ..qgfile import RESERVED_META, code_tensor, content_hash, kernels_json, save
 
     check_outdir(outdir, base)

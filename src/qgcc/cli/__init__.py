@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from ..diagnostics import CompileError, UsageError
+from ..diagnostics import CheckpointError, CompileError, OutputError, QgFileError, UsageError
 from ..program import Program
 from ..trace import ExitCode
 
@@ -42,6 +42,27 @@ def internal_error(tool: str, exc: BaseException) -> int:
     click.echo(f"{tool}: internal error: {type(exc).__name__}{': ' + first if first else ''} "
                f"(please report it; set QGCC_DEBUG=1 for a traceback)", err=True)
     return int(ExitCode.INTERNAL)
+
+
+# The one table from the errors a command reports to its exit code (docs/cli.md).  Runtime
+# faults carry theirs (qgcc.trace.Fault.exit_code); anything else is an internal error (70).
+EXIT_CODES: dict[type[Exception], ExitCode] = {
+    CompileError: ExitCode.COMPILE_ERROR,
+    CheckpointError: ExitCode.COMPILE_ERROR,  # a base checkpoint that cannot take the machine
+    UsageError: ExitCode.USAGE,
+    OutputError: ExitCode.USAGE,
+    QgFileError: ExitCode.BAD_FILE,
+}
+REPORTED = tuple(EXIT_CODES)
+
+
+def report(tool: str, exc: Exception) -> int:
+    """Show a REPORTED error the way users expect it and return its exit code."""
+    if isinstance(exc, CompileError):
+        click.echo(exc.render(), err=True)
+    else:
+        err(tool, str(exc))
+    return int(next(code for cls, code in EXIT_CODES.items() if isinstance(exc, cls)))
 
 
 class ToolCommand(click.Command):

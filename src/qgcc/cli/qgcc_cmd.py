@@ -19,10 +19,10 @@ from pathlib import Path
 import click
 
 from .. import __version__
-from ..diagnostics import CheckpointError, CompileError, QgFileError, UsageError
-from ..runtime.args import check_writable
+from ..diagnostics import CheckpointError, OutputError, UsageError
+from .args import check_writable
 from ..trace import ExitCode
-from . import CONTEXT_SETTINGS, QG_EXTS, ToolCommand, compile_file, err, internal_error
+from . import CONTEXT_SETTINGS, QG_EXTS, REPORTED, ToolCommand, compile_file, internal_error, report
 
 TOOL = "qgcc"
 
@@ -35,7 +35,7 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _write_text(path: str, text: str) -> None:
-    from ..qgfile import atomic_write
+    from ..atomicfile import atomic_write
 
     if path == "-":
         click.echo(text, nl=False)
@@ -50,8 +50,8 @@ def _link_checkpoint(input_path: str, base_dir: str, output: str | None) -> int:
     """
     from ..checkpoint.base import inspect_base
     from ..checkpoint.writer import check_outdir, write_checkpoint
-    from ..neural.linker import link, to_tensors
-    from ..neural.schedule import CapacityError
+    from ..link.linker import link, to_tensors
+    from ..link.schedule import CapacityError
 
     if output is None or output == "-":
         raise UsageError("--base needs -o OUTDIR, the new checkpoint directory")
@@ -121,8 +121,8 @@ def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_li
             raise UsageError("a .qg cannot be written to stdout; give -o FILE.qg")
         tensors, meta = None, None
         if not no_link:
-            from ..neural.linker import link, to_tensors
-            from ..neural.schedule import CapacityError
+            from ..link.linker import link, to_tensors
+            from ..link.schedule import CapacityError
 
             try:
                 tensors, meta = to_tensors(link(program))
@@ -148,20 +148,9 @@ def main(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_li
     """Compile a CUDA-C kernel file (.cu) or qsass assembly (.qsass) into a .qg program."""
     try:
         return _run(input_path, output, asm_out, disasm, no_link, base_dir)
-    except CheckpointError as e:
-        err(TOOL, str(e))
-        return int(ExitCode.COMPILE_ERROR)
-    except CompileError as e:
-        click.echo(e.render(), err=True)
-        return int(ExitCode.COMPILE_ERROR)
-    except UsageError as e:
-        err(TOOL, str(e))
-        return int(ExitCode.USAGE)
-    except QgFileError as e:
-        err(TOOL, str(e))
-        return int(ExitCode.BAD_FILE)
+    except REPORTED as e:
+        return report(TOOL, e)
     except OSError as e:
-        err(TOOL, f"cannot write {output or 'the output'}: {e.strerror or e}")
-        return int(ExitCode.USAGE)
+        return report(TOOL, OutputError(output or "the output", e))
     except Exception as e:
         return internal_error(TOOL, e)

@@ -24,9 +24,10 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..diagnostics import CompileError, QgFileError, UsageError
+from ..diagnostics import OutputError, UsageError
 from ..trace import ExitCode, Fault, Stats, StepRecord
-from . import ASM_EXTS, CONTEXT_SETTINGS, CU_EXTS, ToolCommand, compile_file, err, internal_error, note
+from . import (ASM_EXTS, CONTEXT_SETTINGS, CU_EXTS, REPORTED, ToolCommand, compile_file, err, internal_error, note,
+               report)
 
 TOOL = "qgrun"
 DEFAULT_MAX_STEPS = 1_000_000
@@ -79,31 +80,15 @@ class _Progress:
             self.stream.flush()
 
 
-def load_program(path: str):
+def open_program(path: str):
     """A .qg file, a checkpoint directory linked with `qgcc --base`, or a .cu / .qsass compiled on the fly."""
-    from ..checkpoint.reader import is_checkpoint, load_checkpoint_program
-    from ..qgfile import load
+    from ..link.linker import LinkedProgram
+    from ..loader import load_program
 
     ext = Path(path).suffix.lower()
     if ext in CU_EXTS or ext in ASM_EXTS:
-        return compile_file(path)
-    if is_checkpoint(path):
-        return load_checkpoint_program(path)
-    qg = load(path)
-    if any(name.startswith("layers.") for name in qg.tensors):
-        from ..neural.linker import from_tensors
-        from ..program import attach_machine
-
-        try:
-            from ..isa import encode
-
-            code = [encode(i) for i in qg.program.code]
-            attach_machine(qg.program, from_tensors(qg.tensors, qg.meta, code))
-        except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
-            # Hashed, so only a file written by another tool gets here; still one line, exit 3.
-            raise QgFileError(f"{path}: the compiled layers are incomplete or corrupt "
-                              f"({type(e).__name__}: {e}); recompile it with qgcc") from None
-    return qg.program
+        return LinkedProgram(compile_file(path))
+    return load_program(path)
 
 
 def _restore_stdout_after_broken_pipe() -> None:
@@ -119,9 +104,9 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int, progress: bool | None = None) -> int:
     from .. import engines
-    from ..runtime.args import check_writable, parse_args, parse_outs
     from ..runtime.launch import make_launch, parse_dim3
-    from ..runtime.render import TraceRenderer, fault_message, make_console, print_summary
+    from .args import check_writable, parse_args, parse_outs
+    from .render import TraceRenderer, fault_message, make_console, print_summary
 
     grid3 = parse_dim3(grid, "grid")
     block3 = parse_dim3(block, "block")
@@ -129,7 +114,8 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     dev, device_note = eng.resolve_device(device)
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
-    program = load_program(program_file)
+    linked = open_program(program_file)
+    program = linked.program
     try:
         kernel = program.kernel(kernel_name)
     except LookupError as e:
@@ -138,7 +124,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     out_paths = parse_outs(kernel, outs)
     if json_path is not None and os.path.realpath(json_path) in {os.path.realpath(p) for p in out_paths.values()}:
         raise UsageError(f"--json {json_path} is also an --out file")
-    launch = make_launch(program, kernel, grid3, block3, scalars, arrays)
+    launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=linked.network)
     if device_note:
         note(TOOL, device_note)
 
@@ -204,14 +190,14 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     return 0
 
 
-def _batch_launches(path: str, program) -> list[tuple[Any, ...]]:
+def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
     """Parse and check every line of a --batch file before anything runs.
 
     A line is {"grid": "2" | [2, 1, 1], "block": ..., "kernel": NAME (optional),
     "args": {NAME: VALUE} (as for --arg: 6, "0.5", "@a.npy", "zeros:6"),
     "outs": {NAME: PATH.npy} (optional)}; paths are relative to the current directory.
     """
-    from ..runtime.args import check_writable, parse_args, parse_outs
+    from .args import check_writable, parse_args, parse_outs
     from ..runtime.launch import make_launch, parse_dim3
 
     try:
@@ -261,7 +247,7 @@ def _batch_launches(path: str, program) -> list[tuple[Any, ...]]:
                     raise UsageError(f"--out {name}={p} is also written by launch {all_outs[key]}")
                 all_outs[key] = no
                 check_writable(f"--out {name}={p}", p)
-            launch = make_launch(program, kernel, grid3, block3, scalars, arrays)
+            launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=network)
         except LookupError as e:
             raise UsageError(f"{where}: {e.args[0] if e.args else e}") from None
         except UsageError as e:
@@ -279,15 +265,16 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
     same layers, each exactly as a single qgrun would run it.  Every line is checked first;
     the --out files of the launches that succeed are written together at the end."""
     from .. import engines
-    from ..runtime.args import check_writable
-    from ..runtime.render import fault_message, make_console, print_batch_summary
+    from .args import check_writable
+    from .render import fault_message, make_console, print_batch_summary
 
     eng = engines.get(engine)
     dev, device_note = eng.resolve_device(device)
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
-    program = load_program(program_file)
-    launches = _batch_launches(batch_path, program)
+    linked = open_program(program_file)
+    program = linked.program
+    launches = _batch_launches(batch_path, program, linked.network)
     if json_path is not None and os.path.realpath(json_path) in {
             os.path.realpath(p) for *_, outs in launches for p in outs.values()}:
         raise UsageError(f"--json {json_path} is also an --out file")
@@ -297,12 +284,15 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
 
     results, buffers, first_failure = [], {}, 0
     t_all = time.perf_counter()
+    network = linked.network  # a program compiled on the fly is linked by its first launch, once
     for no, kernel, grid3, block3, launch, outs in launches:
+        launch.network = launch.network or network
         summary: dict[str, Any] = {"line": no, "kernel": kernel.name, "grid": list(grid3), "block": list(block3),
                                    "status": "ok", "exit_code": 0}
         t0 = time.perf_counter()
         try:
             result = eng.run(launch, max_steps=max_steps, on_step=None, device=dev)
+            network = launch.network
         except Fault as fault:
             summary.update(status=fault.kind, exit_code=int(fault.exit_code),
                            fault={"kind": fault.kind, "message": fault_message(fault, program)})
@@ -330,7 +320,7 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
 
 
 def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict[str, Any]) -> None:
-    from ..qgfile import AtomicFiles
+    from ..atomicfile import AtomicFiles
 
     todo = dict(files)
     if json_path is not None:
@@ -340,16 +330,11 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
             try:
                 batch.add(path, data)
             except OSError as e:
-                raise _WriteError(path, e) from None
+                raise OutputError(path, e) from None
         try:
             batch.commit()
         except OSError as e:
-            raise _WriteError(str(e.filename2 or e.filename or "an output"), e) from None
-
-
-class _WriteError(Exception):
-    def __init__(self, path: str, error: OSError):
-        super().__init__(f"cannot write {path}: {error.strerror or error}")
+            raise OutputError(str(e.filename2 or e.filename or "an output"), e) from None
 
 
 @click.command(name=TOOL, cls=ToolCommand, context_settings=CONTEXT_SETTINGS)
@@ -393,17 +378,7 @@ def main(program_file: str, grid: str, block: str, kernel_name: str | None, args
                 raise UsageError(f"missing --{name} (or give the launches with --batch FILE.jsonl)")
         return _run(program_file, grid, block, kernel_name, args, outs, engine, device, trace,
                     json_path, max_steps, progress)
-    except UsageError as e:
-        err(TOOL, str(e))
-        return int(ExitCode.USAGE)
-    except QgFileError as e:
-        err(TOOL, str(e))
-        return int(ExitCode.BAD_FILE)
-    except CompileError as e:
-        click.echo(e.render(), err=True)
-        return int(ExitCode.COMPILE_ERROR)
-    except _WriteError as e:
-        err(TOOL, str(e))
-        return int(ExitCode.USAGE)
+    except REPORTED as e:
+        return report(TOOL, e)
     except Exception as e:
         return internal_error(TOOL, e)

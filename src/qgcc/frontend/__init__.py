@@ -19,7 +19,7 @@ exception escapes.
 from __future__ import annotations
 
 from ..diagnostics import CompileError
-from ..machine import SPEC
+from ..spec import SPEC
 from ..program import Kernel, Program
 from .codegen import KernelGen
 from .parser import parse

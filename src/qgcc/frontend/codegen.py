@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ..diagnostics import CompileError
 from ..isa import AtomOp, Op, to_s32
-from ..machine import SPEC
+from ..spec import SPEC
 from ..program import Param
 from . import ast as A
 from .ir import VI

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..diagnostics import CompileError
 from ..isa import SReg
-from ..machine import SPEC
+from ..spec import SPEC
 from . import ast as A
 from . import floatconst
 from .types import (BOOL, CHAR, FLOAT, INT, UCHAR, UINT, VOID, ArrayType, FloatType, IntType,

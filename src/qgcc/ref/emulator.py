@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..isa import MASK32, WRITES_RD, AtomOp, Fmt, Op, SReg, alu, atom_apply
-from ..machine import SPEC
+from ..spec import SPEC
 from ..runtime.launch import Launch, memory_map
 from ..trace import BarrierFault, MemAccess, MemoryFault, RegWrite, Stats, StepRecord, step_limit_fault
 

@@ -1,1 +1,1 @@
-"""Launch description, argument parsing and trace rendering shared by every engine."""
+"""The launch every engine starts from (kernel, shapes, parameters, memory image)."""

@@ -7,12 +7,16 @@ at which cell address) is decided once, here, before anything runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..diagnostics import UsageError
-from ..machine import SPEC
+from ..spec import SPEC
 from ..program import ELEM_DTYPES, Kernel, Program
+
+if TYPE_CHECKING:  # the launch is built before, and without, linking
+    from ..link.linker import LinkedNetwork
 
 Dim3 = tuple[int, int, int]
 
@@ -34,6 +38,9 @@ class Launch:
     params: list[int]  # one u32 word per kernel parameter (pointers: base cell address)
     memory: np.ndarray  # uint32 global memory image, one cell per element
     buffers: dict[str, Buffer] = field(default_factory=dict)
+    # The layers the program was linked into (a .qg or a checkpoint carries them); None: the
+    # network engines link the program when they first run it.
+    network: LinkedNetwork | None = None
 
     @property
     def threads_per_block(self) -> int:
@@ -81,7 +88,8 @@ def to_cells(values: np.ndarray) -> np.ndarray:
 
 
 def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
-                scalars: dict[str, int], arrays: dict[str, np.ndarray]) -> Launch:
+                scalars: dict[str, int], arrays: dict[str, np.ndarray],
+                network: LinkedNetwork | None = None) -> Launch:
     """Lay out buffers contiguously from cell 0 in parameter order and check every capacity."""
     threads = block[0] * block[1] * block[2]
     if threads > SPEC.max_block_threads:
@@ -111,7 +119,7 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
         raise UsageError(f"the buffers need {base} cells of global memory; the machine has "
                          f"{SPEC.global_words} (64 KiB)")
     memory = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.uint32)
-    return Launch(program, kernel, grid, block, params, memory.astype(np.uint32), buffers)
+    return Launch(program, kernel, grid, block, params, memory.astype(np.uint32), buffers, network)
 
 
 def memory_map(global_cells: int, shared_cells: int) -> str:

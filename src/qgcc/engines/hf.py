@@ -10,43 +10,19 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .schedule import HEADS, HIDDEN, UNITS
-from .weights import CONV, HEAD_DIM, LayerWeights
+from ..link.linker import LinkedNetwork
+from ..link.weights import LayerWeights
+from ..qwen35 import QWEN35_2B as qwen, ValueHeads, text_config
+from .network import NetworkEngine
 
 
-def text_config(num_layers: int, value_heads: int = HEADS):
-    from transformers import Qwen3_5TextConfig
-
-    return Qwen3_5TextConfig(
-        hidden_size=HIDDEN,
-        intermediate_size=UNITS,
-        num_hidden_layers=num_layers,
-        layer_types=["linear_attention"] * num_layers,
-        linear_num_key_heads=HEADS,
-        linear_num_value_heads=value_heads,
-        linear_key_head_dim=HEAD_DIM,
-        linear_value_head_dim=HEAD_DIM,
-        linear_conv_kernel_dim=CONV,
-        num_attention_heads=8,
-        num_key_value_heads=2,
-        head_dim=256,
-        rms_norm_eps=1e-6,
-        hidden_act="silu",
-        vocab_size=248320,
-        tie_word_embeddings=True,
-        max_position_embeddings=262144,
-    )
-
-
-class HFMachine:
+class HFLayers:
     """The compiled layers as stock transformers modules, stepped one token at a time."""
 
-    def __init__(self, layers: list[LayerWeights], device: str = "cpu", value_heads: int = HEADS):
+    def __init__(self, layers: list[LayerWeights], device: str = "cpu", value_heads: int = qwen.linear_heads):
         """`value_heads` > 16 builds the layers at a checkpoint's geometry, the machine on every
-        (value_heads/16)-th value head, as they are stored there (qgcc.checkpoint.geometry)."""
+        (value_heads/16)-th value head, as they are stored there (qgcc.qwen35.ValueHeads)."""
         from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer, Qwen3_5TextRotaryEmbedding
-
-        from ..checkpoint.geometry import ValueHeads
 
         self.heads = ValueHeads(value_heads)
         self.config = text_config(len(layers), value_heads)
@@ -81,27 +57,36 @@ class HFMachine:
         recurrent_init = recurrent_init or {}
         self.cache = DynamicCache(config=self.config)
         self.position = 0
-        nv, used = self.heads.count, self.heads.head_map
-        conv_dim = 2 * HEADS * HEAD_DIM + nv * HEAD_DIM
+        nv, used, d = self.heads.count, self.heads.head_map, qwen.head_dim
+        conv_dim = 2 * qwen.key_dim + nv * qwen.head_dim
         for i in range(len(self.layers)):
-            self.cache.update_conv_state(torch.zeros(1, conv_dim, CONV, device=self.device), i)
-            s0 = torch.zeros(1, nv, HEAD_DIM, HEAD_DIM)
+            self.cache.update_conv_state(torch.zeros(1, conv_dim, qwen.conv_kernel, device=self.device), i)
+            s0 = torch.zeros(1, nv, qwen.head_dim, qwen.head_dim)
             if recurrent_init.get(i) is not None:
                 s0[0, used] = torch.from_numpy(np.asarray(recurrent_init[i], np.float32)).reshape(
-                    HEADS, HEAD_DIM, HEAD_DIM)
+                    qwen.linear_heads, d, d)
             self.cache.update_recurrent_state(s0.to(self.device), i)
 
     def recurrent_state(self, layer: int) -> np.ndarray:
-        nv = self.heads.count
-        s = self.cache.layers[layer].recurrent_states[0].reshape(nv, HEAD_DIM, HEAD_DIM)[self.heads.head_map]
+        nv, d = self.heads.count, qwen.head_dim
+        s = self.cache.layers[layer].recurrent_states[0].reshape(nv, d, d)[self.heads.head_map]
         return s.cpu().numpy()
 
     @torch.no_grad()
     def step(self, h: np.ndarray) -> np.ndarray:
-        x = torch.from_numpy(np.ascontiguousarray(h, np.float32)).reshape(1, 1, HIDDEN).to(self.device)
+        x = torch.from_numpy(np.ascontiguousarray(h, np.float32)).reshape(1, 1, qwen.hidden).to(self.device)
         pos = torch.tensor([[self.position]], device=self.device)
         pe = self.rotary(x, pos)
         for layer in self.layers:
             x = layer(x, position_embeddings=pe, position_ids=pos, cache=self.cache)
         self.position += 1
-        return x.reshape(HIDDEN).cpu().numpy()
+        return x.reshape(qwen.hidden).cpu().numpy()
+
+
+class HFEngine(NetworkEngine):
+    """`qgrun --engine hf`: the compiled layers as transformers' own modules."""
+
+    name = "hf"
+
+    def layers(self, network: LinkedNetwork) -> HFLayers:
+        return HFLayers(network.layers, self.device, value_heads=network.value_heads)

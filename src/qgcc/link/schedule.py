@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..qwen35 import QWEN35_2B as qwen
 from .netlist import Gate, Input, MemRead, Netlist, Sig, Table, TableOut, gate_inputs
 
-HIDDEN = 2048
-UNITS = 6144
-HEADS = 16
 
 
 class CapacityError(Exception):
@@ -47,8 +45,8 @@ def place(net: Netlist, num_layers: int) -> Placement:
     for i, m in enumerate(net.memories):
         layer_heads[m.layer].append(i)
     for L, heads in enumerate(layer_heads):
-        if len(heads) > HEADS:
-            raise CapacityError(f"layer {L} holds {len(heads)} memory heads; a DeltaNet has {HEADS}")
+        if len(heads) > qwen.linear_heads:
+            raise CapacityError(f"layer {L} holds {len(heads)} memory heads; a DeltaNet has {qwen.linear_heads}")
 
     last = num_layers - 1
     commit = dict(net.outputs)  # state input -> new value
@@ -64,7 +62,7 @@ def place(net: Netlist, num_layers: int) -> Placement:
             L = (need + 1) // 2 if need >= 0 else 0
             L = max(L, net.floor.get(s, 0))
             cost = 2 * len(node.steps) + (len(node.coefs) if isinstance(node, Table) else 1)
-            while L < num_layers and units[L] + cost > UNITS:
+            while L < num_layers and units[L] + cost > qwen.intermediate:
                 L += 1
             if L >= num_layers:
                 raise CapacityError(f"gate {node.name or s} does not fit: the network has {num_layers} layers")
@@ -84,8 +82,8 @@ def place(net: Netlist, num_layers: int) -> Placement:
                                 "the commit needs it one layer earlier")
         copies.append((inp, new))
         units[last] += 3
-    if units[last] > UNITS:
-        raise CapacityError(f"the commit layer needs {units[last]} units; an MLP has {UNITS}")
+    if units[last] > qwen.intermediate:
+        raise CapacityError(f"the commit layer needs {units[last]} units; an MLP has {qwen.intermediate}")
 
     # Last use of every signal.
     last_use: dict[Sig, int] = {s: stage[s] for s in stage}
@@ -117,9 +115,9 @@ def place(net: Netlist, num_layers: int) -> Placement:
                 units[first - 1] += 1
             else:
                 units[last] += 1
-    over = [L for L in range(num_layers) if units[L] > UNITS]
+    over = [L for L in range(num_layers) if units[L] > qwen.intermediate]
     if over:
-        raise CapacityError(f"MLP of layer {over[0]} needs {units[over[0]]} units; an MLP has {UNITS}")
+        raise CapacityError(f"MLP of layer {over[0]} needs {units[over[0]]} units; an MLP has {qwen.intermediate}")
 
     # Dimensions: inputs and layer-0 read buses are fixed for the whole step; everything else
     # (gates, later read buses from their reset) shares dims by interval colouring.
@@ -131,7 +129,7 @@ def place(net: Netlist, num_layers: int) -> Placement:
             dim[s] = nxt
             nxt += 1
     import heapq
-    pool = list(range(HIDDEN - 1, nxt - 1, -1))
+    pool = list(range(qwen.hidden - 1, nxt - 1, -1))
     busy: list[tuple[int, int]] = []  # (last_use, dim)
     alloc_stage = {s: stage[s] for s, n in enumerate(nodes) if isinstance(n, (Gate, TableOut))}
     for s, L in bus_reset.items():
@@ -151,7 +149,7 @@ def place(net: Netlist, num_layers: int) -> Placement:
                     nm = net.names.get(sig, "?")
                     live[nm.split(".")[0].split("[")[0].rstrip("0123456789_")] += 1
             top = ", ".join(f"{k}:{v}" for k, v in live.most_common(12))
-            raise CapacityError(f"the residual stream ({HIDDEN} dims) is full at stage {p} "
+            raise CapacityError(f"the residual stream ({qwen.hidden} dims) is full at stage {p} "
                                 f"({nxt} fixed; live: {top})")
         d = pool.pop()
         dim[s] = d

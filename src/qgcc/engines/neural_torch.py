@@ -1,5 +1,8 @@
-"""The `neural` engine's layer math: the stock Qwen3.5 decoder-layer computation, restricted
-to the rows, columns and heads that are not all zero.
+"""The `neural` engine's torch path: the stock Qwen3.5 decoder-layer computation,
+restricted to the rows, columns and heads that are not all zero.
+
+It runs where the compiled C step (neural_c) does not: on CUDA, without a C
+compiler, or for layers that fail one of the C step's load-time checks.
 
 Same weights, same operations in the same order per element (RMSNorm, SiLU, L2 norm,
 the gated delta rule, gated RMSNorm): only blocks that are entirely zero are skipped,
@@ -13,8 +16,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .schedule import HEADS, HIDDEN
-from .weights import CONV, HEAD_DIM, LayerWeights
+from ..link.weights import LayerWeights
+from ..qwen35 import QWEN35_2B as qwen
 
 EPS = 1e-6
 
@@ -66,12 +69,12 @@ class FastLayer:
         self.mlp_out = torch.from_numpy(outp).to(device)
         # DeltaNet heads that have any query or key weight.
         qr, qc, _ = _coo(t["linear_attn.in_proj_qkv.weight"])
-        used = sorted({int(r // HEAD_DIM) % HEADS for r in qr if r < 2 * HEADS * HEAD_DIM})
+        used = sorted({int(r // qwen.head_dim) % qwen.linear_heads for r in qr if r < 2 * qwen.key_dim})
         self.heads = used
         if used:
-            idx = np.array([part * HEADS * HEAD_DIM + h * HEAD_DIM + e for part in range(3) for h in used
-                            for e in range(HEAD_DIM)])
-            zrows = np.array([h * HEAD_DIM + e for h in used for e in range(HEAD_DIM)])
+            idx = np.array([part * qwen.key_dim + h * qwen.head_dim + e for part in range(3) for h in used
+                            for e in range(qwen.head_dim)])
+            zrows = np.array([h * qwen.head_dim + e for h in used for e in range(qwen.head_dim)])
             cols = set(qc[np.isin(qr, idx)].tolist())
             for name in ("linear_attn.in_proj_z.weight", "linear_attn.in_proj_b.weight",
                          "linear_attn.in_proj_a.weight"):
@@ -80,7 +83,7 @@ class FastLayer:
             cols = np.array(sorted(cols))
             self.mix_in = torch.from_numpy(cols).to(device)
             self.Wqkv = torch.from_numpy(_compact(t["linear_attn.in_proj_qkv.weight"], idx, cols)).to(device)
-            conv = t["linear_attn.conv1d.weight"].dense()[:, 0, CONV - 1]
+            conv = t["linear_attn.conv1d.weight"].dense()[:, 0, qwen.conv_kernel - 1]
             self.conv_last = torch.from_numpy(conv[idx]).to(device)
             self.Wz = torch.from_numpy(_compact(t["linear_attn.in_proj_z.weight"], zrows, cols)).to(device)
             hs = np.array(used)
@@ -113,10 +116,10 @@ class FastLayer:
             x = _rms(h, self.in_norm)[self.mix_in]
             nh = len(self.heads)
             mixed = F.silu((self.Wqkv @ x) * self.conv_last)
-            q, k, v = mixed.reshape(3, nh, HEAD_DIM)
+            q, k, v = mixed.reshape(3, nh, qwen.head_dim)
             q = q * torch.rsqrt((q * q).sum(-1, keepdim=True) + EPS)
             k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + EPS)
-            q = q / (HEAD_DIM ** 0.5)
+            q = q / (qwen.head_dim ** 0.5)
             beta = torch.sigmoid(self.Wb @ x)
             S = state[:nh]
             if self.decay is None:
@@ -131,7 +134,7 @@ class FastLayer:
             var = o.pow(2).mean(-1, keepdim=True)
             o = o * torch.rsqrt(var + EPS)
             o = self.gnorm * o
-            z = (self.Wz @ x).reshape(nh, HEAD_DIM)
+            z = (self.Wz @ x).reshape(nh, qwen.head_dim)
             o = o * F.silu(z)
             h = h.index_add(0, self.mix_out, self.Wo @ o.reshape(-1))
         return h
@@ -142,7 +145,7 @@ class FastLayer:
         return h.index_add(0, self.mlp_out, self.Wd @ act)
 
 
-class FastMachine:
+class NeuralLayers:
     """All compiled layers with their recurrent states, stepped one token at a time."""
 
     def __init__(self, layers: list[LayerWeights], device: str = "cpu"):
@@ -158,8 +161,9 @@ class FastMachine:
         self.states = []
         for i in range(len(self.layers)):
             s0 = recurrent_init.get(i)
-            s = torch.zeros(HEADS, HEAD_DIM, HEAD_DIM, device=self.device) if s0 is None else \
-                torch.tensor(np.asarray(s0, np.float32).reshape(HEADS, HEAD_DIM, HEAD_DIM), device=self.device)
+            s = torch.zeros(qwen.linear_heads, qwen.head_dim, qwen.head_dim, device=self.device) if s0 is None else \
+                torch.tensor(np.asarray(s0, np.float32).reshape(qwen.linear_heads, qwen.head_dim, qwen.head_dim),
+                             device=self.device)
             self.states.append(s)
 
     def recurrent_state(self, layer: int) -> np.ndarray:
@@ -167,7 +171,7 @@ class FastMachine:
 
     @torch.no_grad()
     def step(self, h: np.ndarray) -> np.ndarray:
-        x = torch.from_numpy(np.ascontiguousarray(h, np.float32).reshape(HIDDEN)).to(self.device)
+        x = torch.from_numpy(np.ascontiguousarray(h, np.float32).reshape(qwen.hidden)).to(self.device)
         for layer, st in zip(self.layers, self.states):
             x = layer.forward(x, st)
         return x.cpu().numpy()

@@ -1,4 +1,4 @@
-"""The `neural` engine's compiled CPU step: cstep.c built once with the system C compiler.
+"""The `neural` engine's compiled CPU step: neural_c.c built once with the system C compiler.
 
 Why C: a step is about a million multiply-adds spread over ~50 small operations per
 layer; in torch the per-operation overhead dominates (46 steps/s), while one C call per
@@ -24,10 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .schedule import HEADS, HIDDEN
-from .weights import CONV, HEAD_DIM, LayerWeights
+from ..link.weights import LayerWeights
+from ..qwen35 import QWEN35_2B as qwen
 
-SOURCE = Path(__file__).with_name("cstep.c")
+HEADS, HIDDEN, HEAD_DIM, CONV = qwen.linear_heads, qwen.hidden, qwen.head_dim, qwen.conv_kernel
+
+SOURCE = Path(__file__).with_name("neural_c.c")
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC", "-lm"]
 CODES = {1: "a residual entry is not exactly +-8", 2: "a SiLU/sigmoid argument is outside its exact range",
          3: "a key or query is not one-hot with a power-of-two entry",
@@ -68,7 +70,7 @@ def _build() -> Path:
     src = SOURCE.read_bytes()
     # -march=native code is only valid on this kind of CPU: the cache key names it.
     tag = hashlib.sha256(src + " ".join([cc] + FLAGS + [_cpu_id()]).encode()).hexdigest()[:16]
-    out = _cache_dir() / f"cstep-{tag}.so"
+    out = _cache_dir() / f"neural_c-{tag}.so"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -95,7 +97,7 @@ def library():
             lib.qg_step.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p]
             lib.qg_size_of_layer.restype = ctypes.c_int
             if lib.qg_size_of_layer() != ctypes.sizeof(_Layer):
-                raise OSError("cstep.c and cstep.py disagree on the layer struct")
+                raise OSError("neural_c.c and neural_c.py disagree on the layer struct")
             _lib = lib
         except OSError as e:
             _lib_error = str(e)
@@ -137,7 +139,7 @@ EXACT_LIMIT = 2 ** 24
 
 
 class CompiledLayers:
-    """The layers in the column form cstep.c reads, with the load-time checks of docs/engines.md."""
+    """The layers in the column form neural_c.c reads, with the load-time checks of docs/engines.md."""
 
     def __init__(self, layers: list[LayerWeights], one_dim: int):
         self.keep: list[np.ndarray] = []  # arrays the C structs point into
@@ -244,8 +246,8 @@ class CompiledLayers:
         L.out = self._cols(orr, oc, ov, span)
 
 
-class CStepNetwork:
-    """All compiled layers stepped by cstep.c; the same interface as the torch path."""
+class CStepLayers:
+    """All compiled layers stepped by neural_c.c; the same interface as the torch path."""
 
     def __init__(self, layers: list[LayerWeights], one_dim: int):
         self.lib = library()

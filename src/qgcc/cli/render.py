@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..asm.disassembler import instr_text
 from ..isa import to_s32
-from ..machine import SPEC
+from ..spec import SPEC
 from ..program import Program
 from ..trace import Fault, StepRecord
 

@@ -13,7 +13,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..diagnostics import UsageError
-from ..machine import SPEC
+from ..spec import SPEC
 from ..program import ELEM_DTYPES, Kernel, Param
 
 # Inclusive value range of each scalar parameter type.

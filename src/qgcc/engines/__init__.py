@@ -1,22 +1,22 @@
-"""Engine registry: the name given to `qgrun --engine` -> the function that runs a launch.
+"""Engine registry: the name given to `qgrun --engine` -> the class that runs a launch.
 
-Engines are imported lazily, on first use, so that importing this module (or
-running another engine) never imports the reference emulator, and vice versa.
+This is the only place an engine name is looked up.  Engines are imported lazily,
+on first use, so that importing this module (or running another engine) never
+imports the reference emulator, and vice versa.
 
-Every engine's run function has the signature of the reference emulator:
-`run(launch, max_steps, on_step=None) -> RunResult` (RunResult has `.memory`,
-a uint32 array, and `.stats`, a qgcc.trace.Stats), raising qgcc.trace.Fault
-subclasses.  Engines that run on a torch device also take `device=` ("cpu" or
-"cuda"); `Engine.run` passes it only to them.
+Every engine class is built as `cls(device=...)` and has `run(launch, max_steps,
+on_step=None) -> result` (the result has `.memory`, a uint32 array, and `.stats`, a
+qgcc.trace.Stats), raising qgcc.trace.Fault subclasses.  Engines that cannot use a
+torch device are listed with devices ("cpu",) and always get "cpu".
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from .diagnostics import UsageError
+from ..diagnostics import UsageError
 
 DEVICES = ("cpu", "cuda")
 
@@ -24,13 +24,16 @@ DEVICES = ("cpu", "cuda")
 @dataclass(frozen=True)
 class Engine:
     name: str
-    module: str  # imported on first use
-    function: str
-    devices: tuple[str, ...]  # devices it can run on; ("cpu",) means it takes no device argument
+    target: str  # "module:Class", imported on first use
+    devices: tuple[str, ...]  # devices it can run on; ("cpu",) means it ignores the device
     description: str = ""
 
-    def load(self) -> Callable[..., Any]:
-        return getattr(importlib.import_module(self.module), self.function)
+    def load(self) -> type:
+        module, _, cls = self.target.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+    def create(self, device: str = "cpu") -> Any:
+        return self.load()(device=device)
 
     def resolve_device(self, requested: str) -> tuple[str, str | None]:
         """(device to record, note for the user or None); raises UsageError if it cannot run there."""
@@ -56,18 +59,15 @@ class Engine:
         return requested, None
 
     def run(self, launch, *, max_steps: int, on_step=None, device: str = "cpu"):
-        fn = self.load()
-        if self.devices == ("cpu",):
-            return fn(launch, max_steps, on_step=on_step)
-        return fn(launch, max_steps, on_step=on_step, device=device)
+        return self.create(device).run(launch, max_steps, on_step=on_step)
 
 
 ENGINES: dict[str, Engine] = {
-    "neural": Engine("neural", "qgcc.neural.engine", "run_neural", ("cpu", "cuda"),
+    "neural": Engine("neural", "qgcc.engines.neural:NeuralEngine", ("cpu", "cuda"),
                      "the compiled Qwen3.5 layers, stock math with all-zero blocks skipped (default)"),
-    "hf": Engine("hf", "qgcc.neural.engine", "run_hf", ("cpu", "cuda"),
+    "hf": Engine("hf", "qgcc.engines.hf:HFEngine", ("cpu", "cuda"),
                  "the compiled layers as transformers' own Qwen3_5DecoderLayer modules"),
-    "ref": Engine("ref", "qgcc.ref.emulator", "run", ("cpu",),
+    "ref": Engine("ref", "qgcc.engines.ref:RefEngine", ("cpu",),
                   "reference SIMT emulator (golden model for differential testing; pure Python, CPU)"),
 }
 

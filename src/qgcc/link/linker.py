@@ -1,4 +1,4 @@
-"""The linker: machine + program -> compiled Qwen3.5 layers, and their .qg tensor form.
+"""The linker: program -> the Qwen3.5 layers that run it (a LinkedNetwork), and their .qg tensor form.
 
 Storage rule (docs/qg-format.md): every layer tensor `layers.{i}.{name}` is stored
 sparse as `layers.{i}.{name}.idx` (int64 flat indices, ascending) and
@@ -17,23 +17,26 @@ import numpy as np
 
 from ..isa import encode
 from ..program import Program
+from ..qwen35 import SHAPES
 from . import numerics
-from .machine import build_machine
+from .core import build_core
 from .schedule import CapacityError, Placement, place
-from .weights import SHAPES, VALUE_LEVEL, LayerWeights, SparseTensor, build_weights
+from .weights import VALUE_LEVEL, LayerWeights, SparseTensor, build_weights
 
 MAX_LAYERS = 45
 
 
 @dataclass
-class CompiledMachine:
+class LinkedNetwork:
+    """The compiled decoder layers and where the host finds the machine's state in them."""
+
     layers: list[LayerWeights]
     fields: dict[str, list[int]]  # residual field -> dims (LSB first)
     param_head: tuple[int, int]  # (layer, head) of the kernel-parameter bank
     code: list[int]  # the program encoding the ROM was baked from
     layout: dict  # documentation data: layer map, memory map
     # Value heads of the stock layers that hold the machine (a checkpoint may have 32; the
-    # machine's 16 memory heads then sit on every other one: qgcc.checkpoint.geometry).
+    # machine's 16 memory heads then sit on every other one: qgcc.qwen35.ValueHeads).
     value_heads: int = 16
     # Level of a stored value rail (docs/protocol.md); .qg files linked before the exact
     # encoding used 128 and run only on the torch path.
@@ -46,8 +49,20 @@ class CompiledMachine:
         return len(self.layers)
 
 
-def link(program: Program, min_layers: int = 16) -> CompiledMachine:
-    m = build_machine(program)
+@dataclass
+class LinkedProgram:
+    """What a .qg file or a checkpoint holds: the program and, once linked, its network.
+
+    `network` is None for a program written with `qgcc --no-link` (or compiled on the
+    fly): the network engines then link it when they first run it.
+    """
+
+    program: Program
+    network: LinkedNetwork | None = None
+
+
+def link(program: Program, min_layers: int = 16) -> LinkedNetwork:
+    m = build_core(program)
     pl: Placement | None = None
     err = None
     for L in range(min_layers, MAX_LAYERS + 1):
@@ -72,18 +87,18 @@ def link(program: Program, min_layers: int = 16) -> CompiledMachine:
         "heads": {k: list(v) for k, v in heads.items()},
         "numerics": dataclasses.asdict(bounds),
     }
-    return CompiledMachine(layers, fields, heads["params"], [encode(i) for i in program.code], layout)
+    return LinkedNetwork(layers, fields, heads["params"], [encode(i) for i in program.code], layout)
 
 
-def to_tensors(cm: CompiledMachine) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+def to_tensors(cm: LinkedNetwork) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     tensors: dict[str, np.ndarray] = {}
     for i, lw in enumerate(cm.layers):
         for name, st in lw.tensors.items():
             idx, val = st.arrays()
             tensors[f"layers.{i}.{name}.idx"] = idx
             tensors[f"layers.{i}.{name}.val"] = val
-    from .hf import text_config
-    from .machine import CELLS_PER_LAYER, L_MEM0, PHASES, FAULTS
+    from ..qwen35 import text_config
+    from .layout import CELLS_PER_LAYER, FAULTS, L_MEM0, PHASES, SLOTS
 
     meta = {
         "machine": json.dumps({"fields": cm.fields, "param_head": list(cm.param_head), "layout": cm.layout}),
@@ -93,14 +108,14 @@ def to_tensors(cm: CompiledMachine) -> tuple[dict[str, np.ndarray], dict[str, st
         "tensor_shapes": json.dumps({name: list(shape) for name, shape in SHAPES.items()}),
         "protocol": json.dumps({
             "fields": cm.fields, "phases": list(PHASES), "faults": list(FAULTS),
-            "cells": {"first_layer": L_MEM0, "cells_per_layer": CELLS_PER_LAYER, "slots_per_head": 128},
+            "cells": {"first_layer": L_MEM0, "cells_per_layer": CELLS_PER_LAYER, "slots_per_head": SLOTS},
             "params": list(cm.param_head), "one": 8.0, "zero": -8.0, "value_level": VALUE_LEVEL,
         }),
     }
     return tensors, meta
 
 
-def from_tensors(tensors: dict[str, np.ndarray], meta: dict[str, str], code: list[int]) -> CompiledMachine:
+def from_tensors(tensors: dict[str, np.ndarray], meta: dict[str, str], code: list[int]) -> LinkedNetwork:
     n = int(meta["num_layers"])
     mach = json.loads(meta["machine"])
     layers = []
@@ -112,4 +127,4 @@ def from_tensors(tensors: dict[str, np.ndarray], meta: dict[str, str], code: lis
         layers.append(LayerWeights("linear_attention", ts, 0, 0))
     fields = {k: list(v) for k, v in mach["fields"].items()}
     level = json.loads(meta["protocol"]).get("value_level", 128.0) if "protocol" in meta else 128.0
-    return CompiledMachine(layers, fields, tuple(mach["param_head"]), code, mach["layout"], value_level=level)
+    return LinkedNetwork(layers, fields, tuple(mach["param_head"]), code, mach["layout"], value_level=level)

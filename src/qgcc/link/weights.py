@@ -27,18 +27,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..qwen35 import QWEN35_2B as qwen, SHAPES
 from .netlist import Gate, Netlist, Step, Table
-from .schedule import HEADS, HIDDEN, UNITS, Placement
+from .schedule import Placement
 
 K = 256.0  # step sharpness: pre-activations are multiples of K
 KEY = 128.0  # key/query pre-activation level (and the z gate: silu(128) == 128)
-HEAD_DIM = 128
-CONV = 4
 VALUE_RAILS = 32  # nonzero entries of every stored row (dual-rail bits + constant pad rails)
 READ_ADD = 16.0  # what a read of a 1 bit adds to its residual dimension (-8 -> +8)
 
 
-def value_level(head_dim: int = HEAD_DIM) -> float:
+def value_level(head_dim: int = qwen.head_dim) -> float:
     """The stored level V of a value rail, chosen so that a read is exact in float32.
 
     A read is o = S^T q with q the one-hot query after the stock L2 norm (exactly 1.0)
@@ -50,8 +49,6 @@ def value_level(head_dim: int = HEAD_DIM) -> float:
     exactly 64, rsqrt(64 + 1e-6) is exactly 1/8, each rail reads back as exactly 2, the
     z gate multiplies by silu(128) = 128 and out_proj by 1/16: exactly 16.
     """
-    import numpy as np
-
     scale = np.float32(1.0) / np.float32(head_dim ** 0.5)
     guess = np.float32(16.0 / float(scale))
     bits = guess.view(np.int32)
@@ -63,23 +60,6 @@ def value_level(head_dim: int = HEAD_DIM) -> float:
 
 
 VALUE_LEVEL = value_level()  # 181.01934814453125
-
-SHAPES = {
-    "input_layernorm.weight": (HIDDEN,),
-    "post_attention_layernorm.weight": (HIDDEN,),
-    "mlp.gate_proj.weight": (UNITS, HIDDEN),
-    "mlp.up_proj.weight": (UNITS, HIDDEN),
-    "mlp.down_proj.weight": (HIDDEN, UNITS),
-    "linear_attn.in_proj_qkv.weight": (3 * HEADS * HEAD_DIM, HIDDEN),
-    "linear_attn.conv1d.weight": (3 * HEADS * HEAD_DIM, 1, CONV),
-    "linear_attn.in_proj_z.weight": (HEADS * HEAD_DIM, HIDDEN),
-    "linear_attn.in_proj_b.weight": (HEADS, HIDDEN),
-    "linear_attn.in_proj_a.weight": (HEADS, HIDDEN),
-    "linear_attn.dt_bias": (HEADS,),
-    "linear_attn.A_log": (HEADS,),
-    "linear_attn.norm.weight": (HEAD_DIM,),
-    "linear_attn.out_proj.weight": (HIDDEN, HEADS * HEAD_DIM),
-}
 
 
 class SparseTensor:
@@ -187,11 +167,11 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
     for L in range(pl.num_layers):
         t = {name: SparseTensor(shape) for name, shape in SHAPES.items()}
         # Stock settings that make the DeltaNet an exact memory (even for unused heads).
-        for h in range(HEADS):
+        for h in range(qwen.linear_heads):
             t["linear_attn.A_log"].set((h,), -1000.0)
-        for c in range(3 * HEADS * HEAD_DIM):
-            t["linear_attn.conv1d.weight"].set((c, 0, CONV - 1), 1.0)
-        t["linear_attn.norm.weight"].entries = {i: 1.0 for i in range(HEAD_DIM)}
+        for c in range(3 * qwen.key_dim):
+            t["linear_attn.conv1d.weight"].set((c, 0, qwen.conv_kernel - 1), 1.0)
+        t["linear_attn.norm.weight"].entries = {i: 1.0 for i in range(qwen.head_dim)}
         gp, up, dn = t["mlp.gate_proj.weight"], t["mlp.up_proj.weight"], t["mlp.down_proj.weight"]
         # Unit 0: the constant K.
         gp.set((0, one), K)
@@ -249,22 +229,22 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
         for rl, d in pl.read_dims:
             if rl == L:
                 overwrite(d)  # bit 0, so that the memory read can add its word
-        assert u <= UNITS, (L, u)
+        assert u <= qwen.intermediate, (L, u)
 
         qkv, z, bproj = t["linear_attn.in_proj_qkv.weight"], t["linear_attn.in_proj_z.weight"], \
             t["linear_attn.in_proj_b.weight"]
         out = t["linear_attn.out_proj.weight"]
         for h, mi in enumerate(pl.layer_heads[L]):
             m = net.memories[mi]
-            for base, keys in ((0, m.read_keys), (HEADS * HEAD_DIM, m.write_keys)):
+            for base, keys in ((0, m.read_keys), (qwen.key_dim, m.write_keys)):
                 for j, pat in enumerate(keys):
                     if not pat:
                         continue
-                    row = base + h * HEAD_DIM + j
+                    row = base + h * qwen.head_dim + j
                     for x, pol in pat:
                         qkv.add((row, pl.dim[x]), KEY if pol else -KEY)
                     qkv.add((row, one), KEY * (1 - len(pat)))
-            vbase = 2 * HEADS * HEAD_DIM + h * HEAD_DIM
+            vbase = 2 * qwen.key_dim + h * qwen.head_dim
             for i, x in enumerate(m.value):
                 qkv.set((vbase + 2 * i, pl.dim[x]), VALUE_LEVEL)
                 qkv.set((vbase + 2 * i + 1, pl.dim[x]), -VALUE_LEVEL)
@@ -273,12 +253,12 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
             for p in range(VALUE_RAILS - m.width):
                 qkv.set((vbase + 2 * m.width + p, one), VALUE_LEVEL)
             bproj.set((h, one), KEY)
-            for e in range(HEAD_DIM):
-                z.set((h * HEAD_DIM + e, one), KEY)
+            for e in range(qwen.head_dim):
+                z.set((h * qwen.head_dim + e, one), KEY)
             # A stored 1 reads back (after the gated RMSNorm) as sqrt(128/32) * silu(128) = 256.
-            level = math.sqrt(HEAD_DIM / VALUE_RAILS) * KEY
+            level = math.sqrt(qwen.head_dim / VALUE_RAILS) * KEY
             for i, o in enumerate(m.outputs):
-                out.set((pl.dim[o], h * HEAD_DIM + 2 * i), READ_ADD / level)
+                out.set((pl.dim[o], h * qwen.head_dim + 2 * i), READ_ADD / level)
         units_used = u
         layers.append(LayerWeights("linear_attention", t, units_used, len(pl.layer_heads[L])))
     return layers

@@ -1,6 +1,6 @@
 """The machine description: every capacity and address-map fact in one place.
 
-The compiler, the emulator, the launcher and (later) the linker all read these
+The compiler, the emulator, the launcher and the linker all read these
 numbers from here, so a limit is changed once and every diagnostic that names
 it stays true.
 """

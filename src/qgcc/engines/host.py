@@ -16,13 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..isa import Op, decode
+from ..link.layout import NWARP, PHASES, W, cell_location
+from ..link.linker import LinkedNetwork
+from ..qwen35 import QWEN35_2B as qwen
 from ..runtime.launch import Launch, memory_map
 from ..trace import (BarrierFault, Fault, MemAccess, MemoryFault, RegWrite, Stats, StepLimitFault,
                      StepRecord, step_limit_fault)
-from .linker import CompiledMachine
-from .machine import NWARP, PHASES, W, cell_location
-from .schedule import HIDDEN
-from .weights import HEAD_DIM, VALUE_LEVEL
 
 
 @dataclass
@@ -37,24 +36,10 @@ def _bits(v: int, width: int) -> list[int]:
     return [(v >> i) & 1 for i in range(width)]
 
 
-def network_for(cm: CompiledMachine, engine: str, device: str):
-    """The layer implementation that runs `cm`: transformers' modules for `hf`; for `neural`
-    the compiled C step on the CPU when its load-time checks pass, else the torch path."""
-    if engine == "hf":
-        from .hf import HFMachine
-        return HFMachine(cm.layers, device, value_heads=cm.value_heads)
-    if device == "cpu" and cm.value_level == VALUE_LEVEL:
-        from .cstep import CStepNetwork, Unsupported
-        try:
-            return CStepNetwork(cm.layers, cm.fields["one"][0])
-        except Unsupported:
-            pass
-    from .fast import FastMachine
-    return FastMachine(cm.layers, device)
-
-
 class Host:
-    def __init__(self, cm: CompiledMachine, engine: str = "neural", device: str = "cpu", net=None):
+    def __init__(self, cm: LinkedNetwork, layers):
+        """`layers` steps the compiled layers: reset(recurrent_init), step(h) and
+        recurrent_state(layer), all on numpy float32 arrays."""
         self.cm = cm
         self.fields = cm.fields  # name -> list of dims
         self._dims = {k: np.asarray(v, dtype=np.int64) for k, v in cm.fields.items()}
@@ -64,7 +49,7 @@ class Host:
         self._all_dims = np.concatenate([self._dims[k] for k in self._names])
         self._all_pow = np.concatenate([self._pow[k] for k in self._names])
         self._starts = np.cumsum([0] + [len(cm.fields[k]) for k in self._names[:-1]])
-        self.net = net if net is not None else network_for(cm, engine, device)
+        self.net = layers
 
     # ---- encoding and decoding of residual fields ----
     def put(self, h: np.ndarray, name: str, value: int) -> None:
@@ -84,7 +69,7 @@ class Host:
     def initial(self, launch: Launch) -> tuple[np.ndarray, dict[int, np.ndarray]]:
         """The first input and the initial recurrent states (numpy float32; every network
         implementation takes and returns numpy, so the C path never imports torch)."""
-        h = np.full(HIDDEN, -8.0, dtype=np.float32)
+        h = np.full(qwen.hidden, -8.0, dtype=np.float32)
         self.put(h, "one", 1)
         k = launch.kernel
         bx, by, bz = launch.block
@@ -100,7 +85,7 @@ class Host:
         level = self.cm.value_level
 
         def row(layer: int, head: int, slot: int, value: int) -> None:
-            st = init.setdefault(layer, np.zeros((16, HEAD_DIM, HEAD_DIM), np.float32))
+            st = init.setdefault(layer, np.zeros((qwen.linear_heads, qwen.head_dim, qwen.head_dim), np.float32))
             for i in range(32):
                 b = (value >> i) & 1
                 st[head, slot, 2 * i] = level * b

@@ -44,6 +44,11 @@ def step(pairs, T: int, coef: int = 1) -> Step:
     return Step(tuple(terms), const, T, coef)
 
 
+def eq_lits(bus: list, value: int) -> list:
+    """The literals that hold when `bus` (LSB first) equals `value`: an AND of them is a decoder."""
+    return [(b, bool((value >> i) & 1)) for i, b in enumerate(bus)]
+
+
 def and_step(lits, coef: int = 1) -> Step:
     return step([(l, 1) for l in lits], len(lits), coef)
 

@@ -1,0 +1,85 @@
+"""Fetch and decode: the program ROM, one table row per instruction (layer 0 MLP).
+
+The row selected by the warp's minimum PC drives one-hot opcode flags, operand
+enables and the instruction's fields (registers, immediate, offset, branch target,
+next PC), so decoding costs no gates of its own: the program is baked into the
+table's weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...isa import WRITES_RD, AtomOp, Fmt, Op, SReg
+from ...program import Program
+from ..circuits import and_step, eq_lits
+from ..layout import PCB
+from ..netlist import Netlist, Sig
+
+WIDTHS = {"rd": 5, "rs1": 5, "rs2": 5, "immv": 32, "off": 32, "tgt": PCB, "nxt": PCB}
+
+
+@dataclass
+class Decoded:
+    rom: list[Sig]
+    columns: dict[str, int]  # flag or field name -> first ROM column
+
+    def flag(self, name: str) -> Sig:
+        return self.rom[self.columns[name]]
+
+    def bus(self, name: str) -> list[Sig]:
+        return self.rom[self.columns[name]:self.columns[name] + WIDTHS[name]]
+
+    @property
+    def op(self) -> dict[str, Sig]:
+        return {o_.name: self.flag(f"op_{o_.name}") for o_ in Op}
+
+
+def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
+    rom_fields: dict[str, int] = {}
+    widths = WIDTHS
+    flags = [f"op_{op.name}" for op in Op] + [f"atom_{a.name}" for a in AtomOp] + \
+        [f"sreg_{s.name}" for s in SReg] + ["rs1en", "rs2en", "rden", "wrd", "ismem", "ismul"]
+    cols = []
+    for f_ in flags:
+        rom_fields[f_] = len(cols)
+        cols.append(f_)
+    for name, wd in widths.items():
+        rom_fields[name] = len(cols)
+        cols += [f"{name}[{i}]" for i in range(wd)]
+    steps, coefs = [], [dict() for _ in cols]
+    for pc, ins in enumerate(program.code):
+        k = len(steps)
+        steps.append(and_step([RUN] + eq_lits(R_MIN, pc)))
+        on = set()
+        on.add(f"op_{ins.op.name}")
+        if ins.op is Op.ATOM:
+            on.add(f"atom_{AtomOp(ins.mod).name}")
+        if ins.op is Op.S2R:
+            on.add(f"sreg_{SReg(ins.mod).name}")
+        f = ins.fmt
+        if f in (Fmt.ALU, Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.BRC, Fmt.JR) or (f is Fmt.MOV and not ins.use_imm):
+            on.add("rs1en")
+        if (f is Fmt.ALU and not ins.use_imm) or f in (Fmt.ST, Fmt.ATOM):
+            on.add("rs2en")
+        if ins.op is Op.ATOM and ins.mod == AtomOp.CAS:
+            on.add("rden")
+        if ins.op in WRITES_RD:
+            on.add("wrd")
+        if ins.op in (Op.LD, Op.ST, Op.ATOM, Op.MUL):
+            on.add("ismem")
+        if ins.op is Op.MUL:
+            on.add("ismul")
+        vals = {"rd": ins.rd, "rs1": ins.rs1, "rs2": ins.rs2,
+                "immv": ins.imm & 0xFFFFFFFF if ins.use_imm and f in (Fmt.ALU, Fmt.MOV) else 0,
+                "off": ins.imm & 0xFFFFFFFF if f in (Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.LDC) else 0,
+                "tgt": ins.imm & (2 ** PCB - 1) if f in (Fmt.BRA, Fmt.BRC) else 0,
+                "nxt": (pc + 1) & (2 ** PCB - 1)}
+        for name in on:
+            coefs[rom_fields[name]][k] = 1
+        for name, v in vals.items():
+            for i in range(widths[name]):
+                if (v >> i) & 1:
+                    coefs[rom_fields[name] + i][k] = 1
+    rom = n.table(steps, coefs, "rom")
+    return Decoded(rom, rom_fields)

@@ -1,0 +1,110 @@
+"""The load/store unit: global and shared memory (layers 5-13), bounds checks, atomics.
+
+LD, ST and ATOM take four micro-steps (`ms`), one lane each: the lane's address is
+selected, every memory head reads the cell at it, and the value to write (the store
+operand, or the atomic's read-modify-write result) becomes the pending memory write
+that the next step commits before it reads.  One 32-bit cell per DeltaNet slot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...isa import AtomOp
+from ...qwen35 import QWEN35_2B as qwen
+from .. import circuits as C
+from ..circuits import and_step, eq_lits, neg, step
+from ..layout import CELLS_PER_LAYER, GLOBAL_CELLS, L_MEM0, N_MEM_LAYERS, SHARED_CELLS, SLOTS, W
+from ..netlist import Netlist, Sig, Step
+from .fetch import Decoded
+from .regfile import Operands
+from .state import State
+from .warptable import WarpRow
+
+
+@dataclass
+class MemoryAccess:
+    Ams: list[Sig]  # the micro-step lane's rs1
+    Bms: list[Sig]  # ... its second operand
+    ADDR: list[Sig]  # rs1 + offset
+    ldatom: list[Sig]  # [LD, ATOM] flags: the instructions that write back a read value
+    RDEN: Sig  # a memory read happens this step
+    MEMOUT: list[Sig]  # the cell read
+    valid: Sig  # the address is inside global or shared memory
+    memop: Sig  # an active lane's LD, ST or ATOM this step
+    oob: Sig  # ... at an invalid address
+    IDX: list[Sig]  # memory index of the cell (global cell, or GLOBAL_CELLS + shared offset)
+    newv: list[Sig]  # the value to write: store operand or atomic result
+
+
+def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
+          heads: dict[str, tuple[int, int]]) -> MemoryAccess:
+    MS, A, Bop, Cc, R_ACT, op, R, OFF = st.MS, ops.a, ops.b_or_imm, ops.c, row.act, dec.op, dec.flag, dec.bus("off")
+    MW_EN, MW_IDX, MW_VAL, GSIZE, SHW = st.MW_EN, st.MW_IDX, st.MW_VAL, st.GSIZE, st.SHW
+    Ams = [n.gate([and_step(eq_lits(MS, l) + [A[l][i]]) for l in range(W)], f"Ams{i}") for i in range(32)]
+    ADDR = C.add(n, Ams, OFF, name="addr")
+    ldatom = [op["LD"], op["ATOM"]]
+    act_ms = n.gate([and_step(eq_lits(MS, l) + [R_ACT[l]]) for l in range(W)], "act_ms")
+    RDEN = n.gate([and_step([act_ms, ldatom])], "rden")
+    # Global cell index = ADDR[0:14]; shared offset = ADDR[0:10] when bit 16 is set.
+    MEMOUT = None
+    for m in range(N_MEM_LAYERS):
+        layer = L_MEM0 + m
+        for h in range(qwen.linear_heads):
+            base = m * CELLS_PER_LAYER + h * SLOTS
+            if base >= GLOBAL_CELLS + SHARED_CELLS:
+                break
+            wk, rk = [], []
+            for s in range(SLOTS):
+                idx = base + s
+                wk.append([(MW_EN, True)] + eq_lits(MW_IDX, idx))
+                if idx < GLOBAL_CELLS:
+                    rk.append([(RDEN, True), (ADDR[16], False)] + eq_lits(ADDR[:14], idx))
+                else:
+                    rk.append([(RDEN, True), (ADDR[16], True)] + eq_lits(ADDR[:10], idx - GLOBAL_CELLS))
+            MEMOUT = n.memory(f"mem.l{layer}.h{h}", layer, wk, rk, MW_VAL, outputs=MEMOUT)
+            heads[f"mem.l{layer}.h{h}"] = (layer, len(n.memories) - 1)
+
+    # Bounds: global needs ADDR < GSIZE with bits 14.. zero; shared needs bit 16 and offset < SHW.
+    hi17 = n.threshold([(ADDR[i], -1) for i in range(17, 32)], 0, 0, "hi17zero")
+    z1415 = n.threshold([(ADDR[14], -1), (ADDR[15], -1)], 0, 0, "z1415")
+    z1015 = n.threshold([(ADDR[i], -1) for i in range(10, 16)], 0, 0, "z1015")
+    ltg = C.less_than(n, ADDR[:14], GSIZE, "ltg")
+    lts = C.less_than(n, ADDR[:10], SHW, "lts")
+    valid = n.gate([and_step([hi17, neg(ADDR[16]), z1415, ltg]), and_step([hi17, ADDR[16], z1015, lts])], "valid")
+    memop = n.gate([and_step([act_ms, [op["LD"], op["ST"], op["ATOM"]]])], "memop")
+    oob = n.gate([and_step([memop, neg(valid)])], "oob")
+    IDX = [n.gate([and_step([neg(ADDR[16]), ADDR[i]])] + ([and_step([ADDR[16], ADDR[i]])] if i < 10 else []),
+                  f"IDX{i}") for i in range(14)] + [n.copy(ADDR[16], "IDX14")]
+
+    # Lane-MS operands for stores, atomics and MUL.
+    Bms = [n.gate([and_step(eq_lits(MS, l) + [Bop[l][i]]) for l in range(W)], f"Bms{i}") for i in range(32)]
+    Cms = [n.gate([and_step(eq_lits(MS, l) + [Cc[l][i]]) for l in range(W)], f"Cms{i}") for i in range(32)]
+    # Atomic read-modify-write on the value just read.
+    at = {a_.name: R(f"atom_{a_.name}") for a_ in AtomOp}
+    isat = op["ATOM"]
+    nadd = C.add(n, MEMOUT, Bms, en=n.and_([isat, at["ADD"]], "en_atadd"), name="atadd")
+    geu, equ = C.compare(n, MEMOUT, Bms, name="atcmpu")
+    ges, _ = C.compare(n, MEMOUT[:31] + [neg(MEMOUT[31])], Bms[:31] + [neg(Bms[31])], name="atcmps")
+    newv = []
+    for i in range(32):
+        m_, b_ = MEMOUT[i], Bms[i]
+        st = [
+            and_step([at["MIN"], ges, b_]), and_step([at["MIN"], neg(ges), m_]),
+            and_step([at["MAX"], ges, m_]), and_step([at["MAX"], neg(ges), b_]),
+            and_step([at["MINU"], geu, b_]), and_step([at["MINU"], neg(geu), m_]),
+            and_step([at["MAXU"], geu, m_]), and_step([at["MAXU"], neg(geu), b_]),
+            and_step([at["EXCH"], b_]),
+            and_step([at["CAS"], equ, Cms[i]]), and_step([at["CAS"], neg(equ), m_]),
+            and_step([at["AND"], m_, b_]),
+            step([(at["OR"], 2), (m_, 1), (b_, 1)], 3),
+            step([(at["XOR"], 2), (m_, 1), (b_, 1)], 3), step([(at["XOR"], 2), (m_, 1), (b_, 1)], 4, -1),
+        ]
+        newv.append(n.gate([_gate_with(s_, isat) for s_ in st] + [and_step([op["ST"], b_])]
+                           + [step([(nadd[i], 1)], 1)], f"newv{i}"))
+    return MemoryAccess(Ams, Bms, ADDR, ldatom, RDEN, MEMOUT, valid, memop, oob, IDX, newv)
+
+
+def _gate_with(s_, en):
+    """A step that can only fire when `en` is 1."""
+    return Step(s_.terms + ((en, 64),), s_.const, s_.T + 64, s_.coef)

@@ -1,0 +1,51 @@
+"""The register file: three read ports (rs1, rs2, rd) in layers 1-3.
+
+Each port is a full copy of the registers, one DeltaNet head per lane and group of
+four warps, so the three operands of one instruction are read in parallel.  All
+copies take the previous step's pending writeback (wb_*) before they are read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..circuits import eq_lits
+from ..layout import L_REGS, NREG, NWARP, W
+from ..netlist import Netlist, Sig
+from .fetch import Decoded
+from .state import State
+
+
+@dataclass
+class Operands:
+    a: list[list[Sig]]  # per lane: rs1
+    b: list[list[Sig]]  # per lane: rs2
+    c: list[list[Sig]]  # per lane: rd (read for CAS)
+    b_or_imm: list[list[list[Sig]]]  # per lane, per bit: [rs2 bit, immediate bit] (at most one is set)
+
+
+def _port(n: Netlist, st: State, heads: dict, port: str, layer: int, sel: list[Sig], en: Sig) -> list[list[Sig]]:
+    outs = []
+    for l in range(W):
+        bus = None
+        for g in range(NWARP // 4):
+            wk, rk = [], []
+            for w4 in range(4):
+                w = g * 4 + w4
+                for r in range(NREG):
+                    wk.append([(st.WB_EN[l], True)] + eq_lits(st.WB_W, w) + eq_lits(st.WB_RD, r))
+                    rk.append([(en, True)] + eq_lits(st.CUR, w) + eq_lits(sel, r))
+            bus = n.memory(f"reg{port}.l{l}.g{g}", layer, wk, rk, st.WB_VAL[l], outputs=bus)
+            heads[f"reg{port}.l{l}.g{g}"] = (layer, len(n.memories) - 1)
+        outs.append(bus)
+    return outs
+
+
+def build(n: Netlist, st: State, dec: Decoded, heads: dict[str, tuple[int, int]]) -> Operands:
+    A = _port(n, st, heads, "A", L_REGS[0], dec.bus("rs1"), dec.flag("rs1en"))
+    B = _port(n, st, heads, "B", L_REGS[1], dec.bus("rs2"), dec.flag("rs2en"))
+    Cc = _port(n, st, heads, "C", L_REGS[2], dec.bus("rd"), dec.flag("rden"))
+    # Second ALU operand: the register (read only without an immediate) or the immediate.
+    IMMV = dec.bus("immv")
+    Bop = [[[B[l][i], IMMV[i]] for i in range(32)] for l in range(W)]
+    return Operands(A, B, Cc, Bop)

@@ -1,0 +1,62 @@
+"""The residual state: every field a step reads and the next step's input gets back.
+
+Launch constants are set once by the host and never written; the dynamic fields
+carry the phase, the counters, the scheduler summary (current warp, ready and
+waiting masks) and the *pending writes* of the previous step (register writeback,
+memory write, warp-table row); trace fields are written every step for the host
+to read.  Field names and widths are the protocol (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..layout import FAULTS, NWARP, PCB, PHASES, W
+from ..netlist import Netlist, Sig
+
+
+@dataclass
+class State:
+    """The state fields by name (`fields`, the linker's map) and as attributes for the blocks
+    (st.CUR, st.WB_VAL[lane], st.PH["run"], ...), set by declare_state."""
+
+    fields: dict[str, list[Sig]] = field(default_factory=dict)  # every field, in declaration order
+
+
+def declare_state(n: Netlist) -> State:
+    st = State()
+    F = st.fields
+
+    def fld(name: str, width: int) -> list[Sig]:
+        F[name] = n.inputs_bus(name, width)
+        return F[name]
+
+    # ---- launch constants (set once by the host, never written) ----
+    st.BX, st.BY, st.BZ = fld("bx", 7), fld("by", 7), fld("bz", 7)
+    st.GX, st.GY, st.GZ = fld("gx", 16), fld("gy", 16), fld("gz", 16)
+    st.NT, st.NW = fld("nt", 7), fld("nw", 5)
+    st.GSIZE, st.SHW, st.NPARAM = fld("gsize", 15), fld("shw", 11), fld("nparam", 7)
+    st.ENTRY, st.KEND = fld("entry", PCB), fld("kend", PCB + 1)
+    # ---- dynamic state ----
+    st.PH = dict(zip(PHASES, fld("phase", 4)))
+    st.FLT = dict(zip(FAULTS, fld("fault", 4)))
+    st.CNT = fld("cnt", 7)
+    st.TX, st.TY, st.TZ = fld("tx", 6), fld("ty", 6), fld("tz", 6)
+    st.CX, st.CY, st.CZ = fld("ctax", 16), fld("ctay", 16), fld("ctaz", 16)
+    st.CUR = fld("cur", 4)
+    st.READY, st.WAIT = fld("ready", NWARP), fld("wait", NWARP)
+    st.MS = fld("ms", 2)
+    st.WB_EN, st.WB_W, st.WB_RD = fld("wb_en", W), fld("wb_w", 4), fld("wb_rd", 5)
+    st.WB_VAL = [fld(f"wb_val{l}", 32) for l in range(W)]
+    st.MW_EN, st.MW_IDX, st.MW_VAL = fld("mw_en", 1)[0], fld("mw_idx", 15), fld("mw_val", 32)
+    st.WT_EN, st.WT_W = fld("wt_en", 1)[0], fld("wt_w", 4)
+    st.WT_PC = [fld(f"wt_pc{l}", PCB) for l in range(W)]
+    st.WT_LIVE, st.WT_MIN, st.WT_ACT = fld("wt_live", W), fld("wt_min", PCB), fld("wt_act", W)
+    # ---- trace fields (written every step, read by the host) ----
+    st.TR_DONE = fld("tr_done", 1)[0]  # an instruction completed this step
+    st.TR_PC, st.TR_ACT, st.TR_W = fld("tr_pc", PCB), fld("tr_act", W), fld("tr_w", 4)
+    st.TR_LD = fld("tr_ld", 1)[0]
+    st.TR_ADDR = fld("tr_addr", 32)
+    st.TR_LANE = fld("tr_lane", 2)
+    st.RUN, st.TID, st.BLK, st.HALT = st.PH["run"], st.PH["tidinit"], st.PH["blkinit"], st.PH["halt"]
+    return st

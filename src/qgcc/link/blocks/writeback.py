@@ -1,0 +1,41 @@
+"""Writeback: which lanes write rd this step, and the value each writes.
+
+ALU-class instructions write every active lane at once; micro-stepped ones (LD,
+ATOM, MUL) write lane `ms` in its micro-step.  The write is not done here: it
+becomes the pending writeback (wb_*) that every register-file copy commits at the
+start of the next step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..circuits import and_step, eq_lits, neg, step
+from ..layout import W
+from ..netlist import Netlist, Sig
+from .fetch import Decoded
+from .lsu import MemoryAccess
+from .state import State
+from .warptable import WarpRow
+
+
+@dataclass
+class Writeback:
+    complete: Sig  # the instruction finishes this step (always, or in its last micro-step)
+    value: list[list[Sig]]  # per lane: the 32-bit value to write
+    enable: list[Sig]  # per lane
+
+
+def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, RES: list[list[Sig]], mem: MemoryAccess,
+          prod: list[Sig]) -> Writeback:
+    RUN, MS, R, op, R_ACT, ldatom, MEMOUT = st.RUN, st.MS, dec.flag, dec.op, row.act, mem.ldatom, mem.MEMOUT
+    complete = n.gate([and_step([neg(R("ismem"))]), and_step([R("ismem")] + eq_lits(MS, 3))], "complete")
+    new_wb_val = [[n.gate([step([(RES[l][i], 1)], 1), and_step([ldatom, MEMOUT[i]]),
+                           and_step([op["MUL"], prod[i]])], f"wbv{l}.{i}") for i in range(32)] for l in range(W)]
+    # Lane writes: ALU-like instructions write every active lane; micro-stepped ones lane MS.
+    new_wb_en = []
+    for l in range(W):
+        new_wb_en.append(n.gate([
+            and_step([RUN, R("wrd"), neg(R("ismem")), R_ACT[l]]),
+            and_step([RUN, R("wrd"), R("ismem"), R_ACT[l]] + eq_lits(MS, l))], f"wb_en{l}"))
+    return Writeback(complete, new_wb_val, new_wb_en)

@@ -1,0 +1,64 @@
+"""The SIMT machine as a netlist: one forward pass of the compiled layers is one step.
+
+build_core wires the hardware blocks (qgcc.link.blocks) the way a core wires its
+fetcher, decoder, register file, ALU, load/store unit and scheduler.  The order of
+the calls is the order of the netlist's nodes, which decides placement and weights.
+
+Layout decisions (docs/architecture.md renders the generated maps):
+
+* Residual state fields carry the launch constants, the phase, the scheduler
+  summary (current warp, ready and waiting masks) and the *pending writes* of the
+  previous step (register writeback, memory write, warp-table row).  Every
+  memory writes its pending entry before it reads, in the same DeltaNet call,
+  so a value written by step t is visible to every read of step t+1.
+* DeltaNet memories: warp table (per warp: 4 lane PCs, live lanes, min PC,
+  active mask) and the thread-index table in layer 0; three copies of the
+  register file (read ports rs1, rs2, rd) in layers 1-3, one head per lane and
+  group of four warps; the kernel-parameter bank in layer 4; global and shared
+  memory in layers 5-13, one 32-bit cell per slot.
+* Phases: TIDINIT (one step per thread of a block: the network computes each
+  thread's (x, y, z) by counting and stores it), BLKINIT (one step per warp at
+  the start of every block: its warp-table row), RUN (one warp instruction per
+  step; LD, ST, ATOM and MUL take four micro-steps, one lane each), HALT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..isa import encode
+from ..program import Program
+from .blocks import (alu, commit, control, fetch, launch, lsu, mul, params, regfile, scheduler, trace, warptable,
+                     writeback)
+from .blocks.state import declare_state
+from .netlist import Netlist, Sig
+
+
+@dataclass
+class Core:
+    """The machine as a netlist, with the state fields and memory heads the linker maps."""
+
+    net: Netlist
+    fields: dict[str, list[Sig]]  # state fields (inputs), by name
+    heads: dict[str, tuple[int, int]] = field(default_factory=dict)  # memory name -> (layer, memory index)
+    program_code: list[int] = field(default_factory=list)
+
+
+def build_core(program: Program) -> Core:
+    n = Netlist()
+    st = declare_state(n)
+    heads: dict[str, tuple[int, int]] = {}
+    row = warptable.build(n, st, heads)  # layer 0
+    dec = fetch.build(n, program, st.RUN, row.min_pc)  # the ROM, layer 0 MLP
+    ops = regfile.build(n, st, dec, heads)  # layers 1-3
+    const = params.build(n, st, dec, heads)  # layer 4
+    res = alu.build(n, st, dec, ops, row, const)
+    mem = lsu.build(n, st, dec, ops, row, heads)  # layers 5-13
+    prod = mul.build(n, mem.Ams, mem.Bms, dec.op["MUL"])
+    wb = writeback.build(n, st, dec, row, res, mem, prod)
+    ctl = control.build(n, st, dec, row, ops, mem)
+    sch = scheduler.build(n, st, dec, wb.complete, ctl.warp_alive)
+    lb = launch.build(n, st, sch.block_done, ctl.any_fault, mem.oob, ctl.bar_div, ctl.pc_bad, ctl.par_bad)
+    commit.build(n, st, dec, mem, wb, ctl, sch, lb)
+    trace.build(n, st, row, mem, ctl, wb.complete)
+    return Core(n, st.fields, heads, [encode(i) for i in program.code])

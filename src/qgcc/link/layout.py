@@ -1,0 +1,36 @@
+"""Where the machine sits in the layers: widths, fixed memory layers, phases and faults.
+
+The netlist builder (link/blocks), the linker's protocol metadata and the host
+(qgcc.engines.host) must agree on these facts, so they are stated once, here.
+Capacities come from the machine description (qgcc.spec), head sizes from the
+Qwen3.5 geometry (qgcc.qwen35).
+"""
+
+from __future__ import annotations
+
+from ..qwen35 import QWEN35_2B as qwen
+from ..spec import SPEC
+
+W = SPEC.warp_size  # lanes
+NWARP = SPEC.max_warps
+PCB = 10  # PC bits
+NREG = SPEC.num_regs
+GLOBAL_CELLS = SPEC.global_words
+SHARED_CELLS = SPEC.shared_words
+SLOTS = qwen.head_dim  # cells per DeltaNet head: one per slot
+CELLS_PER_LAYER = qwen.linear_heads * SLOTS
+
+# Fixed layers of the memories.
+L_WARP = 0
+L_REGS = (1, 2, 3)
+L_PARAM = 4
+L_MEM0 = 5
+N_MEM_LAYERS = -(-(GLOBAL_CELLS + SHARED_CELLS) // CELLS_PER_LAYER)  # 9
+
+PHASES = ("tidinit", "blkinit", "run", "halt")
+FAULTS = ("oob", "barrier", "pc", "param")
+
+
+def cell_location(index: int) -> tuple[int, int, int]:
+    """Memory index (global cell, or GLOBAL_CELLS + shared offset) -> (layer, head, slot)."""
+    return L_MEM0 + index // CELLS_PER_LAYER, (index // SLOTS) % qwen.linear_heads, index % SLOTS
