@@ -454,7 +454,7 @@ USAGE = [
     # launch shape
     (["vadd.qg", "--grid", "0", "--block", "4"], "--grid '0': expected X[,Y[,Z]] with positive integers"),
     (["vadd.qg", *VADD_ARGS[4:], "--grid", "1", "--block", "8,9"], "--block 8,9,1 has 72 threads; the machine runs at most 64 threads per block"),
-    (["vadd.qg", "--grid", "1"], "Missing option '--block'. (see 'qgrun --help')"),
+    (["vadd.qg", "--grid", "1"], "missing --block (or give the launches with --batch FILE.jsonl)"),
     (["vadd.qg", "--grid", "1", "--block", "1", "--trace", "loud"],
      "Invalid value for '--trace': 'loud' is not one of 'full', 'summary', 'none'. (see 'qgrun --help')"),
     (["vadd.qg", "--grid", "1", "--block", "1", "--max-steps", "0"], None),
@@ -726,7 +726,7 @@ def _batch(work, lines) -> str:
     return "launches.jsonl"
 
 
-def test_batch_results_equal_the_same_launches_run_one_by_one(work):
+def test_batch_results_equal_the_same_launches_run_one_by_one(qgrun, work):
     engine = "neural"
     specs = [(3, 10), (1, 4), (2, 7)]
     lines = [{"grid": g, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:10", "n": n},
@@ -743,7 +743,7 @@ def test_batch_results_equal_the_same_launches_run_one_by_one(work):
     assert [x["warp_instructions"] for x in report["results"]] == [57, 19, 38]
 
 
-def test_batch_runs_every_launch_and_reports_the_first_fault(work):
+def test_batch_runs_every_launch_and_reports_the_first_fault(qgrun, work):
     good = {"grid": 1, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:10", "n": 4},
             "outs": {"c": "good.npy"}}
     oob = {"grid": 1, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:2", "n": 4},
@@ -755,7 +755,7 @@ def test_batch_runs_every_launch_and_reports_the_first_fault(work):
     assert list(np.load(work / "good.npy")[:4]) == [0, 101, 202, 303]
 
 
-def test_a_bad_batch_line_is_one_error_and_nothing_runs(work):
+def test_a_bad_batch_line_is_one_error_and_nothing_runs(qgrun, work):
     ok = json.dumps({"grid": 1, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:10", "n": 4},
                      "outs": {"c": "first.npy"}})
     for line, message in [
