@@ -426,6 +426,12 @@ def test_qgrun_refuses_a_checkpoint_without_a_program_or_of_another_version(work
     (fake / "config.json").write_text(json.dumps(config))
     r = run(str(fake), "--grid", "1", "--block", "4")
     assert r.exit_code == 3 and "qgpu.text_config.hidden_size is 4096, the machine needs 2048" in r.output, r.output
+    config["qgpu"]["text_config"]["hidden_size"] = 2048  # valid, but no program or machine (save_pretrained's copy)
+    (fake / "config.json").write_text(json.dumps(config))
+    r = run(str(fake), "--grid", "1", "--block", "4")
+    assert r.exit_code == 3 and r.output.strip() == (
+        f"qgrun: error: {fake}: qgpu.qg is missing (transformers' save_pretrained keeps the qgpu section but not "
+        "the machine); relink it with 'qgcc KERNEL.cu --base BASE -o DIR'"), r.output
 
 
 # -- bad bases: one line, exit 1, nothing written ----------------------------------------
@@ -482,17 +488,21 @@ def test_bad_base_directories_are_one_line_errors(work, tmp_path):
 
 
 def test_a_checkpoint_that_already_carries_a_machine_is_refused_as_a_base(work, tmp_path):
+    from qgcc.checkpoint.base import inspect_base
+
     out = work / "out_single"
-    expect_error(work, tmp_path, out, f"base checkpoint {out}: already carries a qgcc machine (config.json has a "
-                                      "qgpu section); give the checkpoint it was linked from")
-    stripped = tmp_path / "stripped"  # the machine's tensors without the qgpu section
-    stripped.mkdir()
-    for f in out.iterdir():
-        if f.name != "config.json":
-            (stripped / f.name).symlink_to(f)
-    (stripped / "config.json").write_text((work / "base_single" / "config.json").read_text())
-    expect_error(work, tmp_path, stripped, f"base checkpoint {stripped}: already holds tensors named mtp.qgpu.*, "
-                                           "where qgcc puts the machine; give the checkpoint it was linked from")
+    expect_error(work, tmp_path, out, f"base checkpoint {out}: already carries a qgcc machine (tensors "
+                                      "mtp.qgpu.*); give the checkpoint it was linked from")
+    config = json.loads((out / "config.json").read_text())
+    config["qgpu"]["format_version"] = 1
+    old = broken_base(work, tmp_path)
+    (old / "config.json").write_text(json.dumps(config))
+    expect_error(work, tmp_path, old, f"base checkpoint {old}: was linked by an earlier qgcc (qgpu format 1, the "
+                                      "machine among its text layers); give the checkpoint it was linked from")
+    # A qgpu section without the machine, as save_pretrained leaves it: a base like any other.
+    config["qgpu"]["format_version"] = 2
+    (old / "config.json").write_text(json.dumps(config))
+    assert inspect_base(str(old)).num_layers == BASE_LAYERS
 
 
 def test_an_existing_non_empty_outdir_is_refused_and_left_alone(work, tmp_path):

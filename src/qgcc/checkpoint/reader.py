@@ -113,7 +113,11 @@ def load_checkpoint_program(path: str) -> Program:
     from ..qgfile import code_tensor, content_hash, extra_meta_of, kernels_json, load
 
     q = qgpu_section(path)
-    qg = load(os.path.join(path, os.path.basename(q["program"])))
+    program_file = os.path.join(path, os.path.basename(q["program"]))
+    if not os.path.isfile(program_file):  # e.g. a copy written by transformers' save_pretrained
+        raise _bad(path, f"{q['program']} is missing (transformers' save_pretrained keeps the qgpu section "
+                         f"but not the machine)")
+    qg = load(program_file)
     program = qg.program
     kjson = kernels_json(program.kernels)
     if json.loads(kjson) != q.get("kernels"):
