@@ -3,10 +3,13 @@
 The base is built here with transformers' own classes at Qwen3.5-2B text geometry (two
 random layers, one of each mixer, a 512-token vocabulary and a one-block vision tower)
 and saved with `save_pretrained`, once sharded with 16 value heads and once as one file
-with 32 value heads (as some published Qwen3.5 configs have; the machine adapts).  The patched
-checkpoint must keep every original tensor byte for byte, load in transformers with no
-missing, unexpected or mismatched key, compute what the base computes in the original
-layers, and run the kernel under `qgrun` exactly as the reference emulator does.
+with 32 value heads (as some published Qwen3.5 configs have; the machine adapts) and a
+small multi-token-prediction head (`mtp.*`, as real Qwen3.5 checkpoints carry).  The
+patched checkpoint must keep every original tensor byte for byte, load in transformers with
+no missing, unexpected or mismatched key, give the base's logits and generations bit for
+bit (the machine is beside the text model, not in it), hold the machine as stock decoder
+layers that transformers' own `Qwen3_5DecoderLayer` loads, and run the kernel under
+`qgrun` exactly as the reference emulator does.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import safetensors.torch
 from safetensors import safe_open
 
 VADD = """\
@@ -30,6 +34,9 @@ __global__ void vadd(const int *a, const int *b, int *c, int n) {
 BASE_LAYERS = 2
 MACHINE_LAYERS = 18
 PREFIX = "model.language_model."
+MACHINE_PREFIX = "mtp.qgpu.layers."
+# A real checkpoint's multi-token-prediction head, in miniature: the machine must not collide with it.
+MTP = {"mtp.fc.weight": (8, 16), "mtp.layers.0.mlp.gate_proj.weight": (16, 8), "mtp.norm.weight": (8,)}
 
 
 def tiny_config(value_heads: int):
@@ -74,6 +81,11 @@ def work(qgcc, tmp_path_factory):
         model.save_pretrained(d / f"base_{kind}", max_shard_size=shard_size)
         del model
     (d / "base_sharded" / "tokenizer_config.json").write_text('{"model_max_length": 4096}\n')
+    single = d / "base_single" / "model.safetensors"
+    weights = safetensors.torch.load_file(single)
+    weights.update({k: torch.randn(shape).to(torch.bfloat16) for k, shape in MTP.items()})
+    safetensors.torch.save_file(weights, single, metadata={"format": "pt"})
+    del weights
     gc.collect()
     (d / "vadd.cu").write_text(VADD)
     for args in (["vadd.cu", "--base", "base_sharded", "-o", "out_sharded"],
@@ -96,9 +108,10 @@ def test_every_original_tensor_is_byte_identical_and_the_machine_is_float32(work
     added = set(after) - set(before)
     config = json.loads((out / "config.json").read_text())
     machine = config["qgpu"]["machine_layers"]
-    assert machine == list(range(BASE_LAYERS, BASE_LAYERS + MACHINE_LAYERS))
-    assert {n.split(".")[3] for n in added} == {str(i) for i in machine}
-    assert all(n.startswith(PREFIX + "layers.") for n in added)  # the base's own naming
+    assert machine == list(range(MACHINE_LAYERS))
+    assert all(n.startswith(MACHINE_PREFIX) for n in added)  # beside the text model, not in it
+    assert {n[len(MACHINE_PREFIX):].split(".")[0] for n in added} == {str(i) for i in machine}
+    assert not [n for n in added if n.startswith(PREFIX)]
     shard = config["qgpu"]["shard"]
     with safe_open(out / shard, "pt") as f:
         assert {f.get_slice(n).get_dtype() for n in added} == {"F32"}
@@ -129,21 +142,22 @@ def test_a_sharded_base_keeps_its_numbering_and_its_other_files(work):
     assert index["metadata"]["total_size"] == size
 
 
-def test_config_grows_by_the_machine_layers_and_carries_the_qgpu_section(work):
-    base = json.loads((work / "base_sharded" / "config.json").read_text())
-    out = json.loads((work / "out_sharded" / "config.json").read_text())
-    tc = out["text_config"]
-    assert tc["num_hidden_layers"] == BASE_LAYERS + MACHINE_LAYERS
-    assert tc["layer_types"] == base["text_config"]["layer_types"] + ["linear_attention"] * MACHINE_LAYERS
+@pytest.mark.parametrize("kind", ["single", "sharded"])
+def test_config_is_the_bases_plus_the_qgpu_section(work, kind):
+    base = json.loads((work / f"base_{kind}" / "config.json").read_text())
+    out = json.loads((work / f"out_{kind}" / "config.json").read_text())
     q = out.pop("qgpu")
-    assert q["format"] == "qgpu" and q["format_version"] == 1 and q["dtype"] == "float32"
+    assert out == base  # the text model keeps its layer count and layer types: nothing else changed
+    assert q["format"] == "qgpu" and q["format_version"] == 2 and q["dtype"] == "float32"
+    assert q["layer_prefix"] == MACHINE_PREFIX
     assert [k["name"] for k in q["kernels"]] == ["vadd"]
     assert len(q["program_hash"]) == 64
-    # Nothing else changed.
-    out["text_config"] = {k: v for k, v in tc.items() if k not in ("num_hidden_layers", "layer_types")}
-    base["text_config"] = {k: v for k, v in base["text_config"].items()
-                           if k not in ("num_hidden_layers", "layer_types")}
-    assert out == base
+    tc = q["text_config"]  # the machine's own decoder-layer config
+    assert tc["num_hidden_layers"] == MACHINE_LAYERS and tc["layer_types"] == ["linear_attention"] * MACHINE_LAYERS
+    assert tc["linear_num_value_heads"] == base["text_config"]["linear_num_value_heads"]
+    for name in ("hidden_size", "intermediate_size", "linear_num_key_heads", "linear_key_head_dim",
+                 "linear_value_head_dim", "linear_conv_kernel_dim", "hidden_act", "rms_norm_eps"):
+        assert tc[name] == base["text_config"][name], name
 
 
 def test_the_program_hash_is_the_content_hash_of_the_same_programs_qg(work):
@@ -160,59 +174,99 @@ def no_key_problems(info) -> bool:
     return not info["missing_keys"] and not info["unexpected_keys"] and not info["mismatched_keys"]
 
 
-def test_transformers_loads_the_multimodal_model_and_the_original_layers_compute_as_before(work):
-    from transformers import Qwen3_5ForConditionalGeneration
+TOKENS = torch.randint(0, 512, (3, 9), generator=torch.Generator().manual_seed(7))  # 3 token sequences
+TOKENS[0, :3] = torch.tensor([0, 511, 2])  # the vocabulary's ends
+CLASSES = ("Qwen3_5ForConditionalGeneration", "AutoModelForImageTextToText", "Qwen3_5ForCausalLM")
 
-    base = Qwen3_5ForConditionalGeneration.from_pretrained(work / "base_sharded", dtype=torch.float32)
-    model, info = Qwen3_5ForConditionalGeneration.from_pretrained(work / "out_sharded", dtype=torch.float32,
-                                                                 output_loading_info=True)
-    assert no_key_problems(info), info
-    layers = model.model.language_model.layers
-    assert len(layers) == BASE_LAYERS + MACHINE_LAYERS
-    assert {p.dtype for p in model.parameters()} == {torch.float32}
 
-    class Enough(Exception):
-        pass
+def load_logged(cls, path: Path, dtype):
+    """(model, loading info, transformers' warnings while loading)."""
+    import logging
 
-    def outputs(m):
-        """Each original layer's output; the forward stops after the last one (the rest is the machine)."""
-        seen = []
+    import transformers
 
-        def keep(_module, _inputs, output):
-            seen.append(output.clone())
-            if len(seen) == BASE_LAYERS:
-                raise Enough
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    logger = logging.getLogger("transformers")
+    logger.addHandler(handler)
+    try:
+        model, info = getattr(transformers, cls).from_pretrained(path, dtype=dtype, output_loading_info=True)
+    finally:
+        logger.removeHandler(handler)
+    return model.eval(), info, [r.getMessage() for r in records]
 
-        hooks = [m.model.language_model.layers[i].register_forward_hook(keep) for i in range(BASE_LAYERS)]
-        with torch.no_grad(), pytest.raises(Enough):
-            m(input_ids=torch.tensor([[1, 5, 7, 300, 2, 511]]))
-        for h in hooks:
-            h.remove()
-        return seen
 
-    want, got = outputs(base), outputs(model)
-    assert len(want) == len(got) == BASE_LAYERS
-    for w, g in zip(want, got):
-        assert torch.equal(w, g)  # exactly, not approximately
-    # The machine layers hold the stored float32 values (no rounding on the way in).
-    shard = json.loads((work / "out_sharded" / "config.json").read_text())["qgpu"]["shard"]
-    with safe_open(work / "out_sharded" / shard, "pt") as f:
-        name = f"{PREFIX}layers.{BASE_LAYERS}.mlp.gate_proj.weight"
-        assert torch.equal(layers[BASE_LAYERS].mlp.gate_proj.weight, f.get_tensor(name))
-    del base, model, layers
+@pytest.mark.parametrize("dtype", ["float32", "auto"])  # auto: the base's own bf16
+def test_the_patched_checkpoint_gives_the_bases_logits_and_generations_bit_for_bit(work, dtype):
+    """Through every class a user would load it with: the machine is beside the text model, not in its path.
+
+    AutoModelForImageTextToText builds the same class as the first, so its logits are compared with
+    that base's.  generate() runs in float32 only: bf16 grouped convolutions are slow on a CPU, and
+    every bf16 forward here costs about a second.
+    """
+    want_dtype = torch.float32 if dtype == "float32" else torch.bfloat16
+    base = base_logits = None
+    for cls in CLASSES:
+        if cls != "AutoModelForImageTextToText":
+            base, _, _ = load_logged(cls, work / "base_sharded", dtype)
+            with torch.no_grad():
+                base_logits = base(input_ids=TOKENS).logits
+        model, info, logged = load_logged(cls, work / "out_sharded", dtype)
+        assert no_key_problems(info), (cls, info)
+        assert not logged, (cls, logged)  # no "unexpected keys" report, nor any other warning
+        assert type(model) is type(base) and {p.dtype for p in model.parameters()} == {want_dtype}
+        assert model.config.get_text_config().num_hidden_layers == BASE_LAYERS
+        want, got = base.state_dict(), model.state_dict()
+        assert list(want) == list(got) and not [k for k in got if "mtp" in k or "qgpu" in k]
+        for k in want:
+            assert torch.equal(want[k], got[k]), (cls, k)
+        with torch.no_grad():
+            logits = model(input_ids=TOKENS).logits
+        assert logits.dtype == want_dtype and torch.equal(logits, base_logits), cls  # bit for bit
+        if cls != "AutoModelForImageTextToText" and dtype == "float32":  # greedy decoding through the cache
+            prompt, gen = TOKENS[1:2, :5], dict(max_new_tokens=3, do_sample=False)
+            assert model.generate(prompt, **gen).tolist() == base.generate(prompt, **gen).tolist(), cls
+        del model, want, got
+        gc.collect()
+
+
+def test_a_base_with_a_multi_token_prediction_head_keeps_it_and_loads_cleanly(work):
+    out = work / "out_single"
+    wm = tensors_of(out)
+    assert set(MTP) <= set(wm)  # beside the machine's mtp.qgpu.*, byte-identical (the layout test)
+    for cls in ("Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM"):
+        model, info, logged = load_logged(cls, out, "auto")
+        assert no_key_problems(info) and not logged, (cls, info, logged)
+        del model
+        gc.collect()
+
+
+def test_the_warning_capture_sees_a_loading_report(work):
+    """The bare text model reports the vision tower as unexpected: the capture above can see such a report."""
+    model, info, logged = load_logged("Qwen3_5TextModel", work / "out_sharded", torch.float32)
+    assert info["unexpected_keys"] and any("UNEXPECTED" in m.upper() for m in logged), logged
+    assert not [k for k in info["unexpected_keys"] if "qgpu" in k]  # the machine is ignored even there
+    del model
     gc.collect()
 
 
-def test_the_text_model_alone_loads_from_the_multimodal_checkpoint(work):
-    from transformers import Qwen3_5ForCausalLM
+def test_the_machine_loads_into_transformers_own_decoder_layers_from_its_config_section(work):
+    from transformers import Qwen3_5TextConfig
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
 
-    # transformers maps model.language_model.* to the text model's model.* and ignores model.visual.*.
-    model, info = Qwen3_5ForCausalLM.from_pretrained(work / "out_single", dtype=torch.float32,
-                                                     output_loading_info=True)
-    assert no_key_problems(info), info
-    assert len(model.model.layers) == BASE_LAYERS + MACHINE_LAYERS
-    assert model.config.layer_types[BASE_LAYERS:] == ["linear_attention"] * MACHINE_LAYERS
-    del model
+    out = work / "out_single"  # 32 value heads
+    q = json.loads((out / "config.json").read_text())["qgpu"]
+    config = Qwen3_5TextConfig(**q["text_config"])
+    layer = MACHINE_LAYERS - 1
+    with safe_open(out / q["shard"], "pt") as f:
+        prefix = f"{q['layer_prefix']}{layer}."
+        sd = {k[len(prefix):]: f.get_tensor(k) for k in f.keys() if k.startswith(prefix)}
+    module = Qwen3_5DecoderLayer(config, layer)
+    module.load_state_dict(sd, strict=True)  # every stock tensor, no other, at the stored shapes
+    assert {p.dtype for p in module.parameters()} == {torch.float32}
+    assert torch.equal(module.mlp.gate_proj.weight, sd["mlp.gate_proj.weight"]) and sd["mlp.gate_proj.weight"].any()
+    del module, sd
     gc.collect()
 
 
@@ -265,6 +319,76 @@ def test_qgrun_runs_the_kernel_from_the_patched_checkpoint_like_the_emulator(qgr
     assert net["steps"] == ref["steps"] and net["warp_instructions"] == ref["warp_instructions"]
 
 
+def rename_shard(src: Path, dst: Path, rename) -> None:
+    """A copy of a safetensors file with its tensors renamed, its holes kept and its data copied by the kernel.
+
+    The header is padded with spaces (which safetensors allows) so that the data moves by whole
+    pages: only the source's data extents are copied, so a sparse 4.2 GB shard costs what it holds.
+    """
+    with open(src, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+    hb = json.dumps({k if k == "__metadata__" else rename(k): v for k, v in header.items()}).encode()
+    shift = -(-(len(hb) - n) // 4096) * 4096
+    hb += b" " * (n + shift - len(hb))
+    fi, fo = os.open(src, os.O_RDONLY), os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        size = os.fstat(fi).st_size
+        os.ftruncate(fo, size + shift)
+        os.pwrite(fo, len(hb).to_bytes(8, "little") + hb, 0)
+        pos = 8 + n
+        while pos < size:
+            try:
+                data = os.lseek(fi, pos, os.SEEK_DATA)
+            except OSError:  # only a hole is left
+                break
+            end = os.lseek(fi, data, os.SEEK_HOLE)
+            while data < end:
+                data += os.copy_file_range(fi, fo, end - data, data, data + shift)
+            pos = end
+    finally:
+        os.close(fi)
+        os.close(fo)
+
+
+def test_qgrun_still_reads_a_checkpoint_of_format_1_with_the_machine_appended_to_the_text_layers(qgrun, work, tmp_path):
+    """Earlier qgcc wrote the machine as text layers N..N+17: qgrun still reads those layers, bit for bit."""
+    from qgcc.checkpoint.reader import load_checkpoint_program
+
+    out, old = work / "out_sharded", tmp_path / "old"
+    old.mkdir()
+    config = json.loads((out / "config.json").read_text())
+    q = config["qgpu"]
+    for f in out.iterdir():
+        if f.name not in ("config.json", "model.safetensors.index.json", q["shard"]):
+            (old / f.name).symlink_to(f)
+
+    def v1(name: str) -> str:  # mtp.qgpu.layers.<i>.X -> model.language_model.layers.<N+i>.X
+        layer, rest = name[len(MACHINE_PREFIX):].split(".", 1)
+        return f"{PREFIX}layers.{BASE_LAYERS + int(layer)}.{rest}"
+
+    rename_shard(out / q["shard"], old / q["shard"], v1)
+    index = json.loads((out / "model.safetensors.index.json").read_text())
+    index["weight_map"] = {v1(k) if k.startswith(MACHINE_PREFIX) else k: v for k, v in index["weight_map"].items()}
+    (old / "model.safetensors.index.json").write_text(json.dumps(index))
+    tc = config["text_config"]
+    tc["num_hidden_layers"] += MACHINE_LAYERS
+    tc["layer_types"] += ["linear_attention"] * MACHINE_LAYERS
+    for key in ("layer_prefix", "text_config"):
+        del q[key]
+    q.update(format_version=1, text_prefix=PREFIX, machine_layers=list(range(BASE_LAYERS, BASE_LAYERS + MACHINE_LAYERS)))
+    (old / "config.json").write_text(json.dumps(config))
+    # qgrun's loader reads the layers under their old names and checks them against the program
+    # hash, which covers every tensor: it gets the machine a format-2 checkpoint gives.
+    program = load_checkpoint_program(str(old))
+    assert len(program.network.layers) == MACHINE_LAYERS
+    (old / "config.json").write_text(json.dumps(config).replace(f'"{PREFIX}"', '"model.other."'))
+    r = qgrun(str(old), "--grid", "1", "--block", "4")
+    assert r.exit_code == 3 and f"tensor model.other.layers.{BASE_LAYERS}.input_layernorm.weight of the machine " \
+                                 "is missing" in r.output, r.output
+    del program
+
+
 @pytest.mark.slow  # transformers' own 32-value-head modules: about a minute on 2 cores
 def test_qgrun_hf_engine_runs_the_patched_checkpoint(qgrun, work, tmp_path):
     np.save(tmp_path / "a.npy", np.arange(4, dtype=np.int32))
@@ -281,10 +405,21 @@ def test_qgrun_refuses_a_checkpoint_without_a_program_or_of_another_version(qgru
     fake = tmp_path / "fake"
     fake.mkdir()
     config = json.loads((work / "out_single" / "config.json").read_text())
-    config["qgpu"]["format_version"] = 2
+    config["qgpu"]["format_version"] = 3
     (fake / "config.json").write_text(json.dumps(config))
     r = qgrun(str(fake), "--grid", "1", "--block", "4")
-    assert r.exit_code == 3 and "version 2 is not supported" in r.output
+    assert r.exit_code == 3 and "version 3 is not supported" in r.output
+    config["qgpu"]["format_version"] = 2
+    config["qgpu"]["text_config"]["hidden_size"] = 4096
+    (fake / "config.json").write_text(json.dumps(config))
+    r = qgrun(str(fake), "--grid", "1", "--block", "4")
+    assert r.exit_code == 3 and "qgpu.text_config.hidden_size is 4096, the machine needs 2048" in r.output, r.output
+    config["qgpu"]["text_config"]["hidden_size"] = 2048  # valid, but no program or machine (save_pretrained's copy)
+    (fake / "config.json").write_text(json.dumps(config))
+    r = qgrun(str(fake), "--grid", "1", "--block", "4")
+    assert r.exit_code == 3 and r.output.strip() == (
+        f"qgrun: error: {fake}: qgpu.qg is missing (transformers' save_pretrained keeps the qgpu section but not "
+        "the machine); relink it with 'qgcc KERNEL.cu --base BASE -o DIR'"), r.output
 
 
 # -- bad bases: one line, exit 1, nothing written ----------------------------------------
@@ -338,6 +473,24 @@ def test_bad_base_directories_are_one_line_errors(qgcc, work, tmp_path):
     (noweights / "model.safetensors").unlink()
     expect_error(qgcc, work, tmp_path, noweights, f"base checkpoint {noweights}: no model.safetensors or "
                                             "model.safetensors.index.json (only safetensors checkpoints can be linked)")
+
+
+def test_a_checkpoint_that_already_carries_a_machine_is_refused_as_a_base(qgcc, work, tmp_path):
+    from qgcc.checkpoint.base import inspect_base
+
+    out = work / "out_single"
+    expect_error(qgcc, work, tmp_path, out, f"base checkpoint {out}: already carries a qgcc machine (tensors "
+                                      "mtp.qgpu.*); give the checkpoint it was linked from")
+    config = json.loads((out / "config.json").read_text())
+    config["qgpu"]["format_version"] = 1
+    old = broken_base(work, tmp_path)
+    (old / "config.json").write_text(json.dumps(config))
+    expect_error(qgcc, work, tmp_path, old, f"base checkpoint {old}: was linked by an earlier qgcc (qgpu format 1, the "
+                                      "machine among its text layers); give the checkpoint it was linked from")
+    # A qgpu section without the machine, as save_pretrained leaves it: a base like any other.
+    config["qgpu"]["format_version"] = 2
+    (old / "config.json").write_text(json.dumps(config))
+    assert inspect_base(str(old)).num_layers == BASE_LAYERS
 
 
 def test_an_existing_non_empty_outdir_is_refused_and_left_alone(qgcc, work, tmp_path):
@@ -452,6 +605,6 @@ def test_a_text_only_base_is_found_under_its_own_prefix(tmp_path):
     safetensors.numpy.save_file({k: np.zeros(1, np.float32) for k in names}, tmp_path / "text" / "model.safetensors")
     base = inspect_base(str(tmp_path / "text"))
     assert (base.text_key, base.text_prefix, base.num_layers) == (None, "model.", 1)
-    config = patched_config(base, MACHINE_LAYERS, {"format": "qgpu"})
-    assert config["num_hidden_layers"] == 1 + MACHINE_LAYERS and config["qgpu"] == {"format": "qgpu"}
-    assert config["layer_types"] == ["linear_attention"] * (1 + MACHINE_LAYERS)
+    config = patched_config(base, {"format": "qgpu"})
+    assert config.pop("qgpu") == {"format": "qgpu"}
+    assert config == json.loads((tmp_path / "text" / "config.json").read_text())

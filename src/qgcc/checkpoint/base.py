@@ -106,6 +106,12 @@ def inspect_base(path: str) -> BaseCheckpoint:
     mt = config.get("model_type")
     if mt not in MODEL_TYPES:
         raise _bad(path, f"model_type is {json.dumps(mt)}, not a Qwen3.5 checkpoint ({' or '.join(MODEL_TYPES)})")
+    q = config.get("qgpu")
+    if isinstance(q, dict) and q.get("format_version") == 1:  # its machine is among the text layers
+        raise _bad(path, "was linked by an earlier qgcc (qgpu format 1, the machine among its text layers); "
+                         "give the checkpoint it was linked from")
+    # Any other qgpu section without the machine's tensors (checked below) is stale, e.g. kept by
+    # save_pretrained from a model loaded from a patched checkpoint: the new section replaces it.
     text_key = "text_config" if mt == "qwen3_5" else None
     tc = config.get("text_config") if text_key else config
     if not isinstance(tc, dict):
@@ -151,6 +157,9 @@ def inspect_base(path: str) -> BaseCheckpoint:
     if missing:
         raise _bad(path, f"tensor {missing[0]} is in {INDEX} but not in {wm[missing[0]]}")
 
+    if any(k.startswith("mtp.qgpu.") for k in wm):  # writer.LAYER_PREFIX: where the machine goes
+        raise _bad(path, "already carries a qgcc machine (tensors mtp.qgpu.*); "
+                         "give the checkpoint it was linked from")
     embeds = sorted(k[:-len("embed_tokens.weight")] for k in wm if k.endswith("embed_tokens.weight"))
     if len(embeds) != 1:
         raise _bad(path, "cannot tell which tensors are the text model's "

@@ -6,6 +6,11 @@ a time, and re-sparsified.  The result is checked against the `program_hash` in
 config.json's `qgpu` section, which is the content hash the same program's .qg
 would carry: a checkpoint whose machine layers were altered, or cast to bf16 and
 back, is refused rather than run.
+
+Format 2 keeps the layers beside the text model (`<qgpu.layer_prefix><i>.*`, i.e.
+`mtp.qgpu.layers.<i>.*`); format 1, written by earlier versions, appended them to the
+text model (`<qgpu.text_prefix>layers.<L>.*`).  Both are read: the tensors and the
+hash are the same, only their names differ.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from .writer import FORMAT, FORMAT_VERSION
 
 if TYPE_CHECKING:
     from ..link.linker import LinkedProgram
+
+READS_VERSIONS = (1, FORMAT_VERSION)
 
 _FIX = "relink it with 'qgcc KERNEL.cu --base BASE -o DIR'"
 
@@ -47,14 +54,43 @@ def qgpu_section(path: str) -> dict:
     if not isinstance(q, dict):
         raise QgFileError(f"{path}: a checkpoint without a qgpu section in {CONFIG} (no compiled program); "
                           f"{_FIX}")
-    if q.get("format") != FORMAT or q.get("format_version") != FORMAT_VERSION:
-        raise _bad(path, f"qgpu format {q.get('format')!r} version {q.get('format_version')!r} is not supported "
-                         f"(this qgcc reads {FORMAT} version {FORMAT_VERSION})")
-    for key, typ in (("machine_layers", list), ("text_prefix", str), ("program", str), ("program_hash", str),
+    version = q.get("format_version")
+    if q.get("format") != FORMAT or version not in READS_VERSIONS:
+        raise _bad(path, f"qgpu format {q.get('format')!r} version {version!r} is not supported "
+                         f"(this qgcc reads {FORMAT} versions {', '.join(map(str, READS_VERSIONS))})")
+    names = ("layer_prefix", str), ("text_config", dict)
+    if version == 1:
+        names = (("text_prefix", str),)
+    for key, typ in (("machine_layers", list), *names, ("program", str), ("program_hash", str),
                      ("value_heads", int)):
-        if not isinstance(q.get(key), typ):
+        if not isinstance(q.get(key), typ) or isinstance(q.get(key), bool):
             raise _bad(path, f"qgpu.{key} is missing")
+    if not all(type(x) is int for x in q["machine_layers"]):
+        raise _bad(path, "qgpu.machine_layers is not a list of layer indices")
+    if version > 1:
+        _check_text_config(path, q)
     return q
+
+
+def _check_text_config(path: str, q: dict) -> None:
+    """The layers' own config must describe the layers as qgrun reads them (stock DeltaNet, the machine's geometry)."""
+    from .base import machine_geometry
+
+    tc = q["text_config"]
+    want = dict(machine_geometry(), linear_num_value_heads=q["value_heads"],
+                num_hidden_layers=len(q["machine_layers"]),
+                layer_types=["linear_attention"] * len(q["machine_layers"]))
+    for name, value in want.items():
+        if tc.get(name) != value:
+            raise _bad(path, f"qgpu.text_config.{name} is {json.dumps(tc.get(name))}, the machine needs "
+                             f"{json.dumps(value)}")
+
+
+def layer_key(q: dict, layer: int, name: str) -> str:
+    """The checkpoint name of tensor `name` of machine layer `layer` (an entry of qgpu.machine_layers)."""
+    if q["format_version"] == 1:
+        return f"{q['text_prefix']}layers.{layer}.{name}"
+    return f"{q['layer_prefix']}{layer}.{name}"
 
 
 def _weight_map(path: str) -> dict[str, str]:
@@ -80,7 +116,11 @@ def load_checkpoint_program(path: str) -> LinkedProgram:
     from ..qgfile import code_tensor, content_hash, extra_meta_of, kernels_json, load
 
     q = qgpu_section(path)
-    qg = load(os.path.join(path, os.path.basename(q["program"])))
+    program_file = os.path.join(path, os.path.basename(q["program"]))
+    if not os.path.isfile(program_file):  # e.g. a copy written by transformers' save_pretrained
+        raise _bad(path, f"{q['program']} is missing (transformers' save_pretrained keeps the qgpu section "
+                         f"but not the machine)")
+    qg = load(program_file)
     program = qg.program
     kjson = kernels_json(program.kernels)
     if json.loads(kjson) != q.get("kernels"):
@@ -94,7 +134,7 @@ def load_checkpoint_program(path: str) -> LinkedProgram:
     for i, layer in enumerate(q["machine_layers"]):
         for name in SHAPES:
             shape = heads.shape(name)
-            key = f"{q['text_prefix']}layers.{layer}.{name}"
+            key = layer_key(q, layer, name)
             shard = wm.get(key)
             if shard is None:
                 raise _bad(path, f"tensor {key} of the machine is missing")

@@ -1,12 +1,17 @@
-"""Write a patched checkpoint: the base, byte for byte, plus the compiled layers as extra text layers.
+"""Write a patched checkpoint: the base, byte for byte, plus the compiled layers beside the text model.
 
 Why this shape (docs/checkpoint.md):
 * The base's shard files are copied verbatim (the kernel's copy, never through
   Python memory), so every original tensor is byte-identical by construction and
   peak memory does not grow with the checkpoint.
-* The compiled layers go into one new shard, float32, under the base's own
-  tensor names (`<text prefix>layers.<N+i>.*`), so transformers' classes load
-  them as ordinary decoder layers.  That shard is written sparsely (shards.py).
+* The compiled layers go into one new shard, float32, as stock decoder-layer
+  tensors under `mtp.qgpu.layers.<i>.*`, beside the text model rather than in it:
+  transformers' Qwen3.5 classes ignore every `mtp.*` tensor on load (where real
+  checkpoints keep their multi-token-prediction head), so the text forward pass,
+  the text config and every output stay the base's, bit for bit.  The `qgpu`
+  section of config.json carries the layers' own text config, from which
+  transformers' `Qwen3_5DecoderLayer` loads them.  That shard is written sparsely
+  (shards.py).
 * transformers loads `model.safetensors` in preference to an index, so a
   single-file base becomes two shards with an index.
 * Everything is written into a temporary sibling directory that is renamed onto
@@ -32,8 +37,13 @@ from ..qwen35 import ValueHeads
 from .shards import SparseEntry, write_sparse_shard
 
 FORMAT = "qgpu"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 1: the machine appended to the text model's layers (qgrun still reads it)
 PROGRAM_FILE = "qgpu.qg"
+# Beside the text model, under the prefix that transformers' Qwen3.5 classes skip on load
+# (`_keys_to_ignore_on_load_unexpected = [r"^mtp.*", ...]`), and under a sub-prefix of its
+# own so that it never collides with a real multi-token-prediction head (`mtp.layers.0.*`,
+# `mtp.fc.weight`, ...).
+LAYER_PREFIX = "mtp.qgpu.layers."
 _SHARD = re.compile(r"^(?P<stem>.+)-(?P<i>\d{5})-of-(?P<n>\d{5})\.safetensors$")
 
 
@@ -98,13 +108,26 @@ def _copy_others(base: BaseCheckpoint, tmp: str, skip: set[str]) -> None:
             _copy(src, os.path.join(tmp, name))
 
 
-def patched_config(base: BaseCheckpoint, num_machine: int, qgpu: dict) -> dict:
+def patched_config(base: BaseCheckpoint, qgpu: dict) -> dict:
+    """The base's config.json plus the qgpu section; the text model's own config is not touched."""
     cfg = copy.deepcopy(base.config)
-    tc = cfg[base.text_key] if base.text_key else cfg
-    tc["num_hidden_layers"] = base.num_layers + num_machine
-    tc["layer_types"] = list(base.layer_types) + ["linear_attention"] * num_machine
     cfg["qgpu"] = qgpu
     return cfg
+
+
+def machine_text_config(num_layers: int, value_heads: int) -> dict:
+    """The Qwen3_5TextConfig under which the machine's layers are stock `Qwen3_5DecoderLayer`s.
+
+    The hf engine's own config (qgcc.qwen35.text_config) at the base's value heads; the base's
+    geometry was checked equal to it field by field (base.check_geometry).
+    """
+    from ..qwen35 import text_config
+
+    tc = text_config(num_layers, value_heads).to_dict()
+    for noise in ("id2label", "label2id", "_name_or_path"):
+        tc.pop(noise, None)
+    tc["dtype"] = "float32"
+    return tc
 
 
 def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta: dict[str, str],
@@ -115,8 +138,7 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
 
     check_outdir(outdir, base)
     num = int(meta["num_layers"])
-    first = base.num_layers
-    layers = list(range(first, first + num))
+    layers = list(range(num))
     kjson = kernels_json(program.kernels)
     extra_meta = {k: v for k, v in meta.items() if k not in RESERVED_META}
     # The same hash a .qg of this program and these layers carries (format 2 covers the
@@ -127,8 +149,9 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
     qgpu = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
+        "layer_prefix": LAYER_PREFIX,
         "machine_layers": layers,
-        "text_prefix": base.text_prefix,
+        "text_config": machine_text_config(num, heads.count),
         "dtype": "float32",
         "value_heads": heads.count,
         "value_head_map": heads.head_map,
@@ -143,7 +166,7 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
     for i, layer in enumerate(layers):
         for name in SHAPES:
             idx, val = heads.to_base(name, tensors[f"layers.{i}.{name}.idx"], tensors[f"layers.{i}.{name}.val"])
-            entries.append(SparseEntry(f"{base.text_prefix}layers.{layer}.{name}", heads.shape(name), idx, val))
+            entries.append(SparseEntry(f"{LAYER_PREFIX}{layer}.{name}", heads.shape(name), idx, val))
 
     parent = os.path.dirname(os.path.abspath(outdir))
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(outdir))}.", suffix=".tmp", dir=parent)
@@ -163,7 +186,7 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
             index_meta["total_parameters"] = int(index_meta["total_parameters"]) + machine_bytes // 4
         index = {"metadata": index_meta, "weight_map": dict(sorted(weight_map.items()))}
         _write_json(os.path.join(tmp, INDEX), index)
-        _write_json(os.path.join(tmp, CONFIG), patched_config(base, num, qgpu))
+        _write_json(os.path.join(tmp, CONFIG), patched_config(base, qgpu))
         # The program (code, kernel table, source, machine description) without the layers,
         # which live in the shard; an ordinary .qg, validated by qgfile.load on the way back.
         save(program, os.path.join(tmp, PROGRAM_FILE), extra_meta=extra_meta)
