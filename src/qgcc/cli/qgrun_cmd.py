@@ -119,6 +119,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int, progress: bool | None = None) -> int:
     from .. import engines
+    from ..api import run_launch, select_kernel
     from ..runtime.args import check_writable, parse_args, parse_outs
     from ..runtime.launch import make_launch, parse_dim3
     from ..runtime.render import TraceRenderer, fault_message, make_console, print_summary
@@ -130,10 +131,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
     program = load_program(program_file)
-    try:
-        kernel = program.kernel(kernel_name)
-    except LookupError as e:
-        raise UsageError(str(e.args[0]) if e.args else str(e)) from None
+    kernel = select_kernel(program, kernel_name)
     scalars, arrays = parse_args(kernel, args)
     out_paths = parse_outs(kernel, outs)
     if json_path is not None and os.path.realpath(json_path) in {os.path.realpath(p) for p in out_paths.values()}:
@@ -161,7 +159,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     t0 = time.perf_counter()
     try:
         try:
-            result = eng.run(launch, max_steps=max_steps, on_step=on_step, device=dev)
+            result, final = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=on_step)
         finally:
             if live is not None:
                 live.close()
@@ -193,7 +191,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
         import numpy as np
 
         buf = io.BytesIO()
-        np.save(buf, launch.read_buffer(result.memory, name), allow_pickle=False)
+        np.save(buf, final[name], allow_pickle=False)
         buffers[path] = buf.getvalue()
     _write_outputs(buffers, json_path, summary)
     if renderer is not None and renderer.broken:
