@@ -255,3 +255,15 @@ def test_float_scalars_round_once_to_float32():
     assert r["y"].tolist() == (np.float32(0.1) * x).tolist()
     r2 = prog.launch(1, 4, engine="ref", a=np.float32(0.1), x=x, y=np.zeros(3, np.float32), n=3)
     assert r2["y"].tobytes() == r["y"].tobytes()
+
+
+def test_the_readme_from_python_example_runs_as_written(monkeypatch):
+    text = (ROOT / "README.md").read_text()
+    section = text.split("### From Python", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 (the documentation's own example)
+    assert scope["r"]["c"].tolist() == [0, 101, 202, 303, 404, 505] and scope["r"]["c"].dtype == np.int32
+    assert scope["r"].stats.steps == 38 and scope["r"].engine == "neural"
+    assert scope["c"].tolist() == [0, 101, 202, 303, 404, 505]
