@@ -16,14 +16,7 @@ from ..diagnostics import UsageError
 from ..spec import SPEC
 from ..program import ELEM_DTYPES, Kernel, Param
 
-# Inclusive value range of each scalar parameter type.
-SCALAR_RANGES: dict[str, tuple[int, int]] = {
-    "int": (-(1 << 31), (1 << 31) - 1),
-    "unsigned": (0, (1 << 32) - 1),
-    "bool": (0, 1),
-    "char": (-128, 127),
-    "uchar": (0, 255),
-}
+from ..runtime.values import SCALAR_RANGES, check_array, check_int  # noqa: F401  (SCALAR_RANGES re-exported)
 
 _INT_RE = re.compile(r"([+-]?)(0[xX][0-9A-Fa-f]+|[0-9]+)\Z")
 # A .npy of the largest buffer the machine holds is well under this; anything bigger is refused unread.
@@ -81,15 +74,12 @@ def parse_scalar(name: str, value: str, p: Param) -> int:
     if p.ctype == "float":
         return parse_float(name, value)
     v = parse_int(value)
-    lo, hi = SCALAR_RANGES[p.ctype]
     if v is None:
         if value.startswith("@") or value.startswith("zeros:"):
             raise UsageError(f"--arg {name}={value}: parameter '{name}' is a scalar ({p.describe()}); "
                              f"give a number")
         raise UsageError(f"--arg {name}={value}: expected a {p.ctype} (decimal or 0x hex)")
-    if not lo <= v <= hi:
-        raise UsageError(f"--arg {name}={value}: {v} is out of range for {p.ctype} ({lo}..{hi})")
-    return v
+    return check_int(f"--arg {name}={value}", v, p)
 
 
 def load_array(name: str, value: str, p: Param) -> np.ndarray:
@@ -127,14 +117,7 @@ def load_array(name: str, value: str, p: Param) -> np.ndarray:
         if hasattr(arr, "close"):
             arr.close()
         raise UsageError(f"--arg {name}={value}: {path} is not a .npy array (an .npz archive?)")
-    if arr.dtype != want:
-        raise UsageError(f"--arg {name}={value}: {path} has dtype {arr.dtype}, but parameter '{name}' "
-                         f"({p.describe()}) needs {want}")
-    flat = np.ascontiguousarray(arr).reshape(-1)
-    if flat.size > SPEC.global_words:
-        raise UsageError(f"--arg {name}={value}: {flat.size} elements exceed the machine's global memory "
-                         f"({SPEC.global_words} cells)")
-    return flat
+    return check_array(f"--arg {name}={value}", path, arr, p)
 
 
 def parse_args(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> tuple[dict[str, int], dict[str, np.ndarray]]:

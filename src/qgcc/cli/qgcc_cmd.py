@@ -20,6 +20,7 @@ import click
 
 from .. import __version__
 from ..diagnostics import CheckpointError, OutputError, UsageError
+from ..qgfile import FORMAT_VERSION as QG_FORMAT_VERSION
 from .args import check_writable
 from ..trace import ExitCode
 from . import CONTEXT_SETTINGS, QG_EXTS, REPORTED, ToolCommand, compile_file, internal_error, report
@@ -142,7 +143,8 @@ def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_li
               help="Write the program only, without baking the layers (network engines then link at run time).")
 @click.option("--base", "base_dir", metavar="DIR",
               help="Link into a copy of this Hugging Face Qwen3.5 checkpoint; -o names the new directory.")
-@click.version_option(__version__, "--version", prog_name=TOOL)
+@click.version_option(__version__, "--version", prog_name=TOOL,
+                      message=f"%(prog)s %(version)s (.qg format version {QG_FORMAT_VERSION})")
 def main(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_link: bool,
          base_dir: str | None) -> int:
     """Compile a CUDA-C kernel file (.cu) or qsass assembly (.qsass) into a .qg program."""

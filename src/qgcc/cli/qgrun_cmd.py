@@ -25,6 +25,7 @@ import click
 
 from .. import __version__
 from ..diagnostics import OutputError, UsageError
+from ..qgfile import FORMAT_VERSION as QG_FORMAT_VERSION
 from ..trace import ExitCode, Fault, Stats, StepRecord
 from . import (ASM_EXTS, CONTEXT_SETTINGS, CU_EXTS, REPORTED, ToolCommand, compile_file, err, internal_error, note,
                report)
@@ -102,8 +103,10 @@ def _restore_stdout_after_broken_pipe() -> None:
 
 def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
-         max_steps: int, progress: bool | None = None) -> int:
+         max_steps: int, progress: bool | None = None, timeline: str | None = None,
+         trace_out: str | None = None) -> int:
     from .. import engines
+    from ..api import run_launch, select_kernel
     from ..runtime.launch import make_launch, parse_dim3
     from .args import check_writable, parse_args, parse_outs
     from .render import TraceRenderer, fault_message, make_console, print_summary
@@ -116,14 +119,12 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
         check_writable(f"--json {json_path}", json_path)
     linked = open_program(program_file)
     program = linked.program
-    try:
-        kernel = program.kernel(kernel_name)
-    except LookupError as e:
-        raise UsageError(str(e.args[0]) if e.args else str(e)) from None
+    kernel = select_kernel(program, kernel_name)
     scalars, arrays = parse_args(kernel, args)
     out_paths = parse_outs(kernel, outs)
     if json_path is not None and os.path.realpath(json_path) in {os.path.realpath(p) for p in out_paths.values()}:
         raise UsageError(f"--json {json_path} is also an --out file")
+    _check_extra_outputs(timeline, trace_out, json_path, out_paths)
     launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=linked.network)
     if device_note:
         note(TOOL, device_note)
@@ -134,6 +135,20 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     on_step = counter if (renderer is not None or json_path is not None) else None
     if progress is None:
         progress = sys.stderr.isatty() and renderer is None
+    recorder = writer = None
+    if timeline is not None or trace_out is not None:
+        from ..timeline import TimelineRecorder
+        from ..traceout import TraceWriter
+
+        after = on_step
+        if trace_out is not None:
+            stream = open(trace_out, "w", encoding="utf-8")  # noqa: SIM115 (closed by _end_trace_out)
+            writer = TraceWriter(stream, program, {"kernel": kernel.name, "grid": list(grid3), "block": list(block3),
+                                                   "engine": eng.name, "device": dev})
+            after = writer if after is None else _chain(writer, after)
+        if timeline is not None:
+            recorder = TimelineRecorder(launch, then=after)
+        on_step = recorder if recorder is not None else after
     live = _Progress(on_step) if progress else None
     if live is not None:
         on_step = live
@@ -147,11 +162,17 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     t0 = time.perf_counter()
     try:
         try:
-            result = eng.run(launch, max_steps=max_steps, on_step=on_step, device=dev)
+            result, final = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=on_step)
+        except Fault:
+            raise
+        except BaseException:
+            _end_trace_out(writer, "error", int(ExitCode.INTERNAL))
+            raise
         finally:
             if live is not None:
                 live.close()
     except Fault as fault:
+        _end_trace_out(writer, fault.kind, int(fault.exit_code), fault=fault_message(fault, program))
         summary["wall_time_s"] = round(time.perf_counter() - t0, 6)
         summary["steps"] = counter.steps if (renderer is not None or json_path is not None) else None
         partial = getattr(fault, "stats", None)  # an engine may attach the statistics so far
@@ -165,8 +186,11 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
                             "step": fault.step}
         if renderer is not None and renderer.broken:
             _restore_stdout_after_broken_pipe()
-        if json_path is not None:
-            _write_outputs({}, json_path, summary)
+        extra = {}
+        if recorder is not None:
+            extra[timeline] = _timeline_bytes(timeline, recorder, eng.name, dev, fault.kind, partial)
+        if json_path is not None or extra:
+            _write_outputs(extra, json_path, summary)
         err(TOOL, fault_message(fault, program))
         return int(fault.exit_code)
     summary["wall_time_s"] = round(time.perf_counter() - t0, 6)
@@ -179,8 +203,11 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
         import numpy as np
 
         buf = io.BytesIO()
-        np.save(buf, launch.read_buffer(result.memory, name), allow_pickle=False)
+        np.save(buf, final[name], allow_pickle=False)
         buffers[path] = buf.getvalue()
+    _end_trace_out(writer, "ok", 0, **{k: summary[k] for k in STAT_KEYS})
+    if recorder is not None:
+        buffers[timeline] = _timeline_bytes(timeline, recorder, eng.name, dev, "ok", stats)
     _write_outputs(buffers, json_path, summary)
     if renderer is not None and renderer.broken:
         _restore_stdout_after_broken_pipe()
@@ -188,6 +215,49 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     if trace in ("summary", "full"):
         print_summary(console, summary)
     return 0
+
+
+def _chain(first, then):
+    def call(rec: StepRecord) -> None:
+        first(rec)
+        then(rec)
+    return call
+
+
+def _check_extra_outputs(timeline: str | None, trace_out: str | None, json_path: str | None,
+                         out_paths: dict[str, str]) -> None:
+    """--timeline and --trace-out: writable, a known extension, no file written twice."""
+    from .args import check_writable
+
+    taken = {os.path.realpath(p): f"--out {n}" for n, p in out_paths.items()}
+    if json_path is not None:
+        taken[os.path.realpath(json_path)] = "--json"
+    for option, path in (("--timeline", timeline), ("--trace-out", trace_out)):
+        if path is None:
+            continue
+        if option == "--timeline" and not path.lower().endswith((".svg", ".html", ".htm")):
+            raise UsageError(f"--timeline {path}: expected a .svg (picture) or .html (interactive) file name")
+        check_writable(f"{option} {path}", path)
+        key = os.path.realpath(path)
+        if key in taken:
+            raise UsageError(f"{option} {path} is also the {taken[key]} file")
+        taken[key] = option
+
+
+def _end_trace_out(writer, status: str, exit_code: int, **more: Any) -> None:
+    if writer is None or writer.stream.closed:
+        return
+    try:
+        writer.end(status, exit_code, **more)
+    finally:
+        writer.stream.close()
+
+
+def _timeline_bytes(path: str, recorder, engine: str, device: str, status: str, stats) -> bytes:
+    from ..timeline import render
+
+    return render(path, recorder, engine=engine, device=device, status=status,
+                  stats=stats if isinstance(stats, Stats) else None)
 
 
 def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
@@ -357,18 +427,25 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
               metavar="N", help="Fault (exit 6) after N warp steps.")
 @click.option("--batch", "batch_path", metavar="FILE.jsonl",
               help="Run many launches of the program, one JSON object per line (docs/cli.md).")
+@click.option("--timeline", metavar="FILE.svg|FILE.html",
+              help="Draw the launch: a row per warp and lane, a column per step (.html: with hover details).")
+@click.option("--trace-out", "trace_out", metavar="FILE.jsonl",
+              help="Stream the trace as JSON Lines, one object per warp instruction (docs/cli.md).")
 @click.option("--progress/--no-progress", default=None,
               help="A live progress line on stderr for runs over a second (default: when stderr is a terminal).")
-@click.version_option(__version__, "--version", prog_name=TOOL)
+@click.version_option(__version__, "--version", prog_name=TOOL,
+                      message=f"%(prog)s %(version)s (.qg format version {QG_FORMAT_VERSION})")
 def main(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
-         max_steps: int, batch_path: str | None, progress: bool | None) -> int:
+         max_steps: int, batch_path: str | None, progress: bool | None, timeline: str | None,
+         trace_out: str | None) -> int:
     """Run a kernel of a compiled .qg program or of a checkpoint linked with qgcc --base (a .cu or .qsass is
     compiled on the fly)."""
     try:
         if batch_path is not None:
             used = [f"--{n}" for n, v in (("grid", grid), ("block", block), ("kernel", kernel_name),
-                                         ("arg", args), ("out", outs)) if v]
+                                         ("arg", args), ("out", outs), ("timeline", timeline),
+                                         ("trace-out", trace_out)) if v]
             if used:
                 raise UsageError(f"--batch takes each launch's {', '.join(used)} from {batch_path}; "
                                  "drop them from the command line")
@@ -377,7 +454,7 @@ def main(program_file: str, grid: str, block: str, kernel_name: str | None, args
             if value is None:
                 raise UsageError(f"missing --{name} (or give the launches with --batch FILE.jsonl)")
         return _run(program_file, grid, block, kernel_name, args, outs, engine, device, trace,
-                    json_path, max_steps, progress)
+                    json_path, max_steps, progress, timeline, trace_out)
     except REPORTED as e:
         return report(TOOL, e)
     except Exception as e:

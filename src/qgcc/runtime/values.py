@@ -1,0 +1,42 @@
+"""Checks of launch arguments that are already values (a number, a numpy array), shared by
+qgrun's `--arg` parsing (cli/args.py) and the Python API (qgcc.api), so both refuse the
+same things with the same message.  `label` is how the caller names the argument
+(`--arg n=300` on the command line, `n=300` in Python)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..diagnostics import UsageError
+from ..spec import SPEC
+from ..program import ELEM_DTYPES, Param
+
+# Inclusive value range of each scalar parameter type.
+SCALAR_RANGES: dict[str, tuple[int, int]] = {
+    "int": (-(1 << 31), (1 << 31) - 1),
+    "unsigned": (0, (1 << 32) - 1),
+    "bool": (0, 1),
+    "char": (-128, 127),
+    "uchar": (0, 255),
+}
+
+
+def check_int(label: str, v: int, p: Param) -> int:
+    """An integer scalar, range-checked for the parameter's type."""
+    lo, hi = SCALAR_RANGES[p.ctype]
+    if not lo <= v <= hi:
+        raise UsageError(f"{label}: {v} is out of range for {p.ctype} ({lo}..{hi})")
+    return v
+
+
+def check_array(label: str, what: str, arr: np.ndarray, p: Param) -> np.ndarray:
+    """A buffer: dtype exactly the pointee's, at most the machine's global memory; flattened in C order."""
+    want = np.dtype(ELEM_DTYPES[p.ctype])
+    if arr.dtype != want:
+        raise UsageError(f"{label}: {what} has dtype {arr.dtype}, but parameter '{p.name}' "
+                         f"({p.describe()}) needs {want}")
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    if flat.size > SPEC.global_words:
+        raise UsageError(f"{label}: {flat.size} elements exceed the machine's global memory "
+                         f"({SPEC.global_words} cells)")
+    return flat
