@@ -46,6 +46,29 @@ def halted(host: Host, h) -> bool:
     return host.get(h, "phase") == 8 or host.get(h, "fault") != 0
 
 
+def lockstep(a, b, host: Host, h, init, layers: int, every_step_states: bool = False, limit: int = 10 ** 6) -> int:
+    """Step two implementations of the same layers from the same start; every hidden state must
+    be the same bits, and every recurrent state (after each step, or at the end)."""
+
+    def same_states(where: str) -> None:
+        for L in range(layers):
+            assert np.array_equal(a.recurrent_state(L).view(np.uint32), b.recurrent_state(L).view(np.uint32)), \
+                f"recurrent state of layer {L} differs {where}"
+
+    a.reset(init)
+    b.reset(init)
+    ha = hb = h
+    steps = 0
+    while not halted(host, ha) and steps < limit:
+        ha, hb = a.step(ha), b.step(hb)
+        steps += 1
+        assert np.array_equal(ha.view(np.uint32), hb.view(np.uint32)), f"hidden state differs at step {steps}"
+        if every_step_states:
+            same_states(f"at step {steps}")
+    same_states("at the end")
+    return steps
+
+
 @pytest.mark.parametrize("src,arrays,scalars", [
     (SMALL, {"a": np.array([5, -2, 7, 9], np.int32)}, {"n": 3}),
     (FLOATY, {"x": np.array([0.5, -2.25, 3e-39, 7.0], np.float32)}, {"n": 4}),
@@ -83,18 +106,7 @@ def test_compiled_step_equals_transformers_modules_in_every_hidden_and_recurrent
     cm, host, h, init = start(SMALL, {"a": np.array([5, -2, 7, 9], np.int32)}, {"n": 3})
     c, hf = CStepLayers(cm.layers, cm.fields["one"][0]), HFEngine("cpu").layers(cm)
     assert isinstance(hf, HFLayers)
-    c.reset(init)
-    hf.reset(init)
-    hc = hh = h
-    steps = 0
-    while not halted(host, hc):
-        hc, hh = c.step(hc), hf.step(hh)
-        steps += 1
-        assert np.array_equal(hc.view(np.uint32), hh.view(np.uint32)), f"hidden state differs at step {steps}"
-        for L in range(cm.num_layers):
-            assert np.array_equal(c.recurrent_state(L).view(np.uint32), hf.recurrent_state(L).view(np.uint32)), \
-                f"recurrent state of layer {L} differs at step {steps}"
-    assert steps > 20
+    assert lockstep(c, hf, host, h, init, cm.num_layers, every_step_states=True) > 20
 
 
 @pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
@@ -103,17 +115,8 @@ def test_compiled_step_equals_transformers_modules_in_every_hidden_and_recurrent
 ])
 def test_compiled_step_equals_the_torch_path_on_a_float_kernel(src, arrays, scalars):
     cm, host, h, init = start(src, arrays, scalars)
-    c, t = CStepLayers(cm.layers, cm.fields["one"][0]), host.net
-    c.reset(init)
-    t.reset(init)
-    hc = ht = h
-    steps = 0
-    while not halted(host, hc):
-        hc, ht = c.step(hc), t.step(ht)
-        steps += 1
-        assert np.array_equal(hc.view(np.uint32), ht.view(np.uint32)), f"hidden state differs at step {steps}"
-    for L in range(cm.num_layers):
-        assert np.array_equal(c.recurrent_state(L).view(np.uint32), t.recurrent_state(L).view(np.uint32))
+    c = CStepLayers(cm.layers, cm.fields["one"][0])
+    assert lockstep(c, host.net, host, h, init, cm.num_layers) > 100
 
 
 @pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
@@ -158,26 +161,17 @@ SAMPLE_STEPS = 100  # TIDINIT, BLKINIT and the first instructions, loads and sto
 @pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
 @pytest.mark.parametrize("name", ["collatz", "histogram", "matmul", "reduce", "scan", "vadd"])
 def test_compiled_step_equals_the_stock_torch_path_on_every_sample(name):
-    """Every hidden state of the first steps of each sample's short launch (tests/test_neural.py),
+    """Every hidden state of the first steps of each sample's short launch (tests/lockstep.py),
     and every recurrent state after them, as bits."""
-    import lockstep
+    import lockstep as samples
 
-    grid, block, scalars, arrays = lockstep.CASES[name]
-    prog, cm = lockstep.linked(name)
+    grid, block, scalars, arrays = samples.CASES[name]
+    prog, cm = samples.linked(name)
     launch = make_launch(prog, prog.kernels[0], grid, block, scalars, {a: v.copy() for a, v in arrays.items()})
     host = Host(cm, NeuralLayers(cm.layers))
     h, init = host.initial(launch)
     c = CStepLayers(cm.layers, cm.fields["one"][0])
-    c.reset(init)
-    host.net.reset(init)
-    hc = ht = h
-    for step in range(1, SAMPLE_STEPS + 1):
-        hc, ht = c.step(hc), host.net.step(ht)
-        assert np.array_equal(hc.view(np.uint32), ht.view(np.uint32)), f"{name}: hidden state differs at step {step}"
-        if halted(host, hc):
-            break
-    for L in range(cm.num_layers):
-        assert np.array_equal(c.recurrent_state(L).view(np.uint32), host.net.recurrent_state(L).view(np.uint32))
+    assert lockstep(c, host.net, host, h, init, cm.num_layers, limit=SAMPLE_STEPS) == SAMPLE_STEPS
 
 
 def test_without_a_c_compiler_the_engine_runs_the_torch_path(monkeypatch, tmp_path):
