@@ -431,3 +431,61 @@ def test_the_network_agrees_with_the_emulator_and_the_model():
     assert np.array_equal(r.memory, n.memory)
     out = [int(v) for v in ln.read_buffer(n.memory, "out")]
     assert out == [int(x) * int(x) + i // 2 for i, x in enumerate(xs)]
+
+
+# ------------------------------------------------------------------ not yet: each one named
+
+NOT_YET = [
+    ("struct P { int x; };", 1, "'struct' types are not supported"),
+    ("template <int N> __device__ int f() { return N; }", 1, "templates are not supported"),
+    ("__device__ long long f();", 12, "'long long' is not supported"),
+    ("__device__ uint64_t f();", 12, "'uint64_t' is not supported (no 64-bit integers)"),
+    ("__device__ clock_t f();", 12,
+     "'clock_t' is not supported (clock() and clock64() are not supported)"),
+    ("__device__ double f();", 12,
+     "'double' is not supported; use 'float' (the machine has no 64-bit floating point)"),
+    ("__constant__ int c[4];", 1,
+     "'__constant__' memory is not supported; pass a pointer parameter or use a const"),
+    ("__device__ void f(int &r) {}", 23, "references ('int &') are not supported; use a pointer"),
+    ("__device__ void f(const float &r) {}", 31,
+     "references ('float &') are not supported; use a pointer"),
+    ("namespace cg = cooperative_groups;", 1, "namespaces are not supported"),
+    ("__device__ void f() { cg::sync(b); }", 25,
+     "'::' is not supported (C++ namespaces and classes are not)"),
+]
+
+
+@pytest.mark.parametrize("line1, col, message", NOT_YET, ids=[c[2][:40] for c in NOT_YET])
+def test_constructs_not_yet_supported_are_named(line1, col, message):
+    assert_error(line1 + "\n__global__ void k(int *a) {}\n", 1, col, message)
+
+
+def test_dynamic_shared_memory_is_not_yet_supported():
+    assert_error("__global__ void k(int *a) {\n  extern __shared__ int s[];\n}\n", 2, 3,
+                 "dynamic shared memory ('extern __shared__') is not supported; declare the "
+                 "__shared__ array with a constant size")
+
+
+def test_qgcc_command_line_takes_d_and_i(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from qgcc.cli.qgcc_cmd import main as qgcc_main
+    from qgcc.qgfile import load
+
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "scale.h").write_text("#define SCALE(v) ((v) * FACTOR)\n")
+    (tmp_path / "k.cu").write_text('#include <scale.h>\n__global__ void k(int *out) '
+                                   '{ out[threadIdx.x] = SCALE(threadIdx.x) + BIAS; }\n')
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(qgcc_main, ["-D", "FACTOR=5", "-DBIAS", "-I", "inc", "k.cu",
+                                       "--no-link", "-o", "k.qg"], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    prog = load("k.qg").program
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {}, {"out": Z4})
+    res = emulate(launch, max_steps=10_000)
+    assert [int(v) for v in launch.read_buffer(res.memory, "out")] == [5 * i + 1 for i in range(4)]
+    r = CliRunner().invoke(qgcc_main, ["k.cu", "--no-link", "-o", "k.qg"], catch_exceptions=False)
+    assert r.exit_code != 0
+    assert "k.cu:1:11: error: cannot find 'scale.h' (looked in: no -I directories)" in r.output
+    r = CliRunner().invoke(qgcc_main, ["-I", "nodir", "k.cu"], catch_exceptions=False)
+    assert r.exit_code != 0 and "-I nodir: no such directory" in r.output

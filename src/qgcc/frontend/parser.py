@@ -84,6 +84,9 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "protected": "'protected' is not supported (no classes)",
     "typeid": "'typeid' is not supported",
     "wchar_t": "'wchar_t' is not supported",
+    "int64_t": "'int64_t' is not supported (no 64-bit integers)",
+    "uint64_t": "'uint64_t' is not supported (no 64-bit integers)",
+    "clock_t": "'clock_t' is not supported (clock() and clock64() are not supported)",
 }
 
 _REGEX_TERMINAL_NAMES = {
@@ -98,6 +101,9 @@ _REGEX_TERMINAL_NAMES = {
 
 # The half-precision types of cuda_fp16.h: ordinary names unless that header is included.
 HALF_TYPES = ("half", "__half", "half2", "__half2")
+# Keywords after which '&' declares a reference.
+TYPE_KEYWORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "void",
+                           "long", "short", "const", "volatile"})
 # Typedef names every file has (the machine has 32-bit addresses, so size_t is 32 bits).
 BUILTIN_TYPEDEFS = ("size_t",)
 
@@ -185,8 +191,19 @@ class _Stream:
 
     def tokens(self):
         exp = Expander(self.pp.lookup, lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in exp.expand(self._placed()):
-            yield self._classify(tok)
+        prev = None
+        for tok in exp.expand(self._placed()):  # one token of lookahead, for '::'
+            if prev is not None:
+                if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
+                        and (prev.line, prev.column + 1) == (tok.line, tok.column):
+                    if self.decl is not None and self.decl[0] == "using":
+                        self._using_error(self.decl[5])
+                    raise self.ctx.error(prev.line, prev.column, "'::' is not supported (C++ "
+                                         "namespaces and classes are not)")
+                yield self._classify(prev)
+            prev = tok
+        if prev is not None:
+            yield self._classify(prev)
 
     def _classify(self, tok: Token) -> Token:
         err = self.ctx.error
@@ -204,6 +221,10 @@ class _Stream:
                 tok = Token("TYPE_NAME", v, start_pos=tok.start_pos, line=tok.line,
                             column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
                             end_pos=tok.end_pos)
+        elif tok.value in ("&", "&&") and tok.type not in ("STRLIT", "CHARLIT") and \
+                self.prev is not None and (self.prev.type == "TYPE_NAME" or self.prev.value in TYPE_KEYWORDS):
+            raise err(tok.line, tok.column, f"references ('{self.prev.value} {tok.value}') are not "
+                                            "supported; use a pointer")
         elif tok.type == "LBRACE" and self.prev is not None and self.prev.type == "NAME":
             tok = Token("LBRACE_INIT", tok.value, start_pos=tok.start_pos, line=tok.line,
                         column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
