@@ -28,7 +28,7 @@ def run(src: str, arrays: dict, scalars: dict | None = None, block: int = 4, fil
     launch = make_launch(prog, k, (1, 1, 1), (block, 1, 1), scalars or {},
                          {n: np.asarray(v) for n, v in arrays.items()})
     res = emulate(launch, max_steps=400_000)
-    return {n: [int(x) for x in launch.read_buffer(res.memory, n)] for n in launch.buffers}
+    return {n: [x.item() for x in launch.read_buffer(res.memory, n)] for n in launch.buffers}
 
 
 def error_of(src: str, filename: str = "t.cu", **kw) -> CompileError:
@@ -77,6 +77,11 @@ def test_half_is_an_ordinary_name_unless_cuda_fp16_h_is_included():
                  "'half' (half precision, cuda_fp16.h) is not supported; use float")
     assert_error("#include <cuda_fp16.h>\n__global__ void k(int *a) { __half2 h; }\n", 2, 29,
                  "'__half2' (half precision, cuda_fp16.h) is not supported; use float")
+    # Without the header, using it as a type is an unknown type name, as in nvcc.
+    assert_error("__global__ void k(int *a) {\n    __half h = 1;\n}\n", 2, 5,
+                 "unknown type name '__half' (half precision needs cuda_fp16.h, which qgcc does "
+                 "not support; use float)")
+    assert_error("mytype f(int x);\n__global__ void k() {}\n", 1, 1, "unknown type name 'mytype'")
 
 
 def test_extern_c_blocks_and_single_declarations():
@@ -251,6 +256,22 @@ def test_diagnostics_inside_an_included_file_name_that_file(tmp_path):
         str(tmp_path / "cond.h"), 1, 1, "unterminated conditional directive (missing '#endif')")
 
 
+def test_limits_h_and_float_h_define_this_machines_limits():
+    src = ("#include <climits>\n#include <float.h>\n"
+           "__global__ void k(int *out, float *f) {\n"
+           "    int i = threadIdx.x;\n"
+           "    int m = i == 0 ? INT_MAX : i == 1 ? INT_MIN : i == 2 ? CHAR_MIN : (int)UINT_MAX;\n"
+           "    out[i] = m;\n"
+           "    f[i] = i == 0 ? FLT_MAX : i == 1 ? FLT_MIN : i == 2 ? FLT_EPSILON : -FLT_MAX;\n"
+           "}\n")
+    got = run(src, {"out": Z4, "f": np.zeros(4, np.float32)})
+    assert got["out"] == [2 ** 31 - 1, -2 ** 31, -128, -1]
+    fi = np.finfo(np.float32)  # the exact float32 values C's float.h names
+    assert got["f"] == [float(fi.max), float(fi.tiny), float(fi.eps), -float(fi.max)]
+    assert_error("__global__ void k(int *a) { a[0] = INT_MAX; }\n", 1, 36,
+                 "unknown identifier 'INT_MAX'")
+
+
 def test_unknown_and_unsupported_headers_are_named():
     k = "__global__ void k() {}\n"
     assert_error("#include <helper_cuda.h>\n" + k, 1, 11,
@@ -386,6 +407,22 @@ def test_brace_initialisation_of_scalars():
     assert_error(k % "__shared__ int s[4] = {1};", 2, 23, "initialiser lists are not supported")
 
 
+def test_fixed_width_integer_names_of_stdint_h():
+    src = ("#include <stdint.h>\n"
+           "__global__ void k(uint8_t *bytes, int32_t *out, uint32_t n) {\n"
+           "    int i = threadIdx.x;\n"
+           "    int8_t c = (int8_t)(bytes[i] + 100);\n"
+           "    ptrdiff_t d = &out[3] - &out[i];\n"
+           "    out[i] = c * 1000 + (int32_t)(n - 1u > 5u) * 100 + (int)d;\n"
+           "}\n")
+    bs = [0, 27, 28, 200]
+    got = run(src, {"bytes": np.array(bs, np.uint8), "out": Z4}, {"n": 0})
+    assert got["out"] == [(((b + 100) + 128) % 256 - 128) * 1000 + 100 + (3 - i)
+                          for i, b in enumerate(bs)]
+    assert_error("__global__ void k(uint16_t *a) {}\n", 1, 19,
+                 "'uint16_t' is not supported ('short' is not supported)")
+
+
 def test_size_t_is_a_32_bit_unsigned():
     src = ("__global__ void k(unsigned *out, size_t n) {\n"
            "    size_t i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -489,3 +526,17 @@ def test_qgcc_command_line_takes_d_and_i(tmp_path, monkeypatch):
     assert "k.cu:1:11: error: cannot find 'scale.h' (looked in: no -I directories)" in r.output
     r = CliRunner().invoke(qgcc_main, ["-I", "nodir", "k.cu"], catch_exceptions=False)
     assert r.exit_code != 0 and "-I nodir: no such directory" in r.output
+
+
+def test_program_lines_of_included_code_name_their_file(tmp_path):
+    from qgcc.asm import disassemble
+
+    (tmp_path / "util.h").write_text("__device__ int twice(int v) {\n    return v + v;\n}\n")
+    src = ('#include "util.h"\n__global__ void k(int *out) {\n'
+           '    out[threadIdx.x] = twice(threadIdx.x);\n}\n')
+    prog = compile_source(src, str(tmp_path / "k.cu"))
+    assert prog.source_lines[:5] == src.split("\n")
+    lines = {prog.source_line(ins.line) for ins in prog.code if ins.line}
+    assert "out[threadIdx.x] = twice(threadIdx.x);" in lines
+    assert f"{tmp_path / 'util.h'}:2: return v + v;" in lines
+    assert f"// {tmp_path / 'util.h'}:2: return v + v;" in disassemble(prog)

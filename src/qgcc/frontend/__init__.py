@@ -64,7 +64,32 @@ def _compile(pp, filename: str) -> Program:
                         f"the program needs {len(code)} instructions (kernel '{fs.name}' has "
                         f"{len(instrs)}); the machine holds at most {SPEC.max_instrs}")
         kernels.append(Kernel(fs.name, entry, len(code), params, gen.shared_used, nregs))
-    return Program(code, kernels, source_name=filename, source_lines=lines)
+    return Program(code, kernels, source_name=filename,
+                   source_lines=_program_lines(pp, filename, code))
+
+
+def _program_lines(pp, filename: str, code) -> list[str]:
+    """The Program's source lines, and instruction lines turned from virtual to real.
+
+    Lines of the main file keep their numbers.  Lines of #included files are numbered after
+    the main file's last line, and their text names the file and line ("util.h:4: ...").
+    """
+    vlines = pp.srcmap.vlines
+    if all(f == filename and ln == v for v, (f, ln, _) in enumerate(vlines, 1)):
+        return [t for _, _, t in vlines]
+    main = sorted((ln, t) for f, ln, t in vlines if f == filename)
+    out = [t for _, t in main]
+    where: dict[int, int] = {}
+    for v, (f, ln, t) in enumerate(vlines, 1):
+        if f == filename:
+            where[v] = ln
+        else:
+            out.append(f"{f}:{ln}: {t.strip()}")
+            where[v] = len(out)
+    for ins in code:
+        if ins.line:
+            ins.line = where.get(ins.line, ins.line)
+    return out
 
 
 def compile_source(source: str, filename: str = "<input>", include_dirs=(), defines=()) -> Program:

@@ -23,7 +23,7 @@ from lark.exceptions import UnexpectedCharacters
 # Pseudo token types for '#' and '##' inside macro bodies (the grammar has no such terminals).
 HASH = "PP_HASH"
 HASHHASH = "PP_HASHHASH"
-MAX_TOKENS = 2_000_000  # expansion output limit (guards against exponential macros)
+MAX_TOKENS = 100_000  # expansion output limit (guards against exponential macros)
 
 
 def _lark():

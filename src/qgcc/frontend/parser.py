@@ -85,6 +85,8 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "typeid": "'typeid' is not supported",
     "wchar_t": "'wchar_t' is not supported",
     "int64_t": "'int64_t' is not supported (no 64-bit integers)",
+    "int16_t": "'int16_t' is not supported ('short' is not supported)",
+    "uint16_t": "'uint16_t' is not supported ('short' is not supported)",
     "uint64_t": "'uint64_t' is not supported (no 64-bit integers)",
     "clock_t": "'clock_t' is not supported (clock() and clock64() are not supported)",
 }
@@ -104,8 +106,9 @@ HALF_TYPES = ("half", "__half", "half2", "__half2")
 # Keywords after which '&' declares a reference.
 TYPE_KEYWORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "void",
                            "long", "short", "const", "volatile"})
-# Typedef names every file has (the machine has 32-bit addresses, so size_t is 32 bits).
-BUILTIN_TYPEDEFS = ("size_t",)
+# Typedef names every file has (the machine has 32-bit addresses, so size_t is 32 bits);
+# sema.BUILTIN_TYPEDEFS gives their types.
+BUILTIN_TYPEDEFS = ("size_t", "ptrdiff_t", "int32_t", "uint32_t", "int8_t", "uint8_t")
 
 
 class _Ctx:
@@ -136,6 +139,12 @@ def _terminal_text(name: str) -> str | None:
     return None
 
 
+def _unknown_type(name: str) -> str:
+    hint = (" (half precision needs cuda_fp16.h, which qgcc does not support; use float)"
+            if name in HALF_TYPES else "")
+    return f"unknown type name '{name}'{hint}"
+
+
 def _syntax_message(expected: set[str], tok: Token) -> str:
     texts = {_terminal_text(n) for n in expected}
     found = _describe_token(tok)
@@ -146,6 +155,8 @@ def _syntax_message(expected: set[str], tok: Token) -> str:
             tok.type in ("INTLIT", "FLOATLIT", "CHARLIT", "STRLIT"):
         return f"expected an identifier {where}"
     if "__global__" in texts and "}" not in texts:
+        if tok.type == "NAME":  # a declaration starts here, so the name would be a type
+            return _unknown_type(tok.value)
         return f"expected a declaration {where}"
     if "INTLIT" in expected and ("(" in texts or "-" in texts):
         return f"expected an expression {where}"
@@ -300,6 +311,9 @@ def parse_pp(pp: Preprocessed, filename: str) -> A.TranslationUnit:
             col = prev.end_column if prev is not None else 1
         else:
             line, col = bad.line, bad.column
+        if bad.type == "NAME" and prev is not None and prev.type == "NAME" and \
+                (prev.line, prev.column) != (bad.line, bad.column):
+            raise ctx.error(prev.line, prev.column, _unknown_type(prev.value)) from None
         expected = set(e.expected)
         try:  # exact set (LALR lookaheads of a reduce state over-approximate)
             expected = set((e.interactive_parser or ip).accepts()) or expected

@@ -35,9 +35,17 @@ BUILTIN_HEADERS = frozenset({
     "cuda_runtime.h", "cuda.h", "cuda_runtime_api.h", "device_launch_parameters.h",
     "device_functions.h", "vector_types.h", "math_functions.h", "sm_20_atomic_functions.h",
     "stdio.h", "stdlib.h", "math.h", "string.h", "stddef.h", "limits.h", "float.h", "assert.h",
-    "cstdio", "cstdlib", "cmath", "cstring", "cstddef", "climits", "cfloat", "cassert",
+    "stdint.h", "cstdio", "cstdlib", "cmath", "cstring", "cstddef", "climits", "cfloat",
+    "cassert", "cstdint",
     "iostream",
 })
+# The macros that built-in headers define, for this machine (32-bit int, signed 8-bit char).
+_LIMITS = ["CHAR_BIT 8", "SCHAR_MIN (-128)", "SCHAR_MAX 127", "UCHAR_MAX 255", "CHAR_MIN (-128)",
+           "CHAR_MAX 127", "INT_MIN (-2147483647 - 1)", "INT_MAX 2147483647",
+           "UINT_MAX 4294967295u"]
+_FLOATS = ["FLT_MAX 3.40282347e+38f", "FLT_MIN 1.17549435e-38f", "FLT_EPSILON 1.1920929e-07f",
+           "FLT_MANT_DIG 24", "FLT_RADIX 2"]
+HEADER_MACROS = {"limits.h": _LIMITS, "climits": _LIMITS, "float.h": _FLOATS, "cfloat": _FLOATS}
 # Headers that enable constructs qgcc does not have: accepted, and their types are named.
 FP16_HEADERS = frozenset({"cuda_fp16.h"})
 REJECTED_HEADERS = {
@@ -454,6 +462,8 @@ def _include(st: _State, text: str, idx: int, lerr, vline: int, filename: str, d
     if quoted:
         candidates.append(os.path.join(os.path.dirname(filename), hname))
     elif hname in BUILTIN_HEADERS:
+        for text in HEADER_MACROS.get(hname, ()):
+            define(st.result, text, vline, lambda o, msg, t=text: lerr(name_idx, f"{hname}: {msg}"))
         return
     candidates.extend(os.path.join(d, hname) for d in st.include_dirs)
     for path in candidates:

@@ -120,6 +120,9 @@ BASE_TYPES = {
     ("int", "unsigned"): UINT,
     ("float",): FLOAT,
 }
+# Typedef names every file has: size_t is 32 bits because addresses are (parser.BUILTIN_TYPEDEFS).
+BUILTIN_TYPEDEFS = {"size_t": UINT, "ptrdiff_t": INT, "int32_t": INT, "uint32_t": UINT,
+                    "int8_t": CHAR, "uint8_t": UCHAR}
 # Element types that fill a 32-bit cell exactly, as in CUDA: pointers to them convert freely.
 CELL_TYPES = (INT, UINT, FLOAT)
 PARAM_CTYPES = {"int": "int", "unsigned": "unsigned", "bool": "bool", "char": "char", "uchar": "uchar"}
@@ -143,7 +146,8 @@ class Sema:
         self.func: FuncSym | None = None
         self.loop_depth = 0
         # typedef/using names -> (type, read-only); size_t is 32 bits (32-bit addresses).
-        self.typedefs: dict[str, tuple[Type, bool]] = {"size_t": (UINT, False)}
+        self.typedefs: dict[str, tuple[Type, bool]] = {n: (t, False) for n, t in
+                                                        BUILTIN_TYPEDEFS.items()}
 
     # ------------------------------------------------------------------ helpers
 
