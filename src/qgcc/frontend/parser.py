@@ -19,6 +19,7 @@ from ..diagnostics import CompileError
 from . import ast as A
 from .macros import HASH, HASHHASH, Expander
 from .preprocess import Preprocessed, preprocess
+from .types import BUILTIN_TYPEDEFS
 
 GRAMMAR_FILE = "cuda.lark"
 
@@ -106,9 +107,6 @@ HALF_TYPES = ("half", "__half", "half2", "__half2")
 # Keywords after which '&' declares a reference.
 TYPE_KEYWORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "void",
                            "long", "short", "const", "volatile"})
-# Typedef names every file has (the machine has 32-bit addresses, so size_t is 32 bits);
-# sema.BUILTIN_TYPEDEFS gives their types.
-BUILTIN_TYPEDEFS = ("size_t", "ptrdiff_t", "int32_t", "uint32_t", "int8_t", "uint8_t")
 
 
 class _Ctx:

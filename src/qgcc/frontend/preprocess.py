@@ -4,15 +4,16 @@ Why our own and not `pcpp`: every diagnostic must point at the exact
 `file:line:col` of the token the user wrote, also for tokens after a macro use
 on the same line and inside `#include`d files.  A text-to-text preprocessor
 loses columns as soon as a macro expands to text of another length.  Here the
-preprocessor never rewrites code text: it blanks directives and comments (same
-length), and macros are expanded later on the token stream (`macros.py`),
-where every token keeps a position.
+preprocessor never rewrites code text: comments become blanks of the same
+length, directives and lines of false `#if` branches become empty lines, and
+macros are expanded later on the token stream (`macros.py`), where every token
+keeps a position.
 
 Positions.  The output `text` is the concatenation, in processing order, of
 the logical lines of the main file and of every included file (an `#include`
 line is followed by the lines of the file it includes).  Each physical line of
-each inclusion gets a *virtual line* number in that order, so a file without
-`#include "..."` has virtual line N = physical line N.  `SourceMap.pos` maps an
+each inclusion gets a *virtual line* number in that order, so in a file that
+includes no file virtual line N is physical line N.  `SourceMap.pos` maps an
 offset in `text` to (virtual line, column) of the physical character, through
 backslash-newline splices (C translation phase 2, which applies anywhere, also
 inside tokens and comments); `SourceMap.remap` turns a diagnostic at a virtual

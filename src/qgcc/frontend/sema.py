@@ -17,7 +17,8 @@ from ..isa import SReg
 from ..spec import SPEC
 from . import ast as A
 from . import floatconst
-from .types import (BOOL, CHAR, FLOAT, INT, UCHAR, UINT, VOID, ArrayType, FloatType, IntType,
+from .types import (BOOL, BUILTIN_TYPEDEFS, CHAR, FLOAT, INT, UCHAR, UINT, VOID, ArrayType,
+                    FloatType, IntType,
                     PtrType, Type, is_float,
                     VoidType, fold_binary, is_arith, is_int, is_ptr, is_scalar, promote,
                     usual_arithmetic, wrap)
@@ -120,9 +121,6 @@ BASE_TYPES = {
     ("int", "unsigned"): UINT,
     ("float",): FLOAT,
 }
-# Typedef names every file has: size_t is 32 bits because addresses are (parser.BUILTIN_TYPEDEFS).
-BUILTIN_TYPEDEFS = {"size_t": UINT, "ptrdiff_t": INT, "int32_t": INT, "uint32_t": UINT,
-                    "int8_t": CHAR, "uint8_t": UCHAR}
 # Element types that fill a 32-bit cell exactly, as in CUDA: pointers to them convert freely.
 CELL_TYPES = (INT, UINT, FLOAT)
 PARAM_CTYPES = {"int": "int", "unsigned": "unsigned", "bool": "bool", "char": "char", "uchar": "uchar"}
