@@ -348,6 +348,11 @@ def test_host_device_functions_and_ignored_qualifiers():
            "    out[threadIdx.x] = add(in[threadIdx.x], neg(one()));\n}\n")
     assert run(src, {"out": Z4, "in": np.array([1, 2, 3, 4], np.int32)})["out"] == [0, 1, 2, 3]
     assert_error("__host__ __global__ void k() {}\n", 1, 1, "a kernel cannot be '__host__'")
+    src = ("#define THREADS 4\n__global__ void __launch_bounds__(THREADS, (1)) k(int *out) {\n"
+           "    out[threadIdx.x] = THREADS;\n}\n")
+    assert run(src, {"out": Z4})["out"] == [4] * 4
+    assert_error("__global__ void __launch_bounds__(4 k(int *a) {}\n", 1, 17,
+                 "unterminated '__launch_bounds__('")
 
 
 def test_cxx_casts_follow_c_semantics():

@@ -198,10 +198,30 @@ class _Stream:
             shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}"
             raise self.ctx.error(line, col, f"unexpected character '{shown}'") from None
 
+    def _drop_hints(self, toks):
+        """`__launch_bounds__(...)` is a performance hint: dropped, with its arguments."""
+        it = iter(toks)
+        for tok in it:
+            if tok.type == "NAME" and tok.value == "__launch_bounds__":
+                nxt = next(it, None)
+                if nxt is None or nxt.value != "(":
+                    raise self.ctx.error(tok.line, tok.column, "expected '(' after "
+                                                               "'__launch_bounds__'")
+                depth = 1
+                while depth:
+                    t = next(it, None)
+                    if t is None:
+                        raise self.ctx.error(tok.line, tok.column, "unterminated "
+                                                                   "'__launch_bounds__('")
+                    depth += {"(": 1, ")": -1}.get(t.value, 0) if t.type not in (
+                        "STRLIT", "CHARLIT") else 0
+                continue
+            yield tok
+
     def tokens(self):
         exp = Expander(self.pp.lookup, lambda t, msg: self.ctx.error(t.line, t.column, msg))
         prev = None
-        for tok in exp.expand(self._placed()):  # one token of lookahead, for '::'
+        for tok in self._drop_hints(exp.expand(self._placed())):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
