@@ -457,22 +457,12 @@ extern "C" __global__ void k(iptr out, const int *in) {
 
 
 def test_the_network_agrees_with_the_emulator_and_the_model():
-    from qgcc.neural.linker import link
-    from qgcc.neural.runner import Host
+    from lockstep import both  # step-for-step comparison of the emulator and the network
 
-    prog = compile_source(NET_SRC, "net.cu")
-    k = prog.kernels[0]
     xs = np.array([3, -4, 7, 100], np.int32)
-    mk = lambda: make_launch(prog, k, (1, 1, 1), (4, 1, 1), {},  # noqa: E731
-                             {"out": np.zeros(4, np.int32), "in": xs.copy()})
-    lr, ln = mk(), mk()
-    ref_steps, net_steps = [], []
-    r = emulate(lr, max_steps=5000, on_step=ref_steps.append)
-    n = Host(link(prog), engine="neural").run(ln, max_steps=5000, on_step=net_steps.append)
-    assert [s.key() for s in net_steps] == [s.key() for s in ref_steps]
-    assert np.array_equal(r.memory, n.memory)
-    out = [int(v) for v in ln.read_buffer(n.memory, "out")]
-    assert out == [int(x) * int(x) + i // 2 for i, x in enumerate(xs)]
+    outs, _ = both("cxx_surface", (1, 1, 1), (4, 1, 1), {},
+                   {"out": np.zeros(4, np.int32), "in": xs}, source=NET_SRC, max_steps=5000)
+    assert [int(v) for v in outs["out"]] == [int(x) * int(x) + i // 2 for i, x in enumerate(xs)]
 
 
 # ------------------------------------------------------------------ not yet: each one named
