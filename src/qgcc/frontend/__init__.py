@@ -2,7 +2,8 @@
 
 Modules, one job each:
 
-- `preprocess` -- comments, #define/#undef/#ifdef..., ignored #include/#pragma
+- `preprocess` -- line splicing, comments, #include, #define/#undef/#if..., source map
+- `macros`     -- macro expansion on the token stream (function-like, # and ##), #if expressions
 - `parser`     -- Lark grammar (grammars/cuda.lark) -> AST (`ast`), macro expansion,
                   syntax errors as CompileErrors
 - `types`      -- the C types of the subset, conversions, constant arithmetic
@@ -22,22 +23,24 @@ from ..diagnostics import CompileError
 from ..spec import SPEC
 from ..program import Kernel, Program
 from .codegen import KernelGen
-from .parser import parse
+from .parser import parse_pp
+from .preprocess import preprocess
 from .regalloc import allocate
 from .sema import analyse
 
 __all__ = ["compile_source", "CompileError"]
 
 
-def _compile(source: str, filename: str) -> Program:
-    lines = source.split("\n")
+def _compile(pp, filename: str) -> Program:
+    # Positions below are virtual lines (preprocess.SourceMap); compile_source maps them back.
+    lines = pp.srcmap.virtual_lines()
 
     def error(line: int, col: int, msg: str) -> CompileError:
         src = lines[line - 1] if 0 < line <= len(lines) else ""
         return CompileError(filename, line, col, msg, src)
 
-    tu = parse(source, filename)
-    result = analyse(tu, filename, source)
+    tu = parse_pp(pp, filename)
+    result = analyse(tu, filename, "\n".join(lines))
     if not result.kernels:
         raise error(1, 1, "no kernel: the file defines no __global__ function")
     code = []
@@ -61,15 +64,46 @@ def _compile(source: str, filename: str) -> Program:
                         f"the program needs {len(code)} instructions (kernel '{fs.name}' has "
                         f"{len(instrs)}); the machine holds at most {SPEC.max_instrs}")
         kernels.append(Kernel(fs.name, entry, len(code), params, gen.shared_used, nregs))
-    return Program(code, kernels, source_name=filename, source_lines=lines)
+    return Program(code, kernels, source_name=filename,
+                   source_lines=_program_lines(pp, filename, code))
 
 
-def compile_source(source: str, filename: str = "<input>") -> Program:
-    """Compile CUDA-C source text to a Program; raises CompileError on any problem."""
+def _program_lines(pp, filename: str, code) -> list[str]:
+    """The Program's source lines, and instruction lines turned from virtual to real.
+
+    Lines of the main file keep their numbers.  Lines of #included files are numbered after
+    the main file's last line, and their text names the file and line ("util.h:4: ...").
+    """
+    vlines = pp.srcmap.vlines
+    if all(f == filename and ln == v for v, (f, ln, _) in enumerate(vlines, 1)):
+        return [t for _, _, t in vlines]
+    main = sorted((ln, t) for f, ln, t in vlines if f == filename)
+    out = [t for _, t in main]
+    where: dict[int, int] = {}
+    for v, (f, ln, t) in enumerate(vlines, 1):
+        if f == filename:
+            where[v] = ln
+        else:
+            out.append(f"{f}:{ln}: {t.strip()}")
+            where[v] = len(out)
+    for ins in code:
+        if ins.line:
+            ins.line = where.get(ins.line, ins.line)
+    return out
+
+
+def compile_source(source: str, filename: str = "<input>", include_dirs=(), defines=()) -> Program:
+    """Compile CUDA-C source text to a Program; raises CompileError on any problem.
+
+    include_dirs: directories searched for `#include` (after the including file's directory);
+    defines: `-D` definitions, "NAME" or "NAME=VALUE".
+    """
+    pp = None
     try:
-        return _compile(source, filename)
-    except CompileError:
-        raise
+        pp = preprocess(source, filename, include_dirs, defines)
+        return _compile(pp, filename)
+    except CompileError as e:
+        raise (pp.srcmap.remap(e, filename) if pp is not None else e) from None
     except RecursionError:
         raise CompileError(filename, 1, 1, "the program is nested too deeply (expression or "
                                            "statement nesting exceeds the compiler's limit)") from None

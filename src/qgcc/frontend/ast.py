@@ -24,9 +24,10 @@ class Node:
 
 @dataclass
 class Spec(Node):
-    """One declaration-specifier keyword (`int`, `const`, `__global__`, ...)."""
+    """One declaration-specifier keyword (`int`, `const`, `__global__`, ...) or typedef name."""
 
     text: str
+    typename: bool = False  # a name declared by typedef/using
 
 
 @dataclass
@@ -186,6 +187,7 @@ class Comma(Expr):
 class Cast(Expr):
     type: TypeSyntax
     operand: Expr
+    kind: str = "c"  # "c", "static_cast", "reinterpret_cast" or "const_cast"
     target: Any = field(default=None, init=False, repr=False, compare=False)
 
 

@@ -17,7 +17,9 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 
 from ..diagnostics import CompileError
 from . import ast as A
-from .preprocess import MacroDef, Preprocessed, preprocess
+from .macros import HASH, HASHHASH, Expander
+from .preprocess import Preprocessed, preprocess
+from .types import BUILTIN_TYPEDEFS
 
 GRAMMAR_FILE = "cuda.lark"
 
@@ -61,7 +63,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "sizeof": "'sizeof' is not supported (memory is addressed in 32-bit cells: every element "
               "occupies one cell)",
     "namespace": "namespaces are not supported",
-    "using": "'using' is not supported",
     "operator": "operator overloading is not supported",
     "virtual": "'virtual' is not supported",
     "this": "'this' is not supported (no classes)",
@@ -71,10 +72,7 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "asm": "inline assembly ('asm') is not supported",
     "__asm__": "inline assembly ('__asm__') is not supported",
     "nullptr": "'nullptr' is not supported; use 0",
-    "static_cast": "C++ casts ('static_cast') are not supported; use a C cast",
-    "reinterpret_cast": "C++ casts ('reinterpret_cast') are not supported; use a C cast",
-    "const_cast": "C++ casts ('const_cast') are not supported; use a C cast",
-    "dynamic_cast": "C++ casts ('dynamic_cast') are not supported; use a C cast",
+    "dynamic_cast": "'dynamic_cast' is not supported (no classes); use static_cast or a C cast",
     "decltype": "'decltype' is not supported",
     "static_assert": "'static_assert' is not supported",
     "alignas": "'alignas' is not supported",
@@ -87,8 +85,11 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "protected": "'protected' is not supported (no classes)",
     "typeid": "'typeid' is not supported",
     "wchar_t": "'wchar_t' is not supported",
-    "half": "'half' is not supported",
-    "__half": "'__half' is not supported",
+    "int64_t": "'int64_t' is not supported (no 64-bit integers)",
+    "int16_t": "'int16_t' is not supported ('short' is not supported)",
+    "uint16_t": "'uint16_t' is not supported ('short' is not supported)",
+    "uint64_t": "'uint64_t' is not supported (no 64-bit integers)",
+    "clock_t": "'clock_t' is not supported (clock() and clock64() are not supported)",
 }
 
 _REGEX_TERMINAL_NAMES = {
@@ -101,10 +102,17 @@ _REGEX_TERMINAL_NAMES = {
 }
 
 
+# The half-precision types of cuda_fp16.h: ordinary names unless that header is included.
+HALF_TYPES = ("half", "__half", "half2", "__half2")
+# Keywords after which '&' declares a reference.
+TYPE_KEYWORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "void",
+                           "long", "short", "const", "volatile"})
+
+
 class _Ctx:
-    def __init__(self, filename: str, source: str):
+    def __init__(self, filename: str, lines: list[str]):
         self.filename = filename
-        self.lines = source.split("\n")
+        self.lines = lines
 
     def error(self, line: int, col: int, msg: str) -> CompileError:
         src = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
@@ -129,6 +137,12 @@ def _terminal_text(name: str) -> str | None:
     return None
 
 
+def _unknown_type(name: str) -> str:
+    hint = (" (half precision needs cuda_fp16.h, which qgcc does not support; use float)"
+            if name in HALF_TYPES else "")
+    return f"unknown type name '{name}'{hint}"
+
+
 def _syntax_message(expected: set[str], tok: Token) -> str:
     texts = {_terminal_text(n) for n in expected}
     found = _describe_token(tok)
@@ -139,6 +153,8 @@ def _syntax_message(expected: set[str], tok: Token) -> str:
             tok.type in ("INTLIT", "FLOATLIT", "CHARLIT", "STRLIT"):
         return f"expected an identifier {where}"
     if "__global__" in texts and "}" not in texts:
+        if tok.type == "NAME":  # a declaration starts here, so the name would be a type
+            return _unknown_type(tok.value)
         return f"expected a declaration {where}"
     if "INTLIT" in expected and ("(" in texts or "-" in texts):
         return f"expected an expression {where}"
@@ -152,69 +168,157 @@ def _syntax_message(expected: set[str], tok: Token) -> str:
     return f"unexpected {found}"
 
 
-class _Expander:
-    """The token stream: Lark's lexer output with object-like macros expanded."""
+class _Stream:
+    """The token stream: Lark's lexer output placed at real positions, macros expanded,
+    typedef names retyped TYPE_NAME, `{` after a declared name retyped LBRACE_INIT, and
+    unsupported C++ keywords rejected by name."""
 
     def __init__(self, ctx: _Ctx, pp: Preprocessed):
         self.ctx = ctx
         self.pp = pp
-        self.body_cache: dict[int, list[Token]] = {}
-        self.last: Token | None = None
+        self.typedefs: set[str] = set(BUILTIN_TYPEDEFS)
+        self.prev: Token | None = None
+        # typedef/using declaration being read: [kind, names, paren depth, bracket depth, want]
+        self.decl: list | None = None
 
-    def _lex(self, text: str):
-        return get_lark().lex(text)
+    def _placed(self):
+        smap = self.pp.srcmap
+        text = self.pp.text
+        try:
+            for t in get_lark().lex(text):
+                line, col = smap.pos(t.start_pos)
+                eline, ecol = smap.pos(max(t.end_pos - 1, t.start_pos))
+                yield Token(t.type, t.value, start_pos=t.start_pos, line=line, column=col,
+                            end_line=eline, end_column=ecol + 1, end_pos=t.end_pos)
+        except UnexpectedCharacters as e:
+            ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else "?"
+            line, col = smap.pos(e.pos_in_stream)
+            if ch in "\"'":
+                raise self.ctx.error(line, col, f"missing terminating {ch} character") from None
+            shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}"
+            raise self.ctx.error(line, col, f"unexpected character '{shown}'") from None
 
-    def _body_tokens(self, m: MacroDef) -> list[Token]:
-        key = id(m)
-        if key not in self.body_cache:
-            try:
-                toks = list(self._lex(m.body))
-            except UnexpectedCharacters as e:
-                raise self.ctx.error(m.line, m.body_col + e.column - 1,
-                                     f"unexpected character '{m.body[e.pos_in_stream]}' "
-                                     f"in macro '{m.name}'") from None
-            self.body_cache[key] = toks
-        return self.body_cache[key]
+    def _drop_hints(self, toks):
+        """`__launch_bounds__(...)` is a performance hint: dropped, with its arguments."""
+        it = iter(toks)
+        for tok in it:
+            if tok.type == "NAME" and tok.value == "__launch_bounds__":
+                nxt = next(it, None)
+                if nxt is None or nxt.value != "(":
+                    raise self.ctx.error(tok.line, tok.column, "expected '(' after "
+                                                               "'__launch_bounds__'")
+                depth = 1
+                while depth:
+                    t = next(it, None)
+                    if t is None:
+                        raise self.ctx.error(tok.line, tok.column, "unterminated "
+                                                                   "'__launch_bounds__('")
+                    depth += {"(": 1, ")": -1}.get(t.value, 0) if t.type not in (
+                        "STRLIT", "CHARLIT") else 0
+                continue
+            yield tok
 
     def tokens(self):
-        try:
-            for tok in self._lex(self.pp.text):
-                yield from self._expand(tok, frozenset())
-        except UnexpectedCharacters as e:
-            ch = self.pp.text[e.pos_in_stream] if e.pos_in_stream < len(self.pp.text) else "?"
-            if ch in "\"'":
-                raise self.ctx.error(e.line, e.column, f"missing terminating {ch} character") from None
-            shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}"
-            raise self.ctx.error(e.line, e.column, f"unexpected character '{shown}'") from None
+        exp = Expander(self.pp.lookup, lambda t, msg: self.ctx.error(t.line, t.column, msg))
+        prev = None
+        for tok in self._drop_hints(exp.expand(self._placed())):  # one token of lookahead, for '::'
+            if prev is not None:
+                if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
+                        and (prev.line, prev.column + 1) == (tok.line, tok.column):
+                    if self.decl is not None and self.decl[0] == "using":
+                        self._using_error(self.decl[5])
+                    raise self.ctx.error(prev.line, prev.column, "'::' is not supported (C++ "
+                                         "namespaces and classes are not)")
+                yield self._classify(prev)
+            prev = tok
+        if prev is not None:
+            yield self._classify(prev)
 
-    def _expand(self, tok: Token, hide: frozenset):
+    def _classify(self, tok: Token) -> Token:
+        err = self.ctx.error
+        if tok.type in (HASH, HASHHASH):
+            raise err(tok.line, tok.column, f"stray '{tok.value}' in program")
         if tok.type == "NAME":
-            m = self.pp.lookup(tok.value, tok.line)
-            if m is not None and tok.value not in hide:
-                if len(hide) > 64:
-                    raise self.ctx.error(tok.line, tok.column, "macro expansion nested too deeply")
-                for bt in self._body_tokens(m):
-                    nt = Token(bt.type, bt.value, start_pos=tok.start_pos, line=tok.line,
-                               column=tok.column, end_line=tok.end_line,
-                               end_column=tok.end_column, end_pos=tok.end_pos)
-                    yield from self._expand(nt, hide | {tok.value})
-                return
-            if tok.value in UNSUPPORTED_KEYWORDS:
-                raise self.ctx.error(tok.line, tok.column, UNSUPPORTED_KEYWORDS[tok.value])
-        self.last = tok
-        yield tok
+            v = tok.value
+            if v in UNSUPPORTED_KEYWORDS:
+                raise err(tok.line, tok.column, UNSUPPORTED_KEYWORDS[v])
+            fp16 = self.pp.fp16_line
+            if v in HALF_TYPES and fp16 is not None and tok.line > fp16:
+                raise err(tok.line, tok.column, f"'{v}' (half precision, cuda_fp16.h) is not "
+                                                "supported; use float")
+            if v in self.typedefs and not (self.decl and self.decl[4] is True):
+                tok = Token("TYPE_NAME", v, start_pos=tok.start_pos, line=tok.line,
+                            column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
+                            end_pos=tok.end_pos)
+        elif tok.value in ("&", "&&") and tok.type not in ("STRLIT", "CHARLIT") and \
+                self.prev is not None and (self.prev.type == "TYPE_NAME" or self.prev.value in TYPE_KEYWORDS):
+            raise err(tok.line, tok.column, f"references ('{self.prev.value} {tok.value}') are not "
+                                            "supported; use a pointer")
+        elif tok.type == "LBRACE" and self.prev is not None and self.prev.type == "NAME":
+            tok = Token("LBRACE_INIT", tok.value, start_pos=tok.start_pos, line=tok.line,
+                        column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
+                        end_pos=tok.end_pos)
+        self._track(tok)
+        self.prev = tok
+        return tok
+
+    def _using_error(self, at: Token):
+        raise self.ctx.error(at.line, at.column, "'using' declarations are not supported; only "
+                                                 "aliases ('using NAME = TYPE;')")
+
+    def _track(self, tok: Token) -> None:
+        """Learn the names that typedef and using declare (C's "lexer hack")."""
+        d = self.decl
+        v = tok.value
+        if d is None:
+            if tok.type == "TYPEDEF":
+                self.decl = ["typedef", [], 0, 0, False, True]
+            elif tok.type == "USING":
+                self.decl = ["using", [], 0, 0, True, tok]
+            return
+        kind, names = d[0], d[1]
+        if kind == "using":
+            if d[4] is True:  # the name right after 'using'
+                if tok.type != "NAME":
+                    self._using_error(d[5])
+                names.append(v)
+                d[4] = "="
+            elif d[4] == "=":
+                if v != "=":
+                    self._using_error(d[5])
+                d[4] = False
+            elif v == ";":
+                self.typedefs.update(names)
+                self.decl = None
+            return
+        if tok.type == "NAME" and d[5] and d[3] == 0:
+            names.append(v)  # the first name of each declarator
+            d[5] = False
+        elif v == "(":
+            d[2] += 1
+        elif v == ")":
+            d[2] -= 1
+        elif v == "[":
+            d[3] += 1
+        elif v == "]":
+            d[3] -= 1
+        elif v == "," and d[2] == 0 and d[3] == 0:
+            d[5] = True
+        elif v == ";" and d[2] == 0:
+            self.typedefs.update(names)
+            self.decl = None
 
 
-def parse(source: str, filename: str = "<input>") -> A.TranslationUnit:
-    ctx = _Ctx(filename, source)
-    pp = preprocess(source, filename)
+def parse_pp(pp: Preprocessed, filename: str) -> A.TranslationUnit:
+    """Parse preprocessed text; diagnostics are at virtual lines (see preprocess.SourceMap)."""
+    ctx = _Ctx(filename, pp.srcmap.virtual_lines())
     lark = get_lark()
     ip = lark.parse_interactive(None)
-    exp = _Expander(ctx, pp)
+    stream = _Stream(ctx, pp)
     prev: Token | None = None
     tok: Token | None = None
     try:
-        for tok in exp.tokens():
+        for tok in stream.tokens():
             ip.feed_token(tok)
             prev = tok
         tree = ip.feed_eof(prev)
@@ -225,6 +329,9 @@ def parse(source: str, filename: str = "<input>") -> A.TranslationUnit:
             col = prev.end_column if prev is not None else 1
         else:
             line, col = bad.line, bad.column
+        if bad.type == "NAME" and prev is not None and prev.type == "NAME" and \
+                (prev.line, prev.column) != (bad.line, bad.column):
+            raise ctx.error(prev.line, prev.column, _unknown_type(prev.value)) from None
         expected = set(e.expected)
         try:  # exact set (LALR lookaheads of a reduce state over-approximate)
             expected = set((e.interactive_parser or ip).accepts()) or expected
@@ -237,6 +344,14 @@ def parse(source: str, filename: str = "<input>") -> A.TranslationUnit:
     return _Builder(ctx).build(tree)
 
 
+def parse(source: str, filename: str = "<input>", include_dirs=(), defines=()) -> A.TranslationUnit:
+    pp = preprocess(source, filename, include_dirs, defines)
+    try:
+        return parse_pp(pp, filename)
+    except CompileError as e:
+        raise pp.srcmap.remap(e, filename) from None
+
+
 # ---------------------------------------------------------------------- tree -> AST
 
 
@@ -245,14 +360,35 @@ class _Builder:
         self.ctx = ctx
 
     def build(self, tree: Tree) -> A.TranslationUnit:
-        items = []
-        for ch in tree.children:
+        items: list = []
+        self.top_items(tree.children, items)
+        return A.TranslationUnit(items)
+
+    def top_items(self, children, items: list) -> None:
+        for ch in children:
             if isinstance(ch, Tree):
                 if ch.data == "function_def":
                     items.append(self.function_def(ch))
                 elif ch.data == "declaration":
                     items.append(self.declaration(ch))
-        return A.TranslationUnit(items)
+                elif ch.data == "alias_decl":
+                    items.append(self.alias(ch))
+                elif ch.data == "linkage_spec":
+                    lang = ch.children[0]
+                    if lang.value not in ('"C"', '"C++"'):
+                        raise self.ctx.error(lang.line, lang.column,
+                                             f"unknown language linkage {lang.value}; write "
+                                             'extern "C"')
+                    self.top_items(ch.children[1:], items)
+
+    def alias(self, t: Tree) -> A.Declaration:
+        """`using NAME = TYPE;` is `typedef TYPE NAME;`."""
+        name = t.children[0]
+        ts = self.type_name(t.children[1])
+        td = A.Spec(name.line, name.column, "typedef")
+        d = A.Declarator(name.line, name.column, name.value, pointers=ts.pointers)
+        return A.Declaration(name.line, name.column, [td] + ts.specs,
+                             [A.InitDeclarator(d.line, d.col, d, None)])
 
     # ---------------------------------------------------------------- declarations
 
@@ -260,7 +396,7 @@ class _Builder:
         out = []
         for ch in t.children:  # decl_spec trees
             tok = ch.children[0]
-            out.append(A.Spec(tok.line, tok.column, tok.value))
+            out.append(A.Spec(tok.line, tok.column, tok.value, typename=tok.type == "TYPE_NAME"))
         return out
 
     def pointers(self, t: Tree | None) -> list[list[A.Spec]]:
@@ -329,7 +465,9 @@ class _Builder:
             if isinstance(ch, Tree) and ch.data == "init_declarator":
                 d = self.declarator(ch.children[0])
                 init = ch.children[1]
-                if init is not None:
+                if isinstance(init, Tree) and init.data == "brace_direct":
+                    init = self.brace(init)
+                elif init is not None:
                     init = self.brace(init) if isinstance(init, Tree) and init.data == "brace_init" \
                         else self.expr(init)
                 items.append(A.InitDeclarator(d.line, d.col, d, init))
@@ -337,7 +475,12 @@ class _Builder:
 
     def brace(self, t: Tree) -> A.BraceInit:
         tok = t.children[0]
-        return A.BraceInit(tok.line, tok.column, [])
+        items = []
+        for ch in t.children[1:]:
+            if isinstance(ch, Tree):
+                items.append(self.brace(ch) if ch.data in ("brace_init", "brace_direct")
+                             else self.expr(ch))
+        return A.BraceInit(tok.line, tok.column, items)
 
     def function_def(self, t: Tree) -> A.FunctionDef:
         specs = self.specs(t.children[0])
@@ -356,6 +499,9 @@ class _Builder:
         return A.Block(t.meta.line, t.meta.column, items, t.meta.end_line)
 
     def item(self, t: Tree):
+        if t.data == "alias_decl":
+            d = self.alias(t)
+            return A.DeclStmt(d.line, d.col, d)
         if t.data == "declaration":
             d = self.declaration(t)
             return A.DeclStmt(d.line, d.col, d)
@@ -439,6 +585,10 @@ class _Builder:
         if k == "cast":
             p = ch[0]
             return A.Cast(p.line, p.column, self.type_name(ch[1]), self.expr(ch[3]))
+        if k == "cxx_cast":
+            kw = ch[0]
+            return A.Cast(kw.line, kw.column, self.type_name(ch[2]), self.expr(ch[5]),
+                          kind=kw.value)
         if k == "unary":
             op = ch[0]
             return A.Unary(op.line, op.column, op.value, self.expr(ch[1]))

@@ -17,7 +17,8 @@ from ..isa import SReg
 from ..spec import SPEC
 from . import ast as A
 from . import floatconst
-from .types import (BOOL, CHAR, FLOAT, INT, UCHAR, UINT, VOID, ArrayType, FloatType, IntType,
+from .types import (BOOL, BUILTIN_TYPEDEFS, CHAR, FLOAT, INT, UCHAR, UINT, VOID, ArrayType,
+                    FloatType, IntType,
                     PtrType, Type, is_float,
                     VoidType, fold_binary, is_arith, is_int, is_ptr, is_scalar, promote,
                     usual_arithmetic, wrap)
@@ -120,6 +121,8 @@ BASE_TYPES = {
     ("int", "unsigned"): UINT,
     ("float",): FLOAT,
 }
+# Element types that fill a 32-bit cell exactly, as in CUDA: pointers to them convert freely.
+CELL_TYPES = (INT, UINT, FLOAT)
 PARAM_CTYPES = {"int": "int", "unsigned": "unsigned", "bool": "bool", "char": "char", "uchar": "uchar"}
 
 
@@ -140,6 +143,9 @@ class Sema:
         self.scopes: list[dict[str, VarSym]] = []
         self.func: FuncSym | None = None
         self.loop_depth = 0
+        # typedef/using names -> (type, read-only); size_t is 32 bits (32-bit addresses).
+        self.typedefs: dict[str, tuple[Type, bool]] = {n: (t, False) for n, t in
+                                                        BUILTIN_TYPEDEFS.items()}
 
     # ------------------------------------------------------------------ helpers
 
@@ -174,8 +180,16 @@ class Sema:
         const = False
         storage: dict[str, A.Spec] = {}
         longs = [s for s in specs if s.text == "long"]
+        tdef: A.Spec | None = None
+        device = any(s.text in ("__device__", "__global__") for s in specs)
         for s in specs:
             t = s.text
+            if s.typename:
+                if tdef is not None:
+                    raise self.error(s, f"two type names in one declaration ('{tdef.text}' and "
+                                        f"'{t}')")
+                tdef = s
+                continue
             if t == "double":
                 raise self.error(s, "'double' is not supported; use 'float' (the machine has no "
                                     "64-bit floating point)")
@@ -186,10 +200,13 @@ class Sema:
                 raise self.error(s, "'short' is not supported")
             if t == "auto":
                 raise self.error(s, "'auto' is not supported; write the type")
-            if t == "typedef":
-                raise self.error(s, "'typedef' is not supported")
             if t == "__host__":
-                raise self.error(s, "'__host__' is not supported (only device code is compiled)")
+                if any(x.text == "__global__" for x in specs):
+                    raise self.error(s, "a kernel cannot be '__host__'")
+                if not device:
+                    raise self.error(s, "'__host__' is not supported (only device code is "
+                                        "compiled; '__host__ __device__' functions are)")
+                continue
             if t == "__constant__":
                 raise self.error(s, "'__constant__' memory is not supported; pass a pointer "
                                     "parameter or use a const")
@@ -212,6 +229,14 @@ class Sema:
                 if t in storage:
                     raise self.error(s, f"duplicate '{t}'")
                 storage[t] = s
+        if tdef is not None:
+            if words:
+                later = max([tdef, *words.values()], key=lambda s: (s.line, s.col))
+                raise self.error(later, "invalid combination of type specifiers '"
+                                 + " ".join(s.text for s in specs if s.text in TYPE_WORDS
+                                            or s.typename) + "'")
+            base, tconst = self.typedefs[tdef.text]
+            return SpecInfo(base, const or tconst, storage, specs[0])
         if not words:
             raise self.error(specs[0], f"missing type specifier in {what}")
         key = tuple(sorted(words))
@@ -230,6 +255,8 @@ class Sema:
             raise self.error(at, "pointers to pointers are not supported")
         if isinstance(base, VoidType):
             raise self.error(at, "'void *' pointers are not supported; use a typed pointer")
+        if isinstance(base, PtrType):  # a typedef of a pointer type
+            raise self.error(at, "pointers to pointers are not supported")
         ptr_const = any(q.text == "const" for q in pointers[0])
         return PtrType(base, const), ptr_const
 
@@ -267,9 +294,63 @@ class Sema:
         kernels = [fs for fs, _ in defs if fs.kind == "global"]
         return SemaResult(kernels, self.functions)
 
+    def typedef_again(self, d: A.Declaration) -> bool:
+        """`typedef float T;` when T is a typedef already: the lexer made T a type name."""
+        specs = d.specs
+        if d.items or not any(s.text == "typedef" for s in specs) or not specs[-1].typename \
+                or not any(s.text in TYPE_WORDS or s.typename for s in specs[:-1]):
+            return False
+        name = specs[-1]
+        decl = A.Declarator(name.line, name.col, name.text)
+        alias = A.Declaration(d.line, d.col, specs[:-1], [A.InitDeclarator(name.line, name.col,
+                                                                           decl, None)])
+        self.typedef_declaration(alias, self.spec_info(specs[:-1], "typedef"))
+        return True
+
+    def typedef_declaration(self, d: A.Declaration, info: SpecInfo) -> None:
+        """`typedef T NAME;` / `using NAME = T;`: scalar and pointer aliases."""
+        for k, sp in info.storage.items():
+            if k != "typedef":
+                raise self.error(sp, f"'{k}' is not allowed in a typedef")
+        for it in d.items:
+            decl = it.decl
+            if decl.params is not None or decl.funcptr:
+                raise self.error(decl, f"function types in typedefs are not supported ('{decl.name}')")
+            if decl.parens:
+                raise self.error(decl, f"unsupported declarator for '{decl.name}'")
+            if decl.arrays:
+                raise self.error(decl, f"array typedefs are not supported ('{decl.name}')")
+            if it.init is not None:
+                raise self.error(it.init, f"typedef '{decl.name}' cannot have an initialiser")
+            ty, ro = self.apply_pointers(info.base, decl.pointers, info.const, decl)
+            prev = self.typedefs.get(decl.name)
+            if prev is not None and prev != (ty, ro):
+                raise self.error(decl, f"conflicting typedef '{decl.name}' (was '{prev[0]}')")
+            if prev is None and (self.lookup(decl.name) is not None or decl.name in self.functions):
+                raise self.error(decl, f"typedef '{decl.name}' redeclares a variable or function")
+            self.typedefs[decl.name] = (ty, ro)
+
+    def scalar_init(self, init, name: str):
+        """`T x{e};`, `T x = {e};` and `T x{};` for a scalar: the initialiser expression."""
+        if not isinstance(init, A.BraceInit):
+            return init
+        if not init.items:
+            z = A.IntLit(init.line, init.col, "0")
+            return z
+        if len(init.items) > 1:
+            raise self.error(init.items[1], f"too many initialisers for '{name}'")
+        if isinstance(init.items[0], A.BraceInit):
+            raise self.error(init.items[0], f"braces around the initialiser of scalar '{name}'")
+        return init.items[0]
+
     def top_declaration(self, d: A.Declaration) -> None:
+        if self.typedef_again(d):
+            return
         if not d.items:
             self.spec_info(d.specs)
+            return
+        if any(sp.text == "typedef" for sp in d.specs):
+            self.typedef_declaration(d, self.spec_info(d.specs, "typedef"))
             return
         for it in d.items:
             if it.decl.params is not None and not it.decl.funcptr and not it.decl.parens:
@@ -294,8 +375,9 @@ class Sema:
                 raise self.error(it.decl, f"global variable '{it.decl.name}' is not supported; only "
                                           "integer constants ('const int N = 4;') may be declared "
                                           "at file scope")
-            if it.init is None or isinstance(it.init, A.BraceInit):
+            if it.init is None:
                 raise self.error(it.decl, f"constant '{it.decl.name}' needs an initialiser")
+            it.init = self.scalar_init(it.init, it.decl.name)
             self.rvalue(it.init)
             if it.init.const is None or not is_int(it.init.ty):
                 raise self.error(it.init, f"file-scope constant '{it.decl.name}' needs a "
@@ -519,6 +601,8 @@ class Sema:
 
     def local_declaration(self, ds: A.DeclStmt) -> None:
         d = ds.decl
+        if self.typedef_again(d):
+            return
         info = self.spec_info(d.specs)
         st = info.storage
         for bad in ("__global__", "__device__", "static"):
@@ -532,13 +616,18 @@ class Sema:
         shared = "__shared__" in st
         if not d.items:
             return
+        if "typedef" in st:
+            self.typedef_declaration(d, info)
+            return
         for it in d.items:
             decl = it.decl
             if decl.params is not None and not decl.funcptr:
                 raise self.error(decl, "local function declarations are not supported")
             self.check_declarator_shape(decl)
-            if isinstance(it.init, A.BraceInit):
+            if isinstance(it.init, A.BraceInit) and (shared or decl.arrays):
                 raise self.error(it.init, "initialiser lists are not supported")
+            if it.init is not None:
+                it.init = self.scalar_init(it.init, decl.name)
             if shared:
                 sym = self.shared_declaration(info, it)
             else:
@@ -964,7 +1053,10 @@ class Sema:
         e.target = t
         st = self.rvalue(e.operand, allow_void=isinstance(t, VoidType), dst=t)
         if isinstance(t, VoidType):
+            if e.kind in ("reinterpret_cast", "const_cast"):
+                raise self.error(e, f"{e.kind} to 'void' is not allowed; use static_cast<void>")
             return VOID
+        self.check_cxx_cast(e, st, t)
         if isinstance(t, (IntType, FloatType)) and isinstance(st, PtrType):
             raise self.error(e, f"cast from pointer to {'integer' if is_int(t) else 'float'} is not "
                                 f"supported ('{st}' to '{t}')")
@@ -988,13 +1080,35 @@ class Sema:
             return t
         assert isinstance(t, PtrType)
         if isinstance(st, PtrType):
-            if st.elem != t.elem:
+            if st.elem != t.elem and not (st.elem in CELL_TYPES and t.elem in CELL_TYPES):
                 raise self.error(e, f"casts between pointer types are not supported "
-                                    f"('{st}' to '{t}')")
+                                    f"('{st}' to '{t}'): memory is addressed in 32-bit cells, so "
+                                    "only 'int *', 'unsigned *' and 'float *' convert to each other")
             return t
         if e.operand.const == 0:
             return t
         raise self.error(e, f"cast from integer to pointer is not supported ('{st}' to '{t}')")
+
+    def check_cxx_cast(self, e: A.Cast, st: Type, t: Type) -> None:
+        """The C++ rules that tell static_cast, reinterpret_cast and const_cast apart."""
+        k = e.kind
+        if k == "c":
+            return
+        ptrs = isinstance(st, PtrType), isinstance(t, PtrType)
+        if k == "const_cast":
+            if not all(ptrs) or st.elem != t.elem:
+                raise self.error(e, f"const_cast can only add or remove const ('{st}' to '{t}'); "
+                                    "use static_cast")
+            return
+        if all(ptrs) and st.const and not t.const:
+            raise self.error(e, f"{k} cannot cast away const ('{st}' to '{t}'); use const_cast")
+        if k == "static_cast" and all(ptrs) and st.elem != t.elem:
+            raise self.error(e, f"static_cast from '{st}' to '{t}' is not allowed; use "
+                                "reinterpret_cast")
+        if k == "reinterpret_cast" and not any(ptrs):
+            raise self.error(e, f"reinterpret_cast from '{st}' to '{t}' is not allowed; use "
+                                "static_cast to convert the value, or __float_as_int / "
+                                "__int_as_float for its bits")
 
     def check_Index(self, e: A.Index) -> Type:
         bt = self.check(e.base)

@@ -92,6 +92,11 @@ CHAR = IntType("char")
 UCHAR = IntType("uchar")
 FLOAT = FloatType()
 
+# Typedef names every file has.  size_t is 32 bits because this machine's addresses are; the
+# stdint.h names are the types of those widths that the machine has.
+BUILTIN_TYPEDEFS = {"size_t": UINT, "ptrdiff_t": INT, "int32_t": INT, "uint32_t": UINT,
+                    "int8_t": CHAR, "uint8_t": UCHAR}
+
 
 def is_int(t: Type) -> bool:
     return isinstance(t, IntType)
