@@ -145,18 +145,19 @@ class Netlist:
     def inputs_bus(self, name: str, width: int) -> list[Sig]:
         return [self.input(f"{name}[{i}]") for i in range(width)]
 
+    def _merged(self, st: Step) -> Step:
+        """The step with ONE folded into the constant and repeated signals' weights summed."""
+        merged: dict[Sig, int] = {}
+        const = st.const
+        for x, w in st.terms:
+            if x == self.ONE:
+                const += w
+            else:
+                merged[x] = merged.get(x, 0) + w
+        return Step(tuple((x, w) for x, w in merged.items() if w), const, st.T, st.coef)
+
     def gate(self, steps: Iterable[Step], name: str = "") -> Sig:
-        clean = []
-        for st in steps:
-            merged: dict[Sig, int] = {}
-            const = st.const
-            for x, w in st.terms:
-                if x == self.ONE:
-                    const += w
-                else:
-                    merged[x] = merged.get(x, 0) + w
-            clean.append(Step(tuple((x, w) for x, w in merged.items() if w), const, st.T, st.coef))
-        return self._add(Gate(clean, name), name)
+        return self._add(Gate([self._merged(st) for st in steps], name), name)
 
     def memory(self, name: str, layer: int, write_keys: list[Pattern], read_keys: list[Pattern],
                value: list[Sig], outputs: list[Sig] | None = None) -> list[Sig]:
@@ -203,17 +204,7 @@ class Netlist:
 
     # -- boolean helpers (bit domain) ---------------------------------------------
     def table(self, steps: Sequence[Step], coefs: Sequence[dict[int, int]], name: str = "") -> list[Sig]:
-        merged_steps = []
-        for st in steps:
-            m: dict[Sig, int] = {}
-            const = st.const
-            for x, w in st.terms:
-                if x == self.ONE:
-                    const += w
-                else:
-                    m[x] = m.get(x, 0) + w
-            merged_steps.append(Step(tuple((x, w) for x, w in m.items() if w), const, st.T, st.coef))
-        t = self._add(Table(merged_steps, [dict(c) for c in coefs], name))
+        t = self._add(Table([self._merged(st) for st in steps], [dict(c) for c in coefs], name))
         return [self._add(TableOut(t, j, f"{name}[{j}]"), f"{name}[{j}]") for j in range(len(coefs))]
 
     def threshold(self, terms: Iterable[tuple[Sig, int]], T: int, const: int = 0, name: str = "") -> Sig:
