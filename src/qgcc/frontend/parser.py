@@ -89,7 +89,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "int16_t": "'int16_t' is not supported ('short' is not supported)",
     "uint16_t": "'uint16_t' is not supported ('short' is not supported)",
     "uint64_t": "'uint64_t' is not supported (no 64-bit integers)",
-    "clock_t": "'clock_t' is not supported (clock() and clock64() are not supported)",
 }
 
 _REGEX_TERMINAL_NAMES = {
