@@ -321,3 +321,101 @@ def test_block_and_system_scopes_are_the_same_atomics():
         return compile_source(f"__global__ void k(unsigned *p) {{ {calls} }}", "a.cu").code
     base = kernel("")
     assert kernel("_block") == base and kernel("_system") == base
+
+
+# ---- cooperative groups: lowered onto the intrinsics; checked against CUDA's definitions
+
+CG_KERNEL = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+__global__ void groups(const int *x, int *out, int n) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<4> tile = cg::tiled_partition<4>(block);
+    auto pair = cg::tiled_partition(block, 2);
+    int r = block.thread_rank();
+    int v = 0;
+    int gi = blockIdx.x * block.size() + r;
+    if (gi < n) v = x[gi];
+    block.sync();
+    int *o = out + gi * 12;
+    o[0] = tile.shfl_down(v, 1);
+    o[1] = tile.thread_rank() + 10 * pair.thread_rank() + 100 * tile.size() + 1000 * block.size();
+    o[2] = tile.any(v > 5) + 2 * tile.all(v > 0) + 4 * pair.any(v > 5) + 8 * pair.all(v > 0);
+    o[3] = tile.ballot(v & 1) + 16 * pair.ballot(v & 1);
+    o[4] = cg::reduce(tile, v, cg::plus<int>());
+    o[5] = cg::reduce(pair, v, cg::greater<int>());
+    o[6] = cg::reduce(tile, (unsigned)v, cg::less<unsigned>());
+    o[7] = block.group_index().x + 10 * block.thread_index().x;
+    o[8] = pair.shfl(v, 1);
+    o[9] = tile.meta_group_rank() + 10 * pair.meta_group_size();
+    tile.sync();
+    cg::sync(block);
+    o[10] = pair.shfl_xor(v, 1);
+    o[11] = tile.shfl_up(v, 2);
+}
+"""
+
+
+def model_groups(x, n, grid, block):
+    """CUDA's definitions for full tiles of 4 and 2 threads (block a multiple of 4)."""
+    out = np.zeros((grid * block, 12), np.int64)
+    for b in range(grid):
+        vals = [int(x[b * block + r]) if b * block + r < n else 0 for r in range(block)]
+        for r in range(block):
+            t4, t2 = r // 4 * 4, r // 2 * 2
+            q4, q2 = vals[t4:t4 + 4], vals[t2:t2 + 2]
+            o = out[b * block + r]
+            o[0] = vals[r + 1] if r % 4 < 3 else vals[r]
+            o[1] = r % 4 + 10 * (r % 2) + 400 + 1000 * block
+            o[2] = any(u > 5 for u in q4) + 2 * all(u > 0 for u in q4) + 4 * any(u > 5 for u in q2) \
+                + 8 * all(u > 0 for u in q2)
+            o[3] = sum((u & 1) << i for i, u in enumerate(q4)) + 16 * sum((u & 1) << i for i, u in enumerate(q2))
+            o[4] = sum(q4)
+            o[5] = max(q2)
+            o[6] = min(u & 0xFFFFFFFF for u in q4)
+            o[7] = b + 10 * r
+            o[8] = q2[1]
+            o[9] = r // 4 + 10 * (-(-block // 2))
+            o[10] = q2[1 - r % 2]
+            o[11] = vals[r - 2] if r % 4 >= 2 else vals[r]
+    return out & 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cooperative_groups_follow_cudas_definitions(seed):
+    rng = np.random.default_rng(seed)
+    grid, block = [(1, 8), (2, 12)][seed]
+    n = grid * block - 3
+    x = rng.integers(-9, 10, size=grid * block).astype(np.int32)
+    prog = compile_source(CG_KERNEL, "cg.cu")
+    launch = make_launch(prog, prog.kernels[0], (grid, 1, 1), (block, 1, 1), {"n": n},
+                         {"x": x, "out": np.zeros(12 * grid * block, np.int32)})
+    res = ref_run(launch)
+    got = launch.read_buffer(res.memory, "out").astype(np.int64).reshape(-1, 12) & 0xFFFFFFFF
+    want = model_groups(x, n, grid, block)
+    assert np.array_equal(got, want), np.argwhere(got != want)[:5]
+
+
+@pytest.mark.slow
+def test_cooperative_groups_inside_the_network():
+    x = np.arange(-3, 5, dtype=np.int32)
+    outs, _ = both("groups", (1, 1, 1), (8, 1, 1), {"n": 7}, {"x": x, "out": np.zeros(96, np.int32)},
+                   source=CG_KERNEL)
+    assert np.array_equal(outs["out"].astype(np.int64).reshape(-1, 12) & 0xFFFFFFFF, model_groups(x, 7, 1, 8))
+
+
+@pytest.mark.parametrize("body,msg", [
+    ("auto t = cg::tiled_partition<8>(cg::this_thread_block());",
+     "tiles of 8 threads are not supported: a tile is 1, 2 or 4 threads (a warp has 4 lanes here)"),
+    ("cg::grid_group g = cg::this_grid();", "'grid_group' from cooperative groups is not supported"),
+    ("auto b = cg::this_thread_block(); int s = b.shfl(1, 0);",
+     "'.shfl()' needs a tile (cg::tiled_partition<N>), not a thread block"),
+])
+def test_cooperative_groups_outside_the_subset_are_named(body, msg):
+    from qgcc.diagnostics import CompileError
+    src = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n" \
+          f"__global__ void k(int *o) {{ {body} }}\n"
+    with pytest.raises(CompileError) as e:
+        compile_source(src, "g.cu")
+    assert msg in str(e.value)

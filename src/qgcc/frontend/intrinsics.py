@@ -50,6 +50,21 @@ def warp(g: "KernelGen", e: A.Call, name: str):
         t = g.new()
         g.emit(Op.VOTE, t, g.reg(C(1)), imm=LANE_MASK, use_imm=True, mod=VoteMode.BALLOT)
         return t
+    if name.startswith("__qg_reduce"):  # cg::reduce: a butterfly over the tile
+        v = g.reg(g.val(args[0]))
+        width = args[1].const
+        signed = e.ty == INT
+        k = 1
+        while k < width:
+            other = g.new()
+            g.emit(Op.SHFL, other, v, imm=k, use_imm=True, mod=int(ShflMode.XOR) | ((width.bit_length() - 1) << 2))
+            if name == "__qg_reduce_add":
+                v = g.alu(Op.ADD, v, other)
+            else:  # v = other when it wins: v ^ ((v ^ other) & -(wins))
+                lt = g.alu(Op.SLT if signed else Op.SLTU, *((v, other) if name == "__qg_reduce_max" else (other, v)))
+                v = g.alu(Op.XOR, v, g.alu(Op.AND, g.alu(Op.XOR, v, other), g.alu(Op.SUB, C(0), lt)))
+            k *= 2
+        return v
     if name in _SHFL:
         g.effect(args[0])  # the mask names the lanes taking part; the active lanes are those
         v = g.reg(g.convert(g.val(args[1]), args[1].ty, e.ty))

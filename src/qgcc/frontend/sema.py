@@ -84,7 +84,9 @@ BIT_CASTS = {"__float_as_int": INT, "__float_as_uint": UINT, "__int_as_float": F
 # Warp intrinsics: name -> accepted argument counts.
 WARP_FUNCS = {"__shfl_sync": (3, 4), "__shfl_up_sync": (3, 4), "__shfl_down_sync": (3, 4),
               "__shfl_xor_sync": (3, 4), "__ballot_sync": (2,), "__any_sync": (2,), "__all_sync": (2,),
-              "__match_any_sync": (2,), "__activemask": (0,), "__syncwarp": (0, 1), "clock": (0,)}
+              "__match_any_sync": (2,), "__activemask": (0,), "__syncwarp": (0, 1), "clock": (0,),
+              # cg::reduce over a tile (frontend/coopgroups.py): (value, tile size)
+              "__qg_reduce_add": (2,), "__qg_reduce_max": (2,), "__qg_reduce_min": (2,)}
 # Integer intrinsics: name -> (parameter types, result type), as CUDA declares them.
 INT_FUNCS = {"__popc": ((UINT,), INT), "__clz": ((INT,), INT), "__ffs": ((INT,), INT),
              "__brev": ((UINT,), UINT), "__byte_perm": ((UINT, UINT, UINT), UINT),
@@ -1192,6 +1194,10 @@ class Sema:
                 raise self.error(a, f"argument {i} of '{name}' must be a number (got '{t}')")
             if i != 2 and is_float(t):
                 raise self.error(a, f"argument {i} of '{name}' must be an integer (got '{t}')")
+        if name.startswith("__qg_reduce"):
+            if not is_int(e.args[0].ty):
+                raise self.error(e.args[0], f"cg::reduce of '{e.args[0].ty}' is not supported (integers only)")
+            return UINT if e.args[0].ty == UINT else INT
         if name.startswith("__shfl"):
             if len(e.args) == 4:
                 w = e.args[3].const
