@@ -427,3 +427,33 @@ def test_cooperative_groups_outside_the_subset_are_named(body, msg):
     with pytest.raises(CompileError) as e:
         compile_source(src, "g.cu")
     assert msg in str(e.value)
+
+
+def test_shuffles_move_bits_of_every_scalar_type_and_votes_test_float_truth():
+    """A shuffle moves the 32-bit pattern (float, unsigned, char after promotion); a float
+    predicate is true unless it is +0 or -0, as in C."""
+    src = r"""
+    __global__ void k(const float *f, const unsigned *u, const char *c, float *of, unsigned *ou, int *oc,
+                      unsigned *ob) {
+        int t = threadIdx.x;
+        of[t] = __shfl_xor_sync(0xffffffff, f[t], 1);
+        ou[t] = __shfl_up_sync(0xffffffff, u[t], 1);
+        oc[t] = __shfl_sync(0xffffffff, c[t], 3);
+        ob[t] = __ballot_sync(0xffffffff, f[t]) + 16 * __match_any_sync(0xffffffff, f[t]);
+    }
+    """
+    prog = compile_source(src, "types.cu")
+    f = np.array([1.5, -0.0, np.nan, -0.0], np.float32)
+    u = np.array([0xFFFFFFFF, 7, 0x80000000, 1], np.uint32)
+    c = np.array([-1, 5, -128, 127], np.int8)
+    arrays = {"f": f, "u": u, "c": c, "of": np.zeros(4, np.float32), "ou": np.zeros(4, np.uint32),
+              "oc": np.zeros(4, np.int32), "ob": np.zeros(4, np.uint32)}
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {}, arrays)
+    res = ref_run(launch)
+    out = {k: launch.read_buffer(res.memory, k) for k in ("of", "ou", "oc", "ob")}
+    assert out["of"].view(np.uint32).tolist() == f[[1, 0, 3, 2]].view(np.uint32).tolist()
+    assert out["ou"].tolist() == [0xFFFFFFFF, 0xFFFFFFFF, 7, 0x80000000]
+    assert out["oc"].tolist() == [127] * 4
+    bits = f.view(np.uint32)
+    match = [sum(1 << j for j in range(4) if bits[j] == bits[i]) for i in range(4)]
+    assert out["ob"].tolist() == [0b0101 + 16 * m for m in match]
