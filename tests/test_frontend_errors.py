@@ -81,6 +81,9 @@ IN_KERNEL = [
     ("int x = __shfl_down_sync(0xffffffff, n, 1, 3);", 44,
      "the width of '__shfl_down_sync' must be a constant power of two (1, 2 or 4; larger widths mean the whole warp)"),
     ("int x = __ballot_sync(0xffffffff);", 9, "'__ballot_sync' expects 2 arguments, got 1"),
+    ("int x = __shfl_down(n, 1);", 9, "'__shfl_down' was removed in CUDA 9; use __shfl_down_sync(0xffffffff, ...)"),
+    ("int x = __reduce_add_sync(0xffffffff, n);", 9, "'__reduce_add_sync' is not supported (warp intrinsics: "
+     "__shfl*_sync, __ballot_sync, __any_sync, __all_sync, __match_any_sync, __activemask, __syncwarp)"),
     ("int x = 'ab';", 9, "multi-character character constants are not supported"),
     ('int x = "s"[0];', 9, "string literals are not supported"),
     ("int x = a->y;", 12, "'->' is not supported (structs are not supported)"),

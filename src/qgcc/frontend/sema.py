@@ -112,6 +112,12 @@ UNSUPPORTED_FUNCS = {
 for _n in ("__threadfence", "__threadfence_block", "__syncthreads_count", "__syncthreads_and",
            "__syncthreads_or", "__ldg"):
     UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported"
+for _n in ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__ballot", "__any", "__all"):
+    UNSUPPORTED_FUNCS[_n] = f"'{_n}' was removed in CUDA 9; use {_n}_sync(0xffffffff, ...)"
+for _n in ("__match_all_sync", "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync",
+           "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync"):
+    UNSUPPORTED_FUNCS[_n] = (f"'{_n}' is not supported (warp intrinsics: __shfl*_sync, __ballot_sync, "
+                             "__any_sync, __all_sync, __match_any_sync, __activemask, __syncwarp)")
 UNSUPPORTED_FUNCS["clock64"] = ("'clock64' is not supported (no 64-bit integers); clock() counts the same "
                                 "warp instructions in 32 bits")
 for _n in ("sinf", "cosf", "tanf", "expf", "exp2f", "logf", "log2f", "log10f", "powf", "floorf",
