@@ -416,6 +416,8 @@ def test_cooperative_groups_inside_the_network():
 @pytest.mark.parametrize("body,msg", [
     ("auto t = cg::tiled_partition<8>(cg::this_thread_block());",
      "tiles of 8 threads are not supported: a tile is 1, 2 or 4 threads (a warp has 4 lanes here)"),
+    ("const int n = 4; auto t = cg::tiled_partition<n>(cg::this_thread_block());",
+     "the size of a tile must be a number (1, 2 or 4) or a macro for one, not 'n'"),
     ("cg::grid_group g = cg::this_grid();", "'grid_group' from cooperative groups is not supported"),
     ("auto b = cg::this_thread_block(); int s = b.shfl(1, 0);",
      "'.shfl()' needs a tile (cg::tiled_partition<N>), not a thread block"),

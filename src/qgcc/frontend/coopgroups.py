@@ -166,6 +166,9 @@ class Lowering:
                 if len(args) != 2:
                     raise self.error(t, "'tiled_partition' expects (group, size)")
                 size = self.text(args[1])
+            if not size.strip().isdigit():
+                raise self.error(t, f"the size of a tile must be a number (1, 2 or 4) or a macro for one, "
+                                    f"not '{size}'")
             if size.strip() not in ("1", "2", "4"):
                 raise self.error(t, f"tiles of {size} threads are not supported: a tile is 1, 2 or 4 threads "
                                     "(a warp has 4 lanes here)")
