@@ -112,6 +112,8 @@ def canonical(ins: Instr) -> Instr:
         if ins.use_imm:
             return Instr(op, rd=ins.rd, rs1=ins.rs1, imm=ins.imm, use_imm=True)
         return Instr(op, rd=ins.rd, rs1=ins.rs1, rs2=ins.rs2)
+    if f is Fmt.UN:
+        return Instr(op, rd=ins.rd, rs1=ins.rs1)
     if f is Fmt.MOV:
         if ins.use_imm:
             return Instr(op, rd=ins.rd, imm=ins.imm, use_imm=True)
@@ -142,6 +144,8 @@ def format_instr(ins: Instr, label: str | None = None) -> tuple[str, str]:
     if f is Fmt.ALU:
         src = fmt_imm(ins.imm) if ins.use_imm else f"r{ins.rs2}"
         return name, f"r{ins.rd}, r{ins.rs1}, {src}"
+    if f is Fmt.UN:
+        return name, f"r{ins.rd}, r{ins.rs1}"
     if f is Fmt.MOV:
         src = fmt_imm(ins.imm) if ins.use_imm else f"r{ins.rs1}"
         return name, f"r{ins.rd}, {src}"
