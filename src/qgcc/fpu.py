@@ -14,10 +14,19 @@ and order -0 below +0; the compares are C's (false on NaN, except FSNE).
 
 from __future__ import annotations
 
+from .isa import Op
+
 MASK32 = 0xFFFFFFFF
 NAN = 0x7FFFFFFF
 INF = 0x7F800000
 SIGN = 0x80000000
+
+
+# The float instructions the compiled network executes (link/blocks/fpu.py): the code
+# generator emits these for float operators and calls the soft-float routines for the rest;
+# the linker refuses a program that uses any other.
+IN_NETWORK = frozenset({Op.FADD, Op.FSUB, Op.FMIN, Op.FMAX, Op.FSLT, Op.FSLE, Op.FSGT, Op.FSGE, Op.FSEQ,
+                        Op.FSNE})
 
 
 def is_nan(a: int) -> bool:

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..isa import encode
+from ..isa import FLOAT_OPS, encode
 from ..program import Program
-from .blocks import (alu, commit, control, fetch, launch, lsu, mul, params, regfile, scheduler, trace, warptable,
-                     writeback)
+from .blocks import (alu, commit, control, fetch, fpu, launch, lsu, mul, params, regfile, scheduler, trace,
+                     warptable, writeback)
 from .blocks.state import declare_state
 from .netlist import Netlist, Sig
 
@@ -52,10 +52,12 @@ def build_core(program: Program) -> Core:
     dec = fetch.build(n, program, st.RUN, row.min_pc)  # the ROM, layer 0 MLP
     ops = regfile.build(n, st, dec, heads)  # layers 1-3
     const = params.build(n, st, dec, heads)  # layer 4
-    res = alu.build(n, st, dec, ops, row, const)
+    fops = fpu.used_ops(program)  # the float unit is linked only into programs that use it
+    res = alu.build(n, st, dec, ops, row, const, fops)
     mem = lsu.build(n, st, dec, ops, row, heads)  # layers 5-13
     prod = mul.build(n, mem.Ams, mem.Bms, dec.op["MUL"])
-    wb = writeback.build(n, st, dec, row, res, mem, prod)
+    fres = fpu.build(n, dec, mem, fops)
+    wb = writeback.build(n, st, dec, row, res, mem, prod, fres)
     ctl = control.build(n, st, dec, row, ops, mem)
     sch = scheduler.build(n, st, dec, wb.complete, ctl.warp_alive)
     lb = launch.build(n, st, sch.block_done, ctl.any_fault, mem.oob, ctl.bar_div, ctl.pc_bad, ctl.par_bad)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...isa import WRITES_RD, AtomOp, Fmt, Op, SReg
+from ...isa import FLOAT_MICRO_OPS, WRITES_RD, AtomOp, Fmt, Op, SReg
 from ...program import Program
 from ..circuits import and_step, eq_lits
 from ..layout import PCB
@@ -39,7 +39,7 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
     rom_fields: dict[str, int] = {}
     widths = WIDTHS
     flags = [f"op_{op.name}" for op in Op] + [f"atom_{a.name}" for a in AtomOp] + \
-        [f"sreg_{s.name}" for s in SReg] + ["rs1en", "rs2en", "rden", "wrd", "ismem", "ismul"]
+        [f"sreg_{s.name}" for s in SReg] + ["rs1en", "rs2en", "rden", "wrd", "ismem", "ismul", "isfpu"]
     cols = []
     for f_ in flags:
         rom_fields[f_] = len(cols)
@@ -58,16 +58,18 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
         if ins.op is Op.S2R:
             on.add(f"sreg_{SReg(ins.mod).name}")
         f = ins.fmt
-        if f in (Fmt.ALU, Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.BRC, Fmt.JR) or (f is Fmt.MOV and not ins.use_imm):
+        if f in (Fmt.ALU, Fmt.UN, Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.BRC, Fmt.JR) or (f is Fmt.MOV and not ins.use_imm):
             on.add("rs1en")
         if (f is Fmt.ALU and not ins.use_imm) or f in (Fmt.ST, Fmt.ATOM):
             on.add("rs2en")
-        if ins.op is Op.ATOM and ins.mod == AtomOp.CAS:
+        if (ins.op is Op.ATOM and ins.mod == AtomOp.CAS) or ins.op is Op.FFMA:
             on.add("rden")
         if ins.op in WRITES_RD:
             on.add("wrd")
-        if ins.op in (Op.LD, Op.ST, Op.ATOM, Op.MUL):
+        if ins.op in (Op.LD, Op.ST, Op.ATOM, Op.MUL) or ins.op in FLOAT_MICRO_OPS:
             on.add("ismem")
+        if ins.op in FLOAT_MICRO_OPS:
+            on.add("isfpu")
         if ins.op is Op.MUL:
             on.add("ismul")
         vals = {"rd": ins.rd, "rs1": ins.rs1, "rs2": ins.rs2,

@@ -27,11 +27,12 @@ class Writeback:
 
 
 def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, RES: list[list[Sig]], mem: MemoryAccess,
-          prod: list[Sig]) -> Writeback:
+          prod: list[Sig], fres: list[Sig] | None = None) -> Writeback:
     RUN, MS, R, op, R_ACT, ldatom, MEMOUT = st.RUN, st.MS, dec.flag, dec.op, row.act, mem.ldatom, mem.MEMOUT
     complete = n.gate([and_step([neg(R("ismem"))]), and_step([R("ismem")] + eq_lits(MS, 3))], "complete")
     new_wb_val = [[n.gate([step([(RES[l][i], 1)], 1), and_step([ldatom, MEMOUT[i]]),
-                           and_step([op["MUL"], prod[i]])], f"wbv{l}.{i}") for i in range(32)] for l in range(W)]
+                           and_step([op["MUL"], prod[i]])] + ([step([(fres[i], 1)], 1)] if fres else []),
+                          f"wbv{l}.{i}") for i in range(32)] for l in range(W)]
     # Lane writes: ALU-like instructions write every active lane; micro-stepped ones lane MS.
     new_wb_en = []
     for l in range(W):

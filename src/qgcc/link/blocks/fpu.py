@@ -1,0 +1,244 @@
+"""The float unit: binary32 add/subtract (more to come), one lane per micro-step.
+
+Float arithmetic is micro-stepped like MUL (the `ismem` flag): one datapath serves
+the four lanes, on the micro-step lane's operands (Ams, Bms).  The adder is a
+straight pipeline of threshold-gate levels, each one MLP:
+
+1. classify the operands (zero exponent, NaN, infinity), effective operation;
+2. |a| >= |b| (the compare groups), the exponent difference as a one-hot d (0..26, 27 = 27 or more);
+3. swap: the bigger operand's mantissa and effective exponent, the smaller's mantissa;
+4. align: the smaller mantissa shifted right by d onto guard, round and sticky bits, inverted
+   for an effective subtraction; precomputed big exponent minus every normalising shift;
+5-7. the 32-bit carry-lookahead adder (qgcc.link.circuits.add);
+8. the normalising shift as a one-hot s: right by one on a carry out, else left by the leading
+   zero count, limited so that the exponent stays >= 1 (a subnormal result keeps its zeros);
+9. the normalised fraction, the exponent field (0 for a subnormal: the hidden bit gates it),
+   the round-up bit (guard and (round or sticky or lsb)), the special-case flags;
+10. {exponent, fraction} + round-up in one level (a carry out of the fraction bumps the exponent,
+    and out of 254 gives infinity), merged with NaN, infinity and overflow results.
+
+The semantics it implements are qgcc.fpu's (tests/test_fpu_circuits.py checks the
+gates against it bit for bit with Netlist.simulate).
+"""
+
+from __future__ import annotations
+
+from ...fpu import IN_NETWORK
+from ...isa import FLOAT_OPS
+from ...program import Program
+from .. import circuits as C
+from ..circuits import and_step, neg, step
+from ..netlist import Netlist, Sig
+
+
+
+def used_ops(program: Program) -> frozenset[str]:
+    """Names of the float opcodes `program` uses; an error for one the network lacks."""
+    from ..schedule import CapacityError
+    used = {ins.op for ins in program.code} & FLOAT_OPS
+    missing = sorted(op.name for op in used - IN_NETWORK)
+    if missing:
+        raise CapacityError(f"the network has no float unit for {', '.join(missing)} yet; "
+                            "compile with --soft-float (or use the reference engine)")
+    return frozenset(op.name for op in used)
+
+
+def build(n: Netlist, dec, mem, fops: frozenset[str]) -> list[Sig] | None:
+    """The micro-stepped float result on the micro-step lane's operands (None: no such op used)."""
+    op = dec.op
+    if not fops & {"FADD", "FSUB"}:
+        return None
+    en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
+    return fadd(n, mem.Ams, mem.Bms, op["FSUB"], en)
+
+
+
+def _parity3(n: Netlist, x, y, z, name: str) -> Sig:
+    pairs = [(x, 1), (y, 1), (z, 1)]
+    return n.gate([step(pairs, 1), step(pairs, 2, -1), step(pairs, 3)], name)
+
+
+def _classify(n: Netlist, x: list, name: str):
+    """(exponent == 0, NaN, infinity) of a binary32 pattern, one level."""
+    e, f = x[23:31], x[:23]
+    z = n.gate([step([(neg(v), 1) for v in e], 8)], f"{name}.z")
+    nan = n.gate([step([(v, 24) for v in e] + [(v, 1) for v in f], 8 * 24 + 1)], f"{name}.nan")
+    inf = n.gate([step([(v, 24) for v in e] + [(neg(v), 1) for v in f], 8 * 24 + 23)], f"{name}.inf")
+    return z, nan, inf
+
+
+def _plus_const(n: Netlist, x: list, c: int, name: str) -> list[Sig]:
+    """(x + c) mod 2^len(x), each bit one threshold gate over the low bits of x."""
+    out = []
+    for j in range(len(x)):
+        m = 1 << (j + 1)
+        pairs = [(x[i], 1 << i) for i in range(j + 1)] + [(n.ONE, c % m)]
+        h = 1 << j
+        out.append(n.gate([step(pairs, h), step(pairs, 2 * h, -1), step(pairs, 3 * h)], f"{name}{j}"))
+    return out
+
+
+def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]:
+    """Bits of a + b (a - b when `sub`) as binary32, 0 unless `en`; ten levels."""
+    ZERO = (n.ONE, False)
+    ea, eb = a[23:31], b[23:31]
+    # ---- level 1
+    za, nan_a, inf_a = _classify(n, a, f"{name}.a")
+    zb, nan_b, inf_b = _classify(n, b, f"{name}.b")
+    sb = n.xor(b[31], sub, f"{name}.sb")
+    eff = _parity3(n, a[31], b[31], sub, f"{name}.eff")  # effective subtraction
+    # ---- level 2
+    ge, _ = C.compare(n, a[:31] + [ZERO], b[:31] + [ZERO], name=f"{name}.cmp")  # |a| >= |b|
+    D = [(ea[i], 1 << i) for i in range(8)] + [(za, 1)] + [(eb[i], -(1 << i)) for i in range(8)] + [(zb, -1)]
+    Dn = [(x, -w) for x, w in D]
+    d = []
+    for k in range(28):
+        if k == 0:
+            sts = [step(D, 0), step(D, 1, -1)]
+        elif k < 27:
+            sts = [step(D, k), step(D, k + 1, -1), step(Dn, k), step(Dn, k + 1, -1)]
+        else:
+            sts = [step(D, 27), step(Dn, 27)]
+        d.append(n.gate(sts, f"{name}.d{k}"))
+    nan_out = n.gate([and_step([nan_a]), and_step([neg(nan_a), nan_b]),
+                      and_step([inf_a, inf_b, eff])], f"{name}.nanout")
+    # ---- level 3: swap
+    MA = list(a[:23]) + [neg(za)]
+    MB = list(b[:23]) + [neg(zb)]
+    big = [n.gate([and_step([ge, MA[i]]), and_step([neg(ge), MB[i]])], f"{name}.big{i}") for i in range(24)]
+    small = [n.gate([and_step([ge, MB[i]]), and_step([neg(ge), MA[i]])], f"{name}.sm{i}") for i in range(24)]
+    EBE = []  # the bigger operand's effective exponent (1 for a subnormal)
+    for i in range(8):
+        sts = [and_step([ge, ea[i]]), and_step([neg(ge), eb[i]])]
+        if i == 0:
+            sts += [and_step([ge, za]), and_step([neg(ge), zb])]
+        EBE.append(n.gate(sts, f"{name}.eb{i}"))
+    sign_big = n.gate([and_step([ge, a[31]]), and_step([neg(ge), sb])], f"{name}.sbig")
+    inf_out = n.gate([and_step([neg(nan_out), inf_a]), and_step([neg(nan_out), neg(inf_a), inf_b])],
+                     f"{name}.infout")
+    inf_sign = n.gate([and_step([inf_a, a[31]]), and_step([neg(inf_a), sb])], f"{name}.infsign")
+    # ---- level 4: align (inverted for subtraction), exponent tables
+    Y = []
+    for p in range(27):
+        if p == 0:  # sticky: every bit of the smaller mantissa that lands below position 1
+            sts = []
+            for k in range(3, 28):
+                S = small[:min(k - 2, 24)]
+                W = len(S) + 1
+                sts.append(step([(d[k], W), (neg(eff), W)] + [(x, 1) for x in S], 2 * W + 1))
+                sts.append(step([(d[k], W), (eff, W)] + [(x, 1) for x in S], 2 * W + 1, -1))
+            sts.append(and_step([eff]))
+        else:
+            sts = [and_step([eff])]
+            for k in range(28):
+                i = p - 3 + k
+                if 0 <= i < 24:
+                    sts.append(and_step([neg(eff), d[k], small[i]]))
+                    sts.append(and_step([eff, d[k], small[i]], -1))
+        Y.append(n.gate(sts, f"{name}.y{p}"))
+    Y += [eff] * 5
+    X = [ZERO] * 3 + big + [ZERO] * 5
+    # ---- levels 5-7: the adder
+    R, carry, _ = C.add(n, X, Y, cin=eff, name=f"{name}.add", want_carry=True)
+    R = R[:28]
+    with n.not_before(carry):  # tables of the big exponent, computed just in time (beside R)
+        LIM_GE = {k: n.gate([step([(x, 1 << i) for i, x in enumerate(EBE)], k + 1)], f"{name}.limge{k}")
+                  for k in range(1, 27)}
+        LIM_EQ = {}
+        for k in range(27):
+            pairs = [(x, 1 << i) for i, x in enumerate(EBE)]
+            LIM_EQ[k] = n.gate([step(pairs, k + 1, 1), step(pairs, k + 2, -1)] if k else [step(pairs, 2, -1),
+                               step(pairs, 0)], f"{name}.limeq{k}")
+        EM = {k: _plus_const(n, EBE, -k, f"{name}.em{k}_") for k in range(-1, 27)}
+        eb254 = n.gate([and_step(C.eq_lits(EBE, 254))], f"{name}.eb254")
+    # ---- level 8: the normalising shift (one-hot), exact zero, overflow
+    s = {-1: R[27]}
+    for k in range(27):
+        pos = 26 - k
+        top = R[pos + 1:28]
+        W = len(top) + 1
+        c1 = [(R[pos], W)] + [(t, -1) for t in top]
+        sts = [step(c1 + [(LIM_GE[k], W)], 2 * W) if k else step(c1, W)]
+        W2 = len(top) + 2
+        sts.append(step([(LIM_EQ[k], W2)] + [(t, -1) for t in top + [R[pos]]], W2))
+        s[k] = n.gate(sts, f"{name}.s{k}")
+    zero_r = n.gate([step([(neg(x), 1) for x in R], 28)], f"{name}.zr")
+    ovf = n.gate([and_step([R[27], eb254])], f"{name}.ovf")
+    # ---- level 9: normalised fraction, exponent field, round-up, specials
+    frac = []
+    for i in range(23):
+        sts = [and_step([R[27], R[i + 4]])]
+        for k in range(27):
+            j = i + 3 - k
+            if j >= 0:
+                sts.append(and_step([s[k], R[j]]))
+        frac.append(n.gate(sts, f"{name}.f{i}"))
+    field = []
+    for j in range(8):
+        sts = [and_step([R[27], EM[-1][j]])]
+        for k in range(27):
+            sts.append(and_step([s[k], R[26 - k], EM[k][j]]))
+        field.append(n.gate(sts, f"{name}.e{j}"))
+    ru_cases = {-1: (R[3], R[4], R[0:3]), 0: (R[2], R[3], R[0:2]), 1: (R[1], R[2], R[0:1]), 2: (R[0], R[1], [])}
+    sts = []
+    for k, (g, lsb, rest) in ru_cases.items():
+        W = len(rest) + 2
+        sts.append(step([(s[k], W), (g, W), (lsb, 1)] + [(x, 1) for x in rest], 2 * W + 1))
+    ru = n.gate(sts, f"{name}.ru")
+    normal = n.gate([and_step([en, neg(nan_out), neg(inf_out), neg(ovf)])], f"{name}.normal")
+    to_inf = n.gate([and_step([en, neg(nan_out), inf_out]), and_step([en, neg(nan_out), neg(inf_out), ovf])],
+                    f"{name}.toinf")
+    out_sign = n.gate([and_step([en, neg(nan_out), inf_out, inf_sign]),
+                       and_step([en, neg(nan_out), neg(inf_out), ovf, sign_big]),
+                       and_step([en, neg(nan_out), neg(inf_out), neg(ovf), neg(zero_r), sign_big]),
+                       and_step([en, neg(nan_out), neg(inf_out), neg(ovf), zero_r, a[31], sb])], f"{name}.sign")
+    nan_en = n.and_([en, nan_out], f"{name}.nanen")
+    # ---- level 10: round (increment {field, frac}) and merge the special results
+    x = frac + field
+    out = []
+    for i in range(31):
+        M = i + 2
+        BIG = 2 * M + 2
+        pairs = [(x[i], M)] + [(x[j], 1) for j in range(i)] + [(ru, 1), (normal, BIG)]
+        sts = [step(pairs, i + 1 + BIG), step(pairs, M + i + 1 + BIG, -1), and_step([nan_en])]
+        if i >= 23:
+            sts.append(and_step([to_inf]))
+        out.append(n.gate(sts, f"{name}.o{i}"))
+    out.append(out_sign)
+    return out
+
+
+def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used: set, name: str):
+    """The float compares and FMIN/FMAX of one lane, from the ALU's unsigned compare (ge, eq).
+
+    Returns (bit 0 of a compare result or None, [(select literal, bus)] for FMIN/FMAX).  One
+    level after the compare: a NaN operand makes every compare but FSNE false; -0 == +0;
+    for two negative patterns the unsigned order is reversed."""
+    e_a, e_b = a[23:31], b[23:31]
+    nan_a = n.gate([step([(v, 24) for v in e_a] + [(v, 1) for v in a[:23]], 193)], f"{name}.nana")
+    nan_b = n.gate([step([(v, 24) for v in e_b] + [(v, 1) for v in b[:23]], 193)], f"{name}.nanb")
+    zz = n.gate([step([(neg(x), 1) for x in a[:31] + b[:31]], 62)], f"{name}.zz")
+    a31, b31 = a[31], b[31]
+    LT = [[a31, neg(b31), neg(zz)], [neg(a31), neg(b31), neg(ge)], [a31, b31, ge, neg(eq)]]
+    GT = [[b31, neg(a31), neg(zz)], [neg(a31), neg(b31), ge, neg(eq)], [a31, b31, neg(ge)]]
+    EQ = [[eq], [neg(eq), zz]]
+    ok = [neg(nan_a), neg(nan_b)]
+    cases = {"FSLT": LT, "FSLE": LT + EQ, "FSGT": GT, "FSGE": GT + EQ, "FSEQ": EQ}
+    sts = [and_step([op[o]] + ok + c) for o, cs in cases.items() if o in used for c in cs]
+    if "FSNE" in used:
+        sts += [and_step([op["FSNE"], nan_a]), and_step([op["FSNE"], neg(nan_a), nan_b]),
+                and_step([op["FSNE"]] + ok + [neg(eq), neg(zz)])]
+    bit = n.gate(sts, f"{name}.cmp") if sts else None
+    sel = []
+    mm = [op[o] for o in ("FMIN", "FMAX") if o in used]
+    if mm:
+        PA = [[a31, neg(b31)], [neg(a31), neg(b31), neg(ge)], [a31, b31, ge]]  # a orders first (or equal)
+        PB = [[neg(a31), b31], [neg(a31), neg(b31), ge], [a31, b31, neg(ge)]]
+        fmin, fmax = op["FMIN"], op["FMAX"]
+        sel_a = n.gate([and_step([fmin] + ok + c) for c in PA] + [and_step([fmax] + ok + c) for c in PB]
+                       + [and_step([mm, neg(nan_a), nan_b])], f"{name}.sela")
+        sel_b = n.gate([and_step([fmin] + ok + c) for c in PB] + [and_step([fmax] + ok + c) for c in PA]
+                       + [and_step([mm, nan_a, neg(nan_b)])], f"{name}.selb")
+        sel_nan = n.gate([and_step([mm, nan_a, nan_b])], f"{name}.selnan")
+        sel = [(sel_a, a), (sel_b, b), (sel_nan, [(n.ONE, True)] * 31 + [(n.ONE, False)])]
+    return bit, sel
