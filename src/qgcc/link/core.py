@@ -55,9 +55,9 @@ def build_core(program: Program) -> Core:
     fops = fpu.used_ops(program)  # the float unit is linked only into programs that use it
     res = alu.build(n, st, dec, ops, row, const, fops)
     mem = lsu.build(n, st, dec, ops, row, heads)  # layers 5-13
-    prod = mul.build(n, mem.Ams, mem.Bms, dec.op["MUL"])
-    fres = fpu.build(n, dec, mem, fops)
-    wb = writeback.build(n, st, dec, row, res, mem, prod, fres)
+    fu = fpu.build(n, dec, mem, fops)  # FMUL shares the integer multiplier's array
+    prod = fu.product if fu.product is not None else mul.build(n, mem.Ams, mem.Bms, dec.op["MUL"])
+    wb = writeback.build(n, st, dec, row, res, mem, prod, fu.result)
     ctl = control.build(n, st, dec, row, ops, mem)
     sch = scheduler.build(n, st, dec, wb.complete, ctl.warp_alive)
     lb = launch.build(n, st, sch.block_done, ctl.any_fault, mem.oob, ctl.bar_div, ctl.pc_bad, ctl.par_bad)

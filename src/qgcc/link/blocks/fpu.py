@@ -23,11 +23,14 @@ gates against it bit for bit with Netlist.simulate).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...fpu import IN_NETWORK
 from ...isa import FLOAT_OPS
 from ...program import Program
 from .. import circuits as C
 from ..circuits import and_step, neg, step
+from ..layout import L_MEM0
 from ..netlist import Netlist, Sig
 
 
@@ -43,13 +46,30 @@ def used_ops(program: Program) -> frozenset[str]:
     return frozenset(op.name for op in used)
 
 
-def build(n: Netlist, dec, mem, fops: frozenset[str]) -> list[Sig] | None:
-    """The micro-stepped float result on the micro-step lane's operands (None: no such op used)."""
+@dataclass
+class FloatUnit:
+    result: list[Sig] | None  # the micro-step lane's float result (None: the program uses no such op)
+    product: list[Sig] | None  # MUL's product when the multiplier is shared with FMUL
+
+
+def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
+    """The micro-stepped float unit on the micro-step lane's operands (Ams, Bms)."""
     op = dec.op
-    if not fops & {"FADD", "FSUB"}:
-        return None
-    en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
-    return fadd(n, mem.Ams, mem.Bms, op["FSUB"], en)
+    results, product = [], None
+    if fops & {"FADD", "FSUB"}:
+        en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
+        results.append(fadd(n, mem.Ams, mem.Bms, op["FSUB"], en))
+    if "FMUL" in fops:
+        with n.at_least(L_MEM0 + 1):  # where the integer multiplier sits (mul.py)
+            P, G = multiplier(n, mem.Ams, mem.Bms, op["MUL"], op["FMUL"])
+        product = P[:32]
+        results.append(fmul(n, mem.Ams, mem.Bms, op["FMUL"], P=P, G=G))
+    result = None
+    if len(results) == 1:
+        result = results[0]
+    elif results:
+        result = [n.gate([step([(r[i], 1)], 1) for r in results], f"fres{i}") for i in range(32)]
+    return FloatUnit(result, product)
 
 
 
@@ -193,19 +213,8 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
                        and_step([en, neg(nan_out), neg(inf_out), neg(ovf), neg(zero_r), sign_big]),
                        and_step([en, neg(nan_out), neg(inf_out), neg(ovf), zero_r, a[31], sb])], f"{name}.sign")
     nan_en = n.and_([en, nan_out], f"{name}.nanen")
-    # ---- level 10: round (increment {field, frac}) and merge the special results
-    x = frac + field
-    out = []
-    for i in range(31):
-        M = i + 2
-        BIG = 2 * M + 2
-        pairs = [(x[i], M)] + [(x[j], 1) for j in range(i)] + [(ru, 1), (normal, BIG)]
-        sts = [step(pairs, i + 1 + BIG), step(pairs, M + i + 1 + BIG, -1), and_step([nan_en])]
-        if i >= 23:
-            sts.append(and_step([to_inf]))
-        out.append(n.gate(sts, f"{name}.o{i}"))
-    out.append(out_sign)
-    return out
+    # ---- level 10: round and merge the special results
+    return _round_merge(n, frac + field, ru, normal, nan_en, to_inf, out_sign, name)
 
 
 def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used: set, name: str):
@@ -242,3 +251,151 @@ def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used:
         sel_nan = n.gate([and_step([mm, nan_a, nan_b])], f"{name}.selnan")
         sel = [(sel_a, a), (sel_b, b), (sel_nan, [(n.ONE, True)] * 31 + [(n.ONE, False)])]
     return bit, sel
+
+
+def _sum_columns(n: Netlist, cols: list[list], name: str) -> list[Sig]:
+    """The sum of weighted bits (cols[k]: the bits of weight 2^k), mod 2^len(cols): column
+    counters (one level per round) until every column holds two bits, then the adder."""
+    width = len(cols)
+    level = 0
+    while max(len(c) for c in cols) > 2:
+        new: list[list] = [[] for _ in range(width)]
+        for k, col in enumerate(cols):
+            h = len(col)
+            if h <= 2:
+                new[k] += col
+                continue
+            pairs = [(x, 1) for x in col]
+            for d in range(h.bit_length()):
+                if k + d >= width:
+                    break
+                sts, m = [], 1
+                while m * (1 << d) <= h:
+                    sts.append(step(pairs, m * (1 << d), 1 if m % 2 else -1))
+                    m += 1
+                new[k + d].append(n.gate(sts, f"{name}.c{level}_{k}_{d}"))
+        cols = new
+        level += 1
+    ZERO = (n.ONE, False)
+    x = [c[0] if len(c) > 0 else ZERO for c in cols]
+    y = [c[1] if len(c) > 1 else ZERO for c in cols]
+    return C.add(n, x, y, name=f"{name}.sum", want_carry=True)
+
+
+def _exp_sum(n: Netlist, a: list, b: list, za: Sig, zb: Sig, name: str) -> list[Sig]:
+    """ea' + eb' (effective exponents: 1 for a zero exponent field), 9 bits, one level."""
+    out = []
+    for j in range(9):
+        h = 1 << j
+        pairs = [(v[23 + i], 1 << i) for i in range(min(j + 1, 8)) for v in (a, b)] + [(za, 1), (zb, 1)]
+        sts = [step(pairs, h), step(pairs, 2 * h, -1)]
+        if j < 8:
+            sts += [step(pairs, 3 * h), step(pairs, 4 * h, -1)]
+        out.append(n.gate(sts, f"{name}{j}"))
+    return out
+
+
+def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul"):
+    """One array for MUL (low 32 bits of a*b) and FMUL (the 48-bit product of the mantissas,
+    whose hidden bit is "exponent field nonzero"): (the 48 sum bits, the adder's level-1 groups).
+    Under MUL the fraction-only products are zero and bits 0-31 are the integer product."""
+    ea, eb = a[23:31], b[23:31]
+    anyx = [[(ea[i], 1) for i in range(8)], [(eb[i], 1) for i in range(8)]]
+    cols: list[list] = [[] for _ in range(48)]
+    for i in range(32):
+        for j in range(32):
+            in_mul = mul_en is not None and i + j < 32
+            in_fmul = i < 24 and j < 24
+            sts = []
+            if in_mul:
+                sts.append(and_step([mul_en, a[i], b[j]]))
+            if in_fmul:
+                if i < 23 and j < 23:
+                    sts.append(and_step([fmul_en, a[i], b[j]]))
+                elif i == 23 and j == 23:
+                    f = [(fmul_en, 16)]
+                    sts += [step(f + anyx[0], 17), step(f + anyx[1], 17), step(f + anyx[0] + anyx[1], 17, -1)]
+                else:
+                    bit, ex = (b[j], anyx[0]) if i == 23 else (a[i], anyx[1])
+                    sts.append(step([(fmul_en, 16), (bit, 8)] + ex, 25))
+            if sts:
+                cols[i + j].append(n.gate(sts, f"{name}.pp{i}_{j}"))
+    P, _, (G, _) = _sum_columns(n, cols, f"{name}.m")
+    return P, G
+
+
+def fmul(n: Netlist, a: list, b: list, en, name: str = "fmul", P=None, G=None) -> list[Sig]:
+    """Bits of a * b as binary32, 0 unless `en`.
+
+    The 48-bit product P of the 24-bit mantissas (partial products, column counters, adder) is
+    shifted right by rs = max(p - 23, 151 - S) (p: P's leading one, S = ea' + eb'), which puts
+    the leading one on the hidden bit, or the result at the subnormal exponent; rs never needs
+    to be negative for a nonzero result, so one right shifter (one-hot rs, 0..49) normalises."""
+    ea, eb = a[23:31], b[23:31]
+    za, nan_a, inf_a = _classify(n, a, f"{name}.a")
+    zb, nan_b, inf_b = _classify(n, b, f"{name}.b")
+    sign = n.xor(a[31], b[31], f"{name}.sg")
+    if P is None:
+        P, G = multiplier(n, a, b, None, en, name)
+    S = _exp_sum(n, a, b, za, zb, f"{name}.S")
+    nan_out = n.gate([and_step([nan_a]), and_step([neg(nan_a), nan_b]),
+                      and_step([neg(nan_a), neg(nan_b), inf_a, zb] + [neg(x) for x in b[:23]]),
+                      and_step([neg(nan_a), neg(nan_b), inf_b, za] + [neg(x) for x in a[:23]])], f"{name}.nanout")
+    inf_in = n.gate([and_step([neg(nan_out), inf_a]), and_step([neg(nan_out), neg(inf_a), inf_b])], f"{name}.infin")
+    Sp = [(x, 1 << i) for i, x in enumerate(S)]
+    with n.not_before(G[0]):  # exponent tables, just in time for the shift
+        S_ge = {t: n.gate([step(Sp, t)], f"{name}.Sge{t}") for t in sorted({151 - k for k in range(25)}
+                                                                          | {405 - k for k in range(25)})}
+        S_eq = {t: n.gate([step(Sp, t), step(Sp, t + 1, -1)], f"{name}.Seq{t}") for t in range(103, 152)}
+        S_le102 = n.gate([step([(x, -w) for x, w in Sp], -102)], f"{name}.Sle102")
+        EX = {k: _plus_const(n, S[:8], k - 150, f"{name}.ex{k}_") for k in range(25)}
+    # The right shift rs (one-hot), level after P.
+    rs = {}
+    for k in range(50):
+        sts = []
+        pos = k + 23
+        if k < 25:
+            top = P[pos + 1:48]
+            W = len(top) + 1
+            sts.append(step([(P[pos], W), (S_ge[151 - k], W)] + [(t, -1) for t in top], 2 * W))
+        if k < 49:
+            top = P[pos:48]
+            W = len(top) + 1
+            sts.append(step([(S_eq[151 - k], W)] + [(t, -1) for t in top], W))
+        else:
+            sts.append(and_step([S_le102]))
+        rs[k] = n.gate(sts, f"{name}.rs{k}")
+    # Shifted mantissa, exponent field, round-up, overflow.
+    frac = [n.gate([and_step([rs[k], P[i + k]]) for k in range(50) if i + k < 48], f"{name}.f{i}") for i in range(23)]
+    field = [n.gate([and_step([rs[k], P[k + 23], EX[k][j]]) for k in range(25)], f"{name}.e{j}") for j in range(8)]
+    sts = []
+    for k in range(1, 50):
+        g, lsb, rest = P[k - 1] if k - 1 < 48 else None, P[k] if k < 48 else None, P[:min(k - 1, 48)]
+        if g is None:
+            continue
+        W = len(rest) + 2
+        sts.append(step([(rs[k], W), (g, W)] + ([(lsb, 1)] if lsb is not None else []) + [(x, 1) for x in rest],
+                        2 * W + 1))
+    ru = n.gate(sts, f"{name}.ru")
+    ovf = n.gate([and_step([rs[k], P[k + 23], S_ge[405 - k]]) for k in range(25)], f"{name}.ovf")
+    normal = n.gate([and_step([en, neg(nan_out), neg(inf_in), neg(ovf)])], f"{name}.normal")
+    to_inf = n.gate([and_step([en, neg(nan_out), inf_in]), and_step([en, neg(nan_out), neg(inf_in), ovf])],
+                    f"{name}.toinf")
+    out_sign = n.and_([en, neg(nan_out), sign], f"{name}.sign")
+    nan_en = n.and_([en, nan_out], f"{name}.nanen")
+    return _round_merge(n, frac + field, ru, normal, nan_en, to_inf, out_sign, name)
+
+
+def _round_merge(n: Netlist, x: list, ru, normal, nan_en, to_inf, sign, name: str) -> list[Sig]:
+    """{exponent field, fraction} + round-up in one level (a carry out of the fraction bumps the
+    exponent; out of 254 it gives infinity), merged with the NaN and infinity results."""
+    out = []
+    for i in range(31):
+        M = i + 2
+        BIG = 2 * M + 2
+        pairs = [(x[i], M)] + [(x[j], 1) for j in range(i)] + [(ru, 1), (normal, BIG)]
+        sts = [step(pairs, i + 1 + BIG), step(pairs, M + i + 1 + BIG, -1), and_step([nan_en])]
+        if i >= 23:
+            sts.append(and_step([to_inf]))
+        out.append(n.gate(sts, f"{name}.o{i}"))
+    return out + [sign]
