@@ -64,6 +64,12 @@ def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
             P, G = multiplier(n, mem.Ams, mem.Bms, op["MUL"], op["FMUL"])
         product = P[:32]
         results.append(fmul(n, mem.Ams, mem.Bms, op["FMUL"], P=P, G=G))
+    with n.at_least(L_MEM0):  # shallow: out of the crowded operand layers
+        if fops & {"I2F", "U2F"}:
+            en = n.or_([op["I2F"], op["U2F"]], "i2f.en")
+            results.append(i2f(n, mem.Ams, op["I2F"], en))
+        if fops & {"F2I", "F2U"}:
+            results.append(f2i(n, mem.Ams, op["F2I"], op["F2U"]))
     result = None
     if len(results) == 1:
         result = results[0]
@@ -399,3 +405,77 @@ def _round_merge(n: Netlist, x: list, ru, normal, nan_en, to_inf, sign, name: st
             sts.append(and_step([to_inf]))
         out.append(n.gate(sts, f"{name}.o{i}"))
     return out + [sign]
+
+
+def _xor_lower(x: list, i: int, gate_lits: list, big: int):
+    """Steps of x_i XOR (any of x_0..x_{i-1}), i.e. bit i of -x, firing only when every
+    literal of gate_lits holds (each weighted `big`)."""
+    M = i + 1
+    pairs = [(x[i], M)] + [(x[j], 1) for j in range(i)] + [(g, big) for g in gate_lits]
+    E = big * len(gate_lits)
+    return [step(pairs, 1 + E), step(pairs, M + 1 + E, -1)]
+
+
+def i2f(n: Netlist, x: list, signed, en, name: str = "i2f") -> list[Sig]:
+    """(float) of a signed (`signed` = 1) or unsigned 32-bit integer, rounded to nearest even;
+    three levels: the magnitude (a negative int negated in one level), then the fraction,
+    exponent field (127 + the leading one's position) and round-up straight from the leading
+    one, then the rounding increment."""
+    BIG = 70
+    mag = []
+    for i in range(32):
+        sts = [and_step([neg(signed), x[i]]), and_step([signed, neg(x[31]), x[i]])]
+        sts += _xor_lower(x, i, [signed, x[31]], BIG)
+        mag.append(n.gate(sts, f"{name}.m{i}"))
+    sign = n.and_([en, signed, x[31]], f"{name}.sign")
+
+    def lead(p, W):  # "mag's leading one is at p", weighted W (higher bits weigh -W)
+        return [(mag[p], W)] + [(mag[q], -W) for q in range(p + 1, 32)]
+    frac = []
+    for i in range(23):
+        frac.append(n.gate([step(lead(p, 1) + [(mag[p - 23 + i], 1)], 2) for p in range(32) if p - 23 + i >= 0],
+                           f"{name}.f{i}"))
+    field = [n.gate([step(lead(p, 1), 1) for p in range(32) if (127 + p) >> j & 1], f"{name}.e{j}")
+             for j in range(8)]
+    sts = []
+    for p in range(24, 32):
+        g, lsb, rest = mag[p - 24], mag[p - 23], mag[:p - 24]
+        W = len(rest) + 2
+        sts.append(step(lead(p, W) + [(g, W), (lsb, 1)] + [(r, 1) for r in rest], 2 * W + 1))
+    ru = n.gate(sts, f"{name}.ru")
+    zero = (n.ONE, False)
+    return _round_merge(n, frac + field, ru, en, zero, zero, sign, name)
+
+
+def f2i(n: Netlist, x: list, to_int, to_uint, name: str = "f2i") -> list[Sig]:
+    """(int) / (unsigned) of a float: truncation, saturation, NaN -> 0; two levels (the
+    magnitude shifted by the exponent, then the sign and the saturated values)."""
+    e = x[23:31]
+    ep = [(e[i], 1 << i) for i in range(8)]
+    BIG = 512
+    mag = []
+    for i in range(32):
+        sts = []
+        for t in range(i, min(i + 24, 32)):  # leading bit at t: x's exponent field is 127 + t
+            k = i + 23 - t
+            if k == 23:
+                sts += [step(ep, 127 + t), step(ep, 128 + t, -1)]
+            else:
+                pairs = ep + [(x[k], BIG)]
+                sts += [step(pairs, 127 + t + BIG), step(pairs, 128 + t + BIG, -1)]
+        mag.append(n.gate(sts, f"{name}.m{i}"))
+    nan = n.gate([step([(v, 24) for v in e] + [(v, 1) for v in x[:23]], 193)], f"{name}.nan")
+    big31 = n.gate([step(ep, 158)], f"{name}.ge31")  # |x| >= 2^31
+    big32 = n.gate([step(ep, 159)], f"{name}.ge32")
+    s = x[31]
+    pos_ok = n.gate([and_step([to_int, neg(s), neg(big31)]), and_step([to_uint, neg(s), neg(big32)])], f"{name}.pos")
+    neg_ok = n.and_([to_int, s, neg(big31)], f"{name}.neg")
+    sat_max = n.gate([and_step([to_int, neg(s), big31, neg(nan)])], f"{name}.smax")  # 0x7fffffff
+    sat_min = n.and_([to_int, s, big31, neg(nan)], f"{name}.smin")  # 0x80000000 (-inf, -2^31 and below)
+    sat_u = n.and_([to_uint, neg(s), big32, neg(nan)], f"{name}.su")  # 0xffffffff
+    out = []
+    for i in range(32):
+        sts = [and_step([pos_ok, mag[i]])] + _xor_lower(mag, i, [neg_ok], 70)
+        sts += [and_step([sat_u])] + ([and_step([sat_max])] if i < 31 else [and_step([sat_min])])
+        out.append(n.gate(sts, f"{name}.o{i}"))
+    return out
