@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...isa import FLOAT_MICRO_OPS, WRITES_RD, AtomOp, Fmt, Op, SReg
+from ...isa import FLOAT_MICRO_OPS, FLOAT_OPS, WRITES_RD, AtomOp, Fmt, Op, SReg
 from ...program import Program
 from ..circuits import and_step, eq_lits
 from ..layout import PCB
@@ -32,14 +32,17 @@ class Decoded:
 
     @property
     def op(self) -> dict[str, Sig]:
-        return {o_.name: self.flag(f"op_{o_.name}") for o_ in Op}
+        return {o_.name: self.flag(f"op_{o_.name}") for o_ in Op if f"op_{o_.name}" in self.columns}
 
 
 def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
     rom_fields: dict[str, int] = {}
     widths = WIDTHS
-    flags = [f"op_{op.name}" for op in Op] + [f"atom_{a.name}" for a in AtomOp] + \
-        [f"sreg_{s.name}" for s in SReg] + ["rs1en", "rs2en", "rden", "wrd", "ismem", "ismul", "isfpu"]
+    # Float opcodes get ROM columns only in programs that use floats (integer programs link as before).
+    has_float = any(ins.op in FLOAT_OPS for ins in program.code)
+    flags = [f"op_{op.name}" for op in Op if has_float or op not in FLOAT_OPS] + \
+        [f"atom_{a.name}" for a in AtomOp] + [f"sreg_{s.name}" for s in SReg] + \
+        ["rs1en", "rs2en", "rden", "wrd", "ismem", "ismul"]
     cols = []
     for f_ in flags:
         rom_fields[f_] = len(cols)
@@ -68,8 +71,6 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
             on.add("wrd")
         if ins.op in (Op.LD, Op.ST, Op.ATOM, Op.MUL) or ins.op in FLOAT_MICRO_OPS:
             on.add("ismem")
-        if ins.op in FLOAT_MICRO_OPS:
-            on.add("isfpu")
         if ins.op is Op.MUL:
             on.add("ismul")
         vals = {"rd": ins.rd, "rs1": ins.rs1, "rs2": ins.rs2,
