@@ -19,7 +19,8 @@ Layout decisions (docs/architecture.md renders the generated maps):
 * Phases: TIDINIT (one step per thread of a block: the network computes each
   thread's (x, y, z) by counting and stores it), BLKINIT (one step per warp at
   the start of every block: its warp-table row), RUN (one warp instruction per
-  step; LD, ST, ATOM and MUL take four micro-steps, one lane each), HALT.
+  step; LD, ST, ATOM, MUL and the micro-stepped float instructions take four micro-steps,
+  one lane each), HALT.
 """
 
 from __future__ import annotations
