@@ -124,3 +124,23 @@ def test_liveness_zeroing_the_adders_alignment_shifter_breaks_float_sums():
     want, _ = expected(a, b)
     assert not np.array_equal(got[:, :2], want[:, :2])
     assert np.array_equal(got[:, 2:], want[:, 2:])  # the other units still work
+
+
+def test_soft_float_compiles_every_float_operation_to_routines():
+    prog = compile_source(FOPS, "fops.cu", soft_float=True)
+    assert not {ins.op for ins in prog.code} & FLOAT_OPS
+    assert Op.JR in {ins.op for ins in prog.code}
+
+
+def test_linking_a_float_instruction_the_network_lacks_names_it():
+    from qgcc.asm.assembler import assemble
+    from qgcc.link.linker import link
+    from qgcc.link.schedule import CapacityError
+
+    missing = sorted(FLOAT_OPS - IN_NETWORK)
+    if not missing:
+        pytest.skip("the network executes every float instruction")
+    op = missing[0]
+    prog = assemble(f".kernel k\n    {op.name} r1, r2, r3\n    EXIT\n.end\n", "k.qsass")
+    with pytest.raises(CapacityError, match=f"{op.name}.*--soft-float"):
+        link(prog)

@@ -57,10 +57,11 @@ def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
     op = dec.op
     results, product = [], None
     if fops & {"FADD", "FSUB"}:
-        en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
-        results.append(fadd(n, mem.Ams, mem.Bms, op["FSUB"], en))
+        with n.at_least(L_MEM0):  # beside the multiplier, not in the crowded operand layers
+            en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
+            results.append(fadd(n, mem.Ams, mem.Bms, op["FSUB"], en))
     if "FMUL" in fops:
-        with n.at_least(L_MEM0 + 2):  # after the integer MUL's old place: the residual is full there
+        with n.at_least(L_MEM0 + 1):  # where the integer multiplier sits (mul.py)
             P, G = multiplier(n, mem.Ams, mem.Bms, op["MUL"], op["FMUL"])
         product = P[:32]
         results.append(fmul(n, mem.Ams, mem.Bms, op["FMUL"], P=P, G=G))
