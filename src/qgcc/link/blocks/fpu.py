@@ -1,8 +1,10 @@
-"""The float unit: binary32 add/subtract (more to come), one lane per micro-step.
+"""The float unit: binary32 FADD/FSUB, FMUL, I2F/U2F and F2I/F2U, one lane per micro-step,
+and the float compares and FMIN/FMAX of every lane (lane_compare, wired into the ALU).
 
 Float arithmetic is micro-stepped like MUL (the `ismem` flag): one datapath serves
-the four lanes, on the micro-step lane's operands (Ams, Bms).  The adder is a
-straight pipeline of threshold-gate levels, each one MLP:
+the four lanes, on the micro-step lane's operands (Ams, Bms).  It is linked only into
+programs that use it (used_ops).  The adder is a straight pipeline of threshold-gate
+levels, each one MLP:
 
 1. classify the operands (zero exponent, NaN, infinity), effective operation;
 2. |a| >= |b| (the compare groups), the exponent difference as a one-hot d (0..26, 27 = 27 or more);
@@ -17,8 +19,8 @@ straight pipeline of threshold-gate levels, each one MLP:
 10. {exponent, fraction} + round-up in one level (a carry out of the fraction bumps the exponent,
     and out of 254 gives infinity), merged with NaN, infinity and overflow results.
 
-The semantics it implements are qgcc.fpu's (tests/test_fpu_circuits.py checks the
-gates against it bit for bit with Netlist.simulate).
+FMUL, I2F and F2I are described at their functions.  The semantics are qgcc.fpu's
+(tests/test_fpu_circuits.py checks the gates against it bit for bit with Netlist.simulate).
 """
 
 from __future__ import annotations
@@ -32,7 +34,6 @@ from .. import circuits as C
 from ..circuits import and_step, neg, step
 from ..layout import L_MEM0
 from ..netlist import Netlist, Sig
-
 
 
 def used_ops(program: Program) -> frozenset[str]:
