@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..isa import FLOAT_OPS, encode
+from ..isa import encode
 from ..program import Program
 from .blocks import (alu, commit, control, fetch, fpu, launch, lsu, mul, params, regfile, scheduler, trace,
                      warptable, writeback)
