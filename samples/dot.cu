@@ -4,7 +4,7 @@
 // Each thread sums x[i]*y[i] over a grid-stride loop (multiply, round, add, round),
 // the block halves its partial sums in shared memory until part[0] holds the
 // block's sum, and thread 0 adds it to *result with atomicAdd on a float (a
-// compare-and-swap loop around the soft-float add).  Blocks run one after the
+// compare-and-swap loop around FADD).  Blocks run one after the
 // other on this machine, so block 0's sum is added first.
 //
 // Launch (from the repository root):

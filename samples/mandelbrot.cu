@@ -4,7 +4,7 @@
 // iterates z = z^2 + c until |z|^2 > 4 or max_iter steps.  Lanes of a warp leave the
 // loop at different iterations (divergence, then reconvergence at the store); each
 // iteration is four float multiplies, four adds/subtracts and a float compare, all
-// soft-float routine calls.
+// one float instruction each (FMUL, FADD, FSUB, FSLT, I2F).
 //
 // Launch (from the repository root):
 //   $ qgcc samples/mandelbrot.cu -o mandelbrot.qg

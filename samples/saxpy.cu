@@ -2,9 +2,9 @@
 //
 // Every float operation is IEEE binary32 with round-to-nearest-even, one rounding
 // per operation: a*x[i] is rounded, then the add is rounded (qgcc never contracts
-// a multiply and an add into an fma, like nvcc -fmad=false).  The machine has
-// integer units only: the multiply and the add are calls of soft-float routines
-// that the compiler places below the kernel body.
+// a multiply and an add into an fma, like nvcc -fmad=false).  The multiply and the
+// add are the machine's FMUL and FADD instructions (qgcc --soft-float makes them
+// calls of soft-float routines instead).
 //
 // Launch (from the repository root):
 //   $ python -c "import numpy as np; i = np.arange(12, dtype=np.float32); np.save('x.npy', i / 3); np.save('y.npy', 1 - i)"

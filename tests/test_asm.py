@@ -355,6 +355,8 @@ def instrs(draw, entry: int, end: int):
     elif f is Fmt.MOV:
         ins = Instr(op, rd=draw(regs), imm=draw(imm32), use_imm=True) if draw(st.booleans()) \
             else Instr(op, rd=draw(regs), rs1=draw(regs))
+    elif f is Fmt.UN:
+        ins = Instr(op, rd=draw(regs), rs1=draw(regs))
     elif f is Fmt.S2R:
         ins = Instr(op, rd=draw(regs), mod=int(draw(st.sampled_from(list(SReg)))))
     elif f is Fmt.LDC:

@@ -23,7 +23,8 @@ from qgcc.link.weights import READ_ADD, VALUE_LEVEL
 from qgcc.runtime.launch import make_launch
 
 SMALL = "__global__ void k(int *a, int n) { int i = threadIdx.x; if (i < n) a[i] = a[i] * 3 + i; }"
-FLOATY = "__global__ void f(float *x, int n) { int i = threadIdx.x; if (i < n) x[i] = x[i] + 0.75f; }"
+# The float unit (FMUL, FADD, micro-stepped) and its shared multiplier array in the layers.
+FLOATY = "__global__ void f(float *x, int n) { int i = threadIdx.x; if (i < n) x[i] = x[i] * 1.5f + 0.75f; }"
 _CACHE: dict[str, tuple] = {}
 
 
@@ -116,7 +117,7 @@ def test_compiled_step_equals_transformers_modules_in_every_hidden_and_recurrent
 def test_compiled_step_equals_the_torch_path_on_a_float_kernel(src, arrays, scalars):
     cm, host, h, init = start(src, arrays, scalars)
     c = CStepLayers(cm.layers, cm.fields["one"][0])
-    assert lockstep(c, host.net, host, h, init, cm.num_layers) > 100
+    assert lockstep(c, host.net, host, h, init, cm.num_layers) > 20
 
 
 @pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")

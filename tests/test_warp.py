@@ -196,7 +196,7 @@ def test_liveness_zeroing_the_shuffle_multiplexer_breaks_shuffles():
     m = build_core(prog)
     pl = place(m.net, cm2.num_layers)
     for s, nm in m.net.names.items():
-        if nm.startswith("shfl") and "." in nm:
+        if nm.startswith("shsel"):  # the source-lane selection of every lane
             layer, d = pl.stage[s] // 2, pl.dim[s]
             dn = cm2.layers[layer].tensors["mlp.down_proj.weight"]
             ncol = dn.shape[1]

@@ -39,6 +39,7 @@ class Fmt(enum.Enum):
     BRC = "brc"  # BRZ/BRNZ rs1, target
     JR = "jr"  # JR rs1  (jump to the address in rs1, lane by lane)
     XLANE = "xlane"  # SHFL.mode[.Wn] / VOTE.mode rd, rs1, rs2|#imm  (lanes read each other's rs1)
+    UN = "un"  # OP rd, rs1  (float conversions)
 
 
 class Op(enum.IntEnum):
@@ -70,6 +71,23 @@ class Op(enum.IntEnum):
     JR = 25
     SHFL = 26
     VOTE = 27
+    # Float32 instructions (qgcc.fpu holds their exact semantics), 40 onwards.
+    FADD = 40
+    FSUB = 41
+    FMUL = 42
+    FFMA = 43  # rd <- rs1 * rs2 + rd, one rounding (reads rd, like ATOM.CAS)
+    FMIN = 44
+    FMAX = 45
+    FSLT = 46
+    FSLE = 47
+    FSGT = 48
+    FSGE = 49
+    FSEQ = 50
+    FSNE = 51  # unordered: 1 when an operand is NaN
+    F2I = 52
+    F2U = 53
+    I2F = 54
+    U2F = 55
 
 
 FORMATS: dict[Op, Fmt] = {
@@ -90,13 +108,20 @@ FORMATS: dict[Op, Fmt] = {
     Op.JR: Fmt.JR,
     Op.SHFL: Fmt.XLANE,
     Op.VOTE: Fmt.XLANE,
+    **{op: Fmt.ALU for op in (Op.FADD, Op.FSUB, Op.FMUL, Op.FFMA, Op.FMIN, Op.FMAX, Op.FSLT, Op.FSLE, Op.FSGT,
+                              Op.FSGE, Op.FSEQ, Op.FSNE)},
+    **{op: Fmt.UN for op in (Op.F2I, Op.F2U, Op.I2F, Op.U2F)},
 }
+FLOAT_OPS = frozenset(op for op in Op if op >= Op.FADD)
+# Float instructions the network runs in the micro-stepped float unit (one lane per micro-step,
+# like MUL); the compares and FMIN/FMAX run on every lane at once in the ALU.
+FLOAT_MICRO_OPS = frozenset({Op.FADD, Op.FSUB, Op.FMUL, Op.FFMA, Op.F2I, Op.F2U, Op.I2F, Op.U2F})
 
 ALU_OPS = frozenset(op for op, f in FORMATS.items() if f is Fmt.ALU)
 BRANCH_OPS = frozenset({Op.BRA, Op.BRZ, Op.BRNZ})
 MEMORY_OPS = frozenset({Op.LD, Op.ST, Op.ATOM})
 # Instructions that write rd.
-WRITES_RD = frozenset(ALU_OPS | {Op.MOV, Op.S2R, Op.LDC, Op.LD, Op.ATOM, Op.SHFL, Op.VOTE})
+WRITES_RD = frozenset(ALU_OPS | FLOAT_OPS | {Op.MOV, Op.S2R, Op.LDC, Op.LD, Op.ATOM, Op.SHFL, Op.VOTE})
 
 
 class SReg(enum.IntEnum):
@@ -257,7 +282,10 @@ def registers_read(ins) -> tuple[int, ...]:
     """Registers an instruction-shaped object (op, rs1, rs2, rd, use_imm, mod) reads, in operand order."""
     f = FORMATS[ins.op]
     if f in (Fmt.ALU, Fmt.XLANE):
-        return (ins.rs1,) if ins.use_imm else (ins.rs1, ins.rs2)
+        regs = (ins.rs1,) if ins.use_imm else (ins.rs1, ins.rs2)
+        return regs + (ins.rd,) if ins.op is Op.FFMA else regs
+    if f is Fmt.UN:
+        return (ins.rs1,)
     if f is Fmt.MOV:
         return () if ins.use_imm else (ins.rs1,)
     if f is Fmt.LD:
@@ -318,10 +346,14 @@ def decode(word: int) -> Instr:
     )
 
 
-def alu(op: Op, a: int, b: int) -> int:
-    """Exact semantics of the ALU opcodes on 32-bit patterns; returns u32."""
+def alu(op: Op, a: int, b: int, c: int = 0) -> int:
+    """Exact semantics of the ALU opcodes on 32-bit patterns (c: FFMA's addend, rd); returns u32.
+
+    F2I/F2U/I2F/U2F (format UN) take a alone."""
     a &= MASK32
     b &= MASK32
+    if op in FLOAT_OPS:
+        return _float_op(op, a, b, c & MASK32)
     if op is Op.ADD:
         r = a + b
     elif op is Op.SUB:
@@ -351,6 +383,25 @@ def alu(op: Op, a: int, b: int) -> int:
     else:
         raise ValueError(f"{op.name} is not an ALU opcode")
     return r & MASK32
+
+
+def _float_op(op: Op, a: int, b: int, c: int) -> int:
+    from . import fpu
+    if op is Op.FADD:
+        return fpu.fadd(a, b)
+    if op is Op.FSUB:
+        return fpu.fadd(a, b ^ fpu.SIGN) if not fpu.is_nan(b) else fpu.NAN
+    if op is Op.FMUL:
+        return fpu.fmul(a, b)
+    if op is Op.FFMA:
+        return fpu.ffma(a, b, c)
+    if op in (Op.FMIN, Op.FMAX):
+        return fpu.fminmax(op is Op.FMAX, a, b)
+    if op in (Op.F2I, Op.F2U):
+        return fpu.f2i(a) if op is Op.F2I else fpu.f2u(a)
+    if op in (Op.I2F, Op.U2F):
+        return fpu.i2f(a, op is Op.I2F)
+    return fpu.compare(op.name[2:].lower(), a, b)
 
 
 def atom_apply(mod: AtomOp, old: int, operand: int, cas_new: int = 0) -> int:

@@ -441,6 +441,10 @@ class _Assembler:
             rs2, imm = ln.reg_or_imm()
             ins = Instr(op, rd=rd, rs1=rs1, rs2=rs2, mod=mod) if imm is None else \
                 Instr(op, rd=rd, rs1=rs1, imm=imm, use_imm=True, mod=mod)
+        elif fmt is Fmt.UN:
+            rd = ln.reg()
+            ln.comma()
+            ins = Instr(op, rd=rd, rs1=ln.reg())
         elif fmt is Fmt.MOV:
             rd = ln.reg()
             ln.comma()

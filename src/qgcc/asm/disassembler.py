@@ -113,6 +113,8 @@ def canonical(ins: Instr) -> Instr:
         if ins.use_imm:
             return Instr(op, rd=ins.rd, rs1=ins.rs1, imm=ins.imm, use_imm=True, mod=mod)
         return Instr(op, rd=ins.rd, rs1=ins.rs1, rs2=ins.rs2, mod=mod)
+    if f is Fmt.UN:
+        return Instr(op, rd=ins.rd, rs1=ins.rs1)
     if f is Fmt.MOV:
         if ins.use_imm:
             return Instr(op, rd=ins.rd, imm=ins.imm, use_imm=True)
@@ -145,6 +147,8 @@ def format_instr(ins: Instr, label: str | None = None) -> tuple[str, str]:
         if f is Fmt.XLANE:
             name = xlane_name(ins.op, ins.mod)
         return name, f"r{ins.rd}, r{ins.rs1}, {src}"
+    if f is Fmt.UN:
+        return name, f"r{ins.rd}, r{ins.rs1}"
     if f is Fmt.MOV:
         src = fmt_imm(ins.imm) if ins.use_imm else f"r{ins.rs1}"
         return name, f"r{ins.rd}, {src}"

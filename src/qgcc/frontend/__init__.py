@@ -31,7 +31,7 @@ from .sema import analyse
 __all__ = ["compile_source", "CompileError"]
 
 
-def _compile(pp, filename: str) -> Program:
+def _compile(pp, filename: str, soft_float: bool = False) -> Program:
     # Positions below are virtual lines (preprocess.SourceMap); compile_source maps them back.
     lines = pp.srcmap.virtual_lines()
 
@@ -47,12 +47,12 @@ def _compile(pp, filename: str) -> Program:
     kernels = []
     for fs in result.kernels:
         entry = len(code)
-        gen = KernelGen(fs, filename, lines)
+        gen = KernelGen(fs, filename, lines, soft_float=soft_float)
         ir, params = gen.run()
         instrs, nregs = allocate(ir, fs.line, entry)
         if nregs > SPEC.num_regs:
             # Short of registers: re-read parameters at each use instead of holding them.
-            gen = KernelGen(fs, filename, lines, remat_params=True)
+            gen = KernelGen(fs, filename, lines, remat_params=True, soft_float=soft_float)
             ir, params = gen.run()
             instrs, nregs = allocate(ir, fs.line, entry)
         if nregs > SPEC.num_regs:
@@ -92,16 +92,19 @@ def _program_lines(pp, filename: str, code) -> list[str]:
     return out
 
 
-def compile_source(source: str, filename: str = "<input>", include_dirs=(), defines=()) -> Program:
+def compile_source(source: str, filename: str = "<input>", include_dirs=(), defines=(),
+                   soft_float: bool = False) -> Program:
     """Compile CUDA-C source text to a Program; raises CompileError on any problem.
 
+    soft_float: compile every float operation to the soft-float routines, even those the
+    machine has an instruction for (qgcc --soft-float).
     include_dirs: directories searched for `#include` (after the including file's directory);
     defines: `-D` definitions, "NAME" or "NAME=VALUE".
     """
     pp = None
     try:
         pp = preprocess(source, filename, include_dirs, defines)
-        return _compile(pp, filename)
+        return _compile(pp, filename, soft_float)
     except CompileError as e:
         raise (pp.srcmap.remap(e, filename) if pp is not None else e) from None
     except RecursionError:

@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..diagnostics import CompileError
-from ..isa import AtomOp, Op, to_s32
+from ..fpu import IN_NETWORK
+from ..isa import FORMATS, AtomOp, Fmt, Op, to_s32
 from ..spec import SPEC
 from ..program import Param
 from . import ast as A
@@ -54,6 +55,13 @@ class C:
 
     def __repr__(self) -> str:  # pragma: no cover
         return f"C({self.value})"
+
+
+# Soft-float routines that are one float instruction when the machine has it.
+HW_ROUTINES = {"__qg_fadd": Op.FADD, "__qg_fsub": Op.FSUB, "__qg_fmul": Op.FMUL, "__qg_fma": Op.FFMA,
+               "__qg_fmin": Op.FMIN, "__qg_fmax": Op.FMAX, "__qg_flt": Op.FSLT, "__qg_fle": Op.FSLE,
+               "__qg_feq": Op.FSEQ, "__qg_f2i": Op.F2I, "__qg_f2u": Op.F2U, "__qg_i2f": Op.I2F,
+               "__qg_u2f": Op.U2F}
 
 
 def is_c(v) -> bool:
@@ -104,8 +112,11 @@ def _log2(c: int) -> int | None:
 class KernelGen:
     IR_LIMIT = 8 * SPEC.max_instrs
 
-    def __init__(self, fs: FuncSym, filename: str, lines: list[str], remat_params: bool = False):
+    def __init__(self, fs: FuncSym, filename: str, lines: list[str], remat_params: bool = False,
+                 soft_float: bool = False):
         self.fs = fs
+        # Float instructions to emit instead of soft-float routines (none with --soft-float).
+        self.hw_float = frozenset() if soft_float else IN_NETWORK
         # Re-read parameters that are never assigned with LDC at each use instead of
         # keeping them in registers from the entry (used when registers run short).
         self.remat_params = remat_params
@@ -670,6 +681,8 @@ class KernelGen:
             if is_c(a) and is_c(b):
                 return C(floatconst.fold(op, a.value, b.value)), False
             if op == "!=":
+                if Op.FSNE in self.hw_float:
+                    return self.alu(Op.FSNE, a, b), False
                 return self.call_lib("__qg_feq", [a, b]), True
             name, swap = {"<": ("__qg_flt", False), ">": ("__qg_flt", True), "<=": ("__qg_fle", False),
                           ">=": ("__qg_fle", True), "==": ("__qg_feq", False)}[op]
@@ -1002,7 +1015,22 @@ class KernelGen:
         return old
 
     def call_lib(self, name: str, args: list) -> int:
-        """Call a soft-float routine (emitting it on first use); returns the result's vreg."""
+        """Call a soft-float routine (emitting it on first use); returns the result's vreg.
+
+        A routine the machine has an instruction for (HW_ROUTINES, unless --soft-float) is
+        that one instruction instead."""
+        op = HW_ROUTINES.get(name)
+        if op in self.hw_float:
+            if op is Op.FFMA:
+                t = self.new()
+                self.mov(t, args[2])
+                self.emit(op, t, self.reg(args[0]), self.reg(args[1]))
+                return t
+            if FORMATS[op] is Fmt.UN:
+                t = self.new()
+                self.emit(op, t, self.reg(args[0]))
+                return t
+            return self.alu(op, *args)
         r = self.routines.get(name)
         if r is None:
             r = self.emit_routine(name)

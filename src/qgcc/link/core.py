@@ -19,7 +19,8 @@ Layout decisions (docs/architecture.md renders the generated maps):
 * Phases: TIDINIT (one step per thread of a block: the network computes each
   thread's (x, y, z) by counting and stores it), BLKINIT (one step per warp at
   the start of every block: its warp-table row), RUN (one warp instruction per
-  step; LD, ST, ATOM and MUL take four micro-steps, one lane each), HALT.
+  step; LD, ST, ATOM, MUL and the micro-stepped float instructions take four micro-steps,
+  one lane each), HALT.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from dataclasses import dataclass, field
 
 from ..isa import encode
 from ..program import Program
-from .blocks import (alu, commit, control, fetch, launch, lsu, mul, params, regfile, scheduler, trace, warptable,
-                     writeback, xlane)
+from .blocks import (alu, commit, control, fetch, fpu, launch, lsu, mul, params, regfile, scheduler, trace,
+                     warptable, writeback, xlane)
 from .blocks.state import declare_state
 from .netlist import Netlist, Sig
 
@@ -52,11 +53,13 @@ def build_core(program: Program) -> Core:
     dec = fetch.build(n, program, st.RUN, row.min_pc)  # the ROM, layer 0 MLP
     ops = regfile.build(n, st, dec, heads)  # layers 1-3
     const = params.build(n, st, dec, heads)  # layer 4
-    res = alu.build(n, st, dec, ops, row, const)
+    fops = fpu.used_ops(program)  # the float unit is linked only into programs that use it
+    xl = xlane.build(n, dec, ops, row) if xlane.used(program) else None  # SHFL/VOTE: lanes read each other
+    res = alu.build(n, st, dec, ops, row, const, fops, xl)
     mem = lsu.build(n, st, dec, ops, row, heads)  # layers 5-13
-    prod = mul.build(n, mem.Ams, mem.Bms, dec.op["MUL"])
-    xl = xlane.build(n, dec, ops, row)  # SHFL and VOTE: lanes read each other's operands
-    wb = writeback.build(n, st, dec, row, res, mem, prod, xl)
+    fu = fpu.build(n, dec, mem, fops)  # FMUL shares the integer multiplier's array
+    prod = fu.product if fu.product is not None else mul.build(n, mem.Ams, mem.Bms, dec.op["MUL"])
+    wb = writeback.build(n, st, dec, row, res, mem, prod, fu.result)
     ctl = control.build(n, st, dec, row, ops, mem)
     sch = scheduler.build(n, st, dec, wb.complete, ctl.warp_alive)
     lb = launch.build(n, st, sch.block_done, ctl.any_fault, mem.oob, ctl.bar_div, ctl.pc_bad, ctl.par_bad)

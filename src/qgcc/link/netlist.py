@@ -112,6 +112,8 @@ class Netlist:
         self.outputs: list[tuple[Sig, Sig]] = []  # (state input, its value for the next step)
         self.floor: dict[Sig, int] = {}  # earliest layer allowed for a gate (to spread pressure)
         self._floor = 0
+        self.after: dict[Sig, Sig] = {}  # a gate placed no earlier than this signal's level (just in time)
+        self._after: Sig | None = None
         self.ONE = self.input("one")
 
     # -- construction -----------------------------------------------------------
@@ -128,11 +130,27 @@ class Netlist:
                 net._floor = self_.old
         return _Ctx()
 
+    def not_before(self, sig: Sig):
+        """Context: gates built inside are placed no earlier than `sig` (computed just in time,
+        so that their outputs do not occupy residual dimensions while they wait)."""
+        net = self
+
+        class _Ctx:
+            def __enter__(self_):
+                self_.old = net._after
+                net._after = sig
+
+            def __exit__(self_, *a):
+                net._after = self_.old
+        return _Ctx()
+
     def _add(self, node, name: str = "") -> Sig:
         self.nodes.append(node)
         s = len(self.nodes) - 1
         if self._floor:
             self.floor[s] = self._floor
+        if self._after is not None:
+            self.after[s] = self._after
         if name:
             self.names[s] = name
         return s

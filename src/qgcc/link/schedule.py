@@ -59,6 +59,8 @@ def place(net: Netlist, num_layers: int) -> Placement:
             stage[s] = stage[node.table]
         else:
             need = max((stage[x] for x in gate_inputs(node)), default=-1)
+            if s in net.after:
+                need = max(need, stage[net.after[s]])
             L = (need + 1) // 2 if need >= 0 else 0
             L = max(L, net.floor.get(s, 0))
             cost = 2 * len(node.steps) + (len(node.coefs) if isinstance(node, Table) else 1)

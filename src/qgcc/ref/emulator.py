@@ -134,9 +134,11 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                 elif op is Op.MOV:
                     results[t] = ins.imm & MASK32 if ins.use_imm else r[ins.rs1]
                 elif ins.fmt is Fmt.ALU:
-                    results[t] = alu(op, r[ins.rs1], src2(r))
+                    results[t] = alu(op, r[ins.rs1], src2(r), r[ins.rd])
                 elif ins.fmt is Fmt.XLANE:
                     results[t] = crossed[lane]
+                elif ins.fmt is Fmt.UN:
+                    results[t] = alu(op, r[ins.rs1], 0)
                 elif op is Op.S2R:
                     results[t] = _sreg(SReg(ins.mod), t, w, lane, launch.block, launch.grid, ctaid, step)
                 elif op is Op.LDC:

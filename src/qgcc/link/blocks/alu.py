@@ -11,14 +11,17 @@ from .. import circuits as C
 from ..circuits import and_step, eq_lits, neg, step
 from ..layout import W
 from ..netlist import Netlist, Sig
+from . import fpu
 from .fetch import Decoded
 from .regfile import Operands
 from .state import State
 from .warptable import WarpRow
 
 
-def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, CONST: list[Sig]) -> list[list[Sig]]:
-    """Per lane: the 32-bit ALU-class result."""
+def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, CONST: list[Sig],
+          fops: frozenset = frozenset(), xl=None) -> list[list[Sig]]:
+    """Per lane: the 32-bit ALU-class result (`fops`: the names of the float opcodes the program uses;
+    `xl`: the lane-crossing unit, whose SHFL/VOTE results join this multiplexer)."""
     op, R, IMMV, TIDL = dec.op, dec.flag, dec.bus("immv"), row.tid
     A, Bop, ONE = ops.a, ops.b_or_imm, n.ONE
     s_ = state
@@ -30,6 +33,7 @@ def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, C
         s_sub = C.add(n, a, [neg(x) for x in b], cin=ONE, en=op["SUB"], name=f"sub{l}")
         ge, eq = C.compare(n, a, b, name=f"cmp{l}")
         sh = shifter(n, a, b[:5], op["SHL"], op["SHR"], op["SRA"], name=f"sh{l}")
+        fbit, fsel = fpu.lane_compare(n, a, b, ge, eq, op, fops, f"fl{l}") if fops else (None, [])
         sreg_src = {
             "TID_X": TIDL[l][0:6], "TID_Y": TIDL[l][6:12], "TID_Z": TIDL[l][12:18],
             "NTID_X": BX, "NTID_Y": BY, "NTID_Z": BZ, "CTAID_X": CX, "CTAID_Y": CY, "CTAID_Z": CZ,
@@ -43,7 +47,9 @@ def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, C
                   step(pairs + [(op["OR"], 2)], 3),
                   step(pairs + [(op["XOR"], 2)], 3), step(pairs + [(op["XOR"], 2)], 4, -1),
                   and_step([op["MOV"], a[i]]), and_step([op["MOV"], IMMV[i]]),  # exclusive under MOV
-                  and_step([op["LDC"], CONST[i]])]
+                  and_step([op["LDC"], CONST[i]])] + [and_step([sel, bus[i]]) for sel, bus in fsel]
+            if xl is not None:
+                st += xl.steps(l, i)
             for sname, bus in sreg_src.items():
                 if i < len(bus):
                     st.append(and_step([R(f"sreg_{sname}"), bus[i]]))
@@ -54,7 +60,7 @@ def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, C
                 st += [and_step([op["SLTU"], neg(ge)]), and_step([op["SEQ"], eq]), and_step([op["SNE"], neg(eq)]),
                        and_step([op["SLT"], a[31], neg(b31)]),
                        and_step([op["SLT"], neg(a[31]), neg(b31), neg(ge)]),
-                       and_step([op["SLT"], a[31], b31, neg(ge)])]
+                       and_step([op["SLT"], a[31], b31, neg(ge)])] + ([step([(fbit, 1)], 1)] if fbit else [])
             res.append(n.gate(st, f"res{l}.{i}"))
         RES.append(res)
     return RES

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...isa import WRITES_RD, AtomOp, Fmt, Op, ShflMode, SReg, VoteMode
+from ...isa import FLOAT_MICRO_OPS, FLOAT_OPS, WRITES_RD, AtomOp, Fmt, Op, ShflMode, SReg, VoteMode
 from ...program import Program
 from ..circuits import and_step, eq_lits
 from ..layout import PCB
@@ -32,14 +32,17 @@ class Decoded:
 
     @property
     def op(self) -> dict[str, Sig]:
-        return {o_.name: self.flag(f"op_{o_.name}") for o_ in Op}
+        return {o_.name: self.flag(f"op_{o_.name}") for o_ in Op if f"op_{o_.name}" in self.columns}
 
 
 def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
     rom_fields: dict[str, int] = {}
     widths = WIDTHS
-    flags = [f"op_{op.name}" for op in Op] + [f"atom_{a.name}" for a in AtomOp] + \
-        [f"sreg_{s.name}" for s in SReg] + [f"shfl_{m.name}" for m in ShflMode] + \
+    # Float opcodes get ROM columns only in programs that use floats (integer programs link as before).
+    has_float = any(ins.op in FLOAT_OPS for ins in program.code)
+    flags = [f"op_{op.name}" for op in Op if has_float or op not in FLOAT_OPS] + \
+        [f"atom_{a.name}" for a in AtomOp] + [f"sreg_{s.name}" for s in SReg] + \
+        [f"shfl_{m.name}" for m in ShflMode] + \
         [f"shfl_w{1 << k}" for k in range(3)] + [f"vote_{m.name}" for m in VoteMode] + \
         ["rs1en", "rs2en", "rden", "wrd", "ismem", "ismul"]
     cols = []
@@ -64,15 +67,15 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
         if ins.op is Op.VOTE:
             on.add(f"vote_{VoteMode(ins.mod).name}")
         f = ins.fmt
-        if f in (Fmt.ALU, Fmt.XLANE, Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.BRC, Fmt.JR) or (f is Fmt.MOV and not ins.use_imm):
+        if f in (Fmt.ALU, Fmt.XLANE, Fmt.UN, Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.BRC, Fmt.JR) or (f is Fmt.MOV and not ins.use_imm):
             on.add("rs1en")
         if (f in (Fmt.ALU, Fmt.XLANE) and not ins.use_imm) or f in (Fmt.ST, Fmt.ATOM):
             on.add("rs2en")
-        if ins.op is Op.ATOM and ins.mod == AtomOp.CAS:
+        if (ins.op is Op.ATOM and ins.mod == AtomOp.CAS) or ins.op is Op.FFMA:
             on.add("rden")
         if ins.op in WRITES_RD:
             on.add("wrd")
-        if ins.op in (Op.LD, Op.ST, Op.ATOM, Op.MUL):
+        if ins.op in (Op.LD, Op.ST, Op.ATOM, Op.MUL) or ins.op in FLOAT_MICRO_OPS:
             on.add("ismem")
         if ins.op is Op.MUL:
             on.add("ismul")

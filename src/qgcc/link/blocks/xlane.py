@@ -6,7 +6,7 @@ source lane j, one gate decides `sel[l][j]` from the lane's operand (its low two
 bits), the mode and width flags of the ROM and the active mask, following
 qgcc.isa.shfl_source; then each result bit is one gate over `sel[l][j] AND
 rs1[j][bit]`.  A source lane that is inactive or out of range selects the lane's
-own rs1.  A vote is a few gates over the lanes' predicates (rs1 != 0), the active
+own rs1; the result bits are steps of the ALU's result gate.  A vote is a few gates over the lanes' predicates (rs1 != 0), the active
 mask and the lane's own mask operand; __match_any compares the lanes' words
 pairwise.  Every output is 0 unless a SHFL or VOTE is decoded, so the writeback
 ORs it in.
@@ -14,8 +14,11 @@ ORs it in.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ... import isa
-from ...isa import ShflMode, VoteMode
+from ...isa import Op, ShflMode, VoteMode
+from ...program import Program
 from .. import circuits as C
 from ..circuits import and_step, eq_lits, neg, step
 from ..layout import W
@@ -25,20 +28,33 @@ from .regfile import Operands
 from .warptable import WarpRow
 
 
-def build(n: Netlist, dec: Decoded, ops: Operands, row: WarpRow) -> list[list]:
-    """Per lane, per bit: the SHFL/VOTE result as a literal (all zero for every other
-    instruction); the low bits are [shuffle bit, vote bit], exclusive, an OR that costs no gate."""
+@dataclass
+class XLane:
+    """The unit's outputs, folded into the ALU's result multiplexer (qgcc.link.blocks.alu):
+    the shuffle's last level costs no gate and no 128 residual dimensions of its own, which
+    a program that also multiplies floats needs (the multiplier's array fills the residual)."""
+
+    sel: list[list[Sig]]  # sel[l][j]: lane l takes lane j's rs1 (one-hot under SHFL, else all zero)
+    vote: list[list[Sig]]  # vote[l][i]: bit i < 4 of lane l's VOTE result (zero otherwise)
+    A: list[list]  # the lanes' rs1 words
+
+    def steps(self, lane: int, bit: int) -> list:
+        """Exclusive steps whose sum is bit `bit` of lane `lane`'s SHFL/VOTE result."""
+        st = [and_step([self.sel[lane][j], self.A[j][bit]]) for j in range(W)]
+        if bit < W:
+            st.append(step([(self.vote[lane][bit], 1)], 1))
+        return st
+
+
+def used(program: Program) -> bool:
+    """The unit is linked only into programs with a SHFL or VOTE (others link as before)."""
+    return any(ins.op in (Op.SHFL, Op.VOTE) for ins in program.code)
+
+
+def build(n: Netlist, dec: Decoded, ops: Operands, row: WarpRow) -> XLane:
     R, A, Bop, act = dec.flag, ops.a, ops.b_or_imm, row.act
-    out = []
-    for l in range(W):
-        sel = _shfl_select(n, R, Bop[l][:2], act, l)
-        bits = [n.gate([and_step([sel[j], A[j][i]]) for j in range(W)], f"shfl{l}.{i}") for i in range(32)]
-        out.append(bits)
-    vote = _vote(n, R, A, Bop, act)
-    for l in range(W):
-        for i in range(W):
-            out[l][i] = [out[l][i], vote[l][i]]
-    return out
+    sel = [_shfl_select(n, R, Bop[l][:2], act, l) for l in range(W)]
+    return XLane(sel, _vote(n, R, A, Bop, act), A)
 
 
 def _shfl_select(n: Netlist, R, b2: list, act: list[Sig], lane: int) -> list[Sig]:

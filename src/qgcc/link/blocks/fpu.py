@@ -1,0 +1,488 @@
+"""The float unit: binary32 FADD/FSUB, FMUL, I2F/U2F and F2I/F2U, one lane per micro-step,
+and the float compares and FMIN/FMAX of every lane (lane_compare, wired into the ALU).
+
+Float arithmetic is micro-stepped like MUL (the `ismem` flag): one datapath serves
+the four lanes, on the micro-step lane's operands (Ams, Bms).  It is linked only into
+programs that use it (used_ops).  The adder is a straight pipeline of threshold-gate
+levels, each one MLP:
+
+1. classify the operands (zero exponent, NaN, infinity), effective operation;
+2. |a| >= |b| (the compare groups), the exponent difference as a one-hot d (0..26, 27 = 27 or more);
+3. swap: the bigger operand's mantissa and effective exponent, the smaller's mantissa;
+4. align: the smaller mantissa shifted right by d onto guard, round and sticky bits, inverted
+   for an effective subtraction; precomputed big exponent minus every normalising shift;
+5-7. the 32-bit carry-lookahead adder (qgcc.link.circuits.add);
+8. the normalising shift as a one-hot s: right by one on a carry out, else left by the leading
+   zero count, limited so that the exponent stays >= 1 (a subnormal result keeps its zeros);
+9. the normalised fraction, the exponent field (0 for a subnormal: the hidden bit gates it),
+   the round-up bit (guard and (round or sticky or lsb)), the special-case flags;
+10. {exponent, fraction} + round-up in one level (a carry out of the fraction bumps the exponent,
+    and out of 254 gives infinity), merged with NaN, infinity and overflow results.
+
+FMUL, I2F and F2I are described at their functions.  The semantics are qgcc.fpu's
+(tests/test_fpu_circuits.py checks the gates against it bit for bit with Netlist.simulate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...fpu import IN_NETWORK
+from ...isa import FLOAT_OPS
+from ...program import Program
+from .. import circuits as C
+from ..circuits import and_step, neg, step
+from ..layout import L_MEM0
+from ..netlist import Netlist, Sig
+
+
+def used_ops(program: Program) -> frozenset[str]:
+    """Names of the float opcodes `program` uses; an error for one the network lacks."""
+    from ..schedule import CapacityError
+    used = {ins.op for ins in program.code} & FLOAT_OPS
+    missing = sorted(op.name for op in used - IN_NETWORK)
+    if missing:
+        raise CapacityError(f"the network has no float unit for {', '.join(missing)} yet; "
+                            "compile with --soft-float (or use the reference engine)")
+    return frozenset(op.name for op in used)
+
+
+@dataclass
+class FloatUnit:
+    result: list[Sig] | None  # the micro-step lane's float result (None: the program uses no such op)
+    product: list[Sig] | None  # MUL's product when the multiplier is shared with FMUL
+
+
+def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
+    """The micro-stepped float unit on the micro-step lane's operands (Ams, Bms)."""
+    op = dec.op
+    results, product = [], None
+    if fops & {"FADD", "FSUB"}:
+        with n.at_least(L_MEM0):  # beside the multiplier, not in the crowded operand layers
+            en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
+            results.append(fadd(n, mem.Ams, mem.Bms, op["FSUB"], en))
+    if "FMUL" in fops:
+        with n.at_least(L_MEM0 + 1):  # where the integer multiplier sits (mul.py)
+            P, G = multiplier(n, mem.Ams, mem.Bms, op["MUL"], op["FMUL"])
+        product = P[:32]
+        results.append(fmul(n, mem.Ams, mem.Bms, op["FMUL"], P=P, G=G))
+    # Shallow: after the multiplier's widest level, whose layer has no room left when a program
+    # also uses SHFL/VOTE or the clock (measured: the residual overflowed at that layer).
+    with n.at_least(L_MEM0 + 2 if "FMUL" in fops else L_MEM0):
+        if fops & {"I2F", "U2F"}:
+            en = n.or_([op["I2F"], op["U2F"]], "i2f.en")
+            results.append(i2f(n, mem.Ams, op["I2F"], en))
+        if fops & {"F2I", "F2U"}:
+            results.append(f2i(n, mem.Ams, op["F2I"], op["F2U"]))
+        if fops & {"I2F", "U2F"} and fops & {"F2I", "F2U"}:  # both shallow: one bus at once, so that
+            cv = results[-2:]  # 32 fewer dimensions wait beside the multiplier's array
+            results[-2:] = [[n.gate([step([(r[i], 1)], 1) for r in cv], f"fcv{i}") for i in range(32)]]
+    result = None
+    if len(results) == 1:
+        result = results[0]
+    elif results:
+        result = [n.gate([step([(r[i], 1)], 1) for r in results], f"fres{i}") for i in range(32)]
+    return FloatUnit(result, product)
+
+
+
+def _parity3(n: Netlist, x, y, z, name: str) -> Sig:
+    pairs = [(x, 1), (y, 1), (z, 1)]
+    return n.gate([step(pairs, 1), step(pairs, 2, -1), step(pairs, 3)], name)
+
+
+def _classify(n: Netlist, x: list, name: str):
+    """(exponent == 0, NaN, infinity) of a binary32 pattern, one level."""
+    e, f = x[23:31], x[:23]
+    z = n.gate([step([(neg(v), 1) for v in e], 8)], f"{name}.z")
+    nan = n.gate([step([(v, 24) for v in e] + [(v, 1) for v in f], 8 * 24 + 1)], f"{name}.nan")
+    inf = n.gate([step([(v, 24) for v in e] + [(neg(v), 1) for v in f], 8 * 24 + 23)], f"{name}.inf")
+    return z, nan, inf
+
+
+def _plus_const(n: Netlist, x: list, c: int, name: str) -> list[Sig]:
+    """(x + c) mod 2^len(x), each bit one threshold gate over the low bits of x."""
+    out = []
+    for j in range(len(x)):
+        m = 1 << (j + 1)
+        pairs = [(x[i], 1 << i) for i in range(j + 1)] + [(n.ONE, c % m)]
+        h = 1 << j
+        out.append(n.gate([step(pairs, h), step(pairs, 2 * h, -1), step(pairs, 3 * h)], f"{name}{j}"))
+    return out
+
+
+def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]:
+    """Bits of a + b (a - b when `sub`) as binary32, 0 unless `en`; ten levels."""
+    ZERO = (n.ONE, False)
+    ea, eb = a[23:31], b[23:31]
+    # ---- level 1
+    za, nan_a, inf_a = _classify(n, a, f"{name}.a")
+    zb, nan_b, inf_b = _classify(n, b, f"{name}.b")
+    sb = n.xor(b[31], sub, f"{name}.sb")
+    eff = _parity3(n, a[31], b[31], sub, f"{name}.eff")  # effective subtraction
+    # ---- level 2
+    ge, _ = C.compare(n, a[:31] + [ZERO], b[:31] + [ZERO], name=f"{name}.cmp")  # |a| >= |b|
+    D = [(ea[i], 1 << i) for i in range(8)] + [(za, 1)] + [(eb[i], -(1 << i)) for i in range(8)] + [(zb, -1)]
+    Dn = [(x, -w) for x, w in D]
+    d = []
+    for k in range(28):
+        if k == 0:
+            sts = [step(D, 0), step(D, 1, -1)]
+        elif k < 27:
+            sts = [step(D, k), step(D, k + 1, -1), step(Dn, k), step(Dn, k + 1, -1)]
+        else:
+            sts = [step(D, 27), step(Dn, 27)]
+        d.append(n.gate(sts, f"{name}.d{k}"))
+    nan_out = n.gate([and_step([nan_a]), and_step([neg(nan_a), nan_b]),
+                      and_step([inf_a, inf_b, eff])], f"{name}.nanout")
+    # ---- level 3: swap
+    MA = list(a[:23]) + [neg(za)]
+    MB = list(b[:23]) + [neg(zb)]
+    big = [n.gate([and_step([ge, MA[i]]), and_step([neg(ge), MB[i]])], f"{name}.big{i}") for i in range(24)]
+    small = [n.gate([and_step([ge, MB[i]]), and_step([neg(ge), MA[i]])], f"{name}.sm{i}") for i in range(24)]
+    EBE = []  # the bigger operand's effective exponent (1 for a subnormal)
+    for i in range(8):
+        sts = [and_step([ge, ea[i]]), and_step([neg(ge), eb[i]])]
+        if i == 0:
+            sts += [and_step([ge, za]), and_step([neg(ge), zb])]
+        EBE.append(n.gate(sts, f"{name}.eb{i}"))
+    sign_big = n.gate([and_step([ge, a[31]]), and_step([neg(ge), sb])], f"{name}.sbig")
+    inf_out = n.gate([and_step([neg(nan_out), inf_a]), and_step([neg(nan_out), neg(inf_a), inf_b])],
+                     f"{name}.infout")
+    inf_sign = n.gate([and_step([inf_a, a[31]]), and_step([neg(inf_a), sb])], f"{name}.infsign")
+    # ---- level 4: align (inverted for subtraction), exponent tables
+    Y = []
+    for p in range(27):
+        if p == 0:  # sticky: every bit of the smaller mantissa that lands below position 1
+            sts = []
+            for k in range(3, 28):
+                S = small[:min(k - 2, 24)]
+                W = len(S) + 1
+                sts.append(step([(d[k], W), (neg(eff), W)] + [(x, 1) for x in S], 2 * W + 1))
+                sts.append(step([(d[k], W), (eff, W)] + [(x, 1) for x in S], 2 * W + 1, -1))
+            sts.append(and_step([eff]))
+        else:
+            sts = [and_step([eff])]
+            for k in range(28):
+                i = p - 3 + k
+                if 0 <= i < 24:
+                    sts.append(and_step([neg(eff), d[k], small[i]]))
+                    sts.append(and_step([eff, d[k], small[i]], -1))
+        Y.append(n.gate(sts, f"{name}.y{p}"))
+    Y += [eff] * 5
+    X = [ZERO] * 3 + big + [ZERO] * 5
+    # ---- levels 5-7: the adder
+    R, carry, _ = C.add(n, X, Y, cin=eff, name=f"{name}.add", want_carry=True)
+    R = R[:28]
+    with n.not_before(carry):  # tables of the big exponent, computed just in time (beside R)
+        LIM_GE = {k: n.gate([step([(x, 1 << i) for i, x in enumerate(EBE)], k + 1)], f"{name}.limge{k}")
+                  for k in range(1, 27)}
+        LIM_EQ = {}
+        for k in range(27):
+            pairs = [(x, 1 << i) for i, x in enumerate(EBE)]
+            LIM_EQ[k] = n.gate([step(pairs, k + 1, 1), step(pairs, k + 2, -1)] if k else [step(pairs, 2, -1),
+                               step(pairs, 0)], f"{name}.limeq{k}")
+        EM = {k: _plus_const(n, EBE, -k, f"{name}.em{k}_") for k in range(-1, 27)}
+        eb254 = n.gate([and_step(C.eq_lits(EBE, 254))], f"{name}.eb254")
+    # ---- level 8: the normalising shift (one-hot), exact zero, overflow
+    s = {-1: R[27]}
+    for k in range(27):
+        pos = 26 - k
+        top = R[pos + 1:28]
+        W = len(top) + 1
+        c1 = [(R[pos], W)] + [(t, -1) for t in top]
+        sts = [step(c1 + [(LIM_GE[k], W)], 2 * W) if k else step(c1, W)]
+        W2 = len(top) + 2
+        sts.append(step([(LIM_EQ[k], W2)] + [(t, -1) for t in top + [R[pos]]], W2))
+        s[k] = n.gate(sts, f"{name}.s{k}")
+    zero_r = n.gate([step([(neg(x), 1) for x in R], 28)], f"{name}.zr")
+    ovf = n.gate([and_step([R[27], eb254])], f"{name}.ovf")
+    # ---- level 9: normalised fraction, exponent field, round-up, specials
+    frac = []
+    for i in range(23):
+        sts = [and_step([R[27], R[i + 4]])]
+        for k in range(27):
+            j = i + 3 - k
+            if j >= 0:
+                sts.append(and_step([s[k], R[j]]))
+        frac.append(n.gate(sts, f"{name}.f{i}"))
+    field = []
+    for j in range(8):
+        sts = [and_step([R[27], EM[-1][j]])]
+        for k in range(27):
+            sts.append(and_step([s[k], R[26 - k], EM[k][j]]))
+        field.append(n.gate(sts, f"{name}.e{j}"))
+    ru_cases = {-1: (R[3], R[4], R[0:3]), 0: (R[2], R[3], R[0:2]), 1: (R[1], R[2], R[0:1]), 2: (R[0], R[1], [])}
+    sts = []
+    for k, (g, lsb, rest) in ru_cases.items():
+        W = len(rest) + 2
+        sts.append(step([(s[k], W), (g, W), (lsb, 1)] + [(x, 1) for x in rest], 2 * W + 1))
+    ru = n.gate(sts, f"{name}.ru")
+    normal = n.gate([and_step([en, neg(nan_out), neg(inf_out), neg(ovf)])], f"{name}.normal")
+    to_inf = n.gate([and_step([en, neg(nan_out), inf_out]), and_step([en, neg(nan_out), neg(inf_out), ovf])],
+                    f"{name}.toinf")
+    out_sign = n.gate([and_step([en, neg(nan_out), inf_out, inf_sign]),
+                       and_step([en, neg(nan_out), neg(inf_out), ovf, sign_big]),
+                       and_step([en, neg(nan_out), neg(inf_out), neg(ovf), neg(zero_r), sign_big]),
+                       and_step([en, neg(nan_out), neg(inf_out), neg(ovf), zero_r, a[31], sb])], f"{name}.sign")
+    nan_en = n.and_([en, nan_out], f"{name}.nanen")
+    # ---- level 10: round and merge the special results
+    return _round_merge(n, frac + field, ru, normal, nan_en, to_inf, out_sign, name)
+
+
+def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used: set, name: str):
+    """The float compares and FMIN/FMAX of one lane, from the ALU's unsigned compare (ge, eq).
+
+    Returns (bit 0 of a compare result or None, [(select literal, bus)] for FMIN/FMAX).  One
+    level after the compare: a NaN operand makes every compare but FSNE false; -0 == +0;
+    for two negative patterns the unsigned order is reversed."""
+    e_a, e_b = a[23:31], b[23:31]
+    nan_a = n.gate([step([(v, 24) for v in e_a] + [(v, 1) for v in a[:23]], 193)], f"{name}.nana")
+    nan_b = n.gate([step([(v, 24) for v in e_b] + [(v, 1) for v in b[:23]], 193)], f"{name}.nanb")
+    zz = n.gate([step([(neg(x), 1) for x in a[:31] + b[:31]], 62)], f"{name}.zz")
+    a31, b31 = a[31], b[31]
+    LT = [[a31, neg(b31), neg(zz)], [neg(a31), neg(b31), neg(ge)], [a31, b31, ge, neg(eq)]]
+    GT = [[b31, neg(a31), neg(zz)], [neg(a31), neg(b31), ge, neg(eq)], [a31, b31, neg(ge)]]
+    EQ = [[eq], [neg(eq), zz]]
+    ok = [neg(nan_a), neg(nan_b)]
+    cases = {"FSLT": LT, "FSLE": LT + EQ, "FSGT": GT, "FSGE": GT + EQ, "FSEQ": EQ}
+    sts = [and_step([op[o]] + ok + c) for o, cs in cases.items() if o in used for c in cs]
+    if "FSNE" in used:
+        sts += [and_step([op["FSNE"], nan_a]), and_step([op["FSNE"], neg(nan_a), nan_b]),
+                and_step([op["FSNE"]] + ok + [neg(eq), neg(zz)])]
+    bit = n.gate(sts, f"{name}.cmp") if sts else None
+    sel = []
+    mm = [op[o] for o in ("FMIN", "FMAX") if o in used]
+    if mm:
+        PA = [[a31, neg(b31)], [neg(a31), neg(b31), neg(ge)], [a31, b31, ge]]  # a orders first (or equal)
+        PB = [[neg(a31), b31], [neg(a31), neg(b31), ge], [a31, b31, neg(ge)]]
+        fmin, fmax = op["FMIN"], op["FMAX"]
+        sel_a = n.gate([and_step([fmin] + ok + c) for c in PA] + [and_step([fmax] + ok + c) for c in PB]
+                       + [and_step([mm, neg(nan_a), nan_b])], f"{name}.sela")
+        sel_b = n.gate([and_step([fmin] + ok + c) for c in PB] + [and_step([fmax] + ok + c) for c in PA]
+                       + [and_step([mm, nan_a, neg(nan_b)])], f"{name}.selb")
+        sel_nan = n.gate([and_step([mm, nan_a, nan_b])], f"{name}.selnan")
+        sel = [(sel_a, a), (sel_b, b), (sel_nan, [(n.ONE, True)] * 31 + [(n.ONE, False)])]
+    return bit, sel
+
+
+def _sum_columns(n: Netlist, cols: list[list], name: str) -> list[Sig]:
+    """The sum of weighted bits (cols[k]: the bits of weight 2^k), mod 2^len(cols): column
+    counters (one level per round) until every column holds two bits, then the adder."""
+    width = len(cols)
+    level = 0
+    while max(len(c) for c in cols) > 2:
+        new: list[list] = [[] for _ in range(width)]
+        for k, col in enumerate(cols):
+            h = len(col)
+            if h <= 2:
+                new[k] += col
+                continue
+            pairs = [(x, 1) for x in col]
+            for d in range(h.bit_length()):
+                if k + d >= width:
+                    break
+                sts, m = [], 1
+                while m * (1 << d) <= h:
+                    sts.append(step(pairs, m * (1 << d), 1 if m % 2 else -1))
+                    m += 1
+                new[k + d].append(n.gate(sts, f"{name}.c{level}_{k}_{d}"))
+        cols = new
+        level += 1
+    ZERO = (n.ONE, False)
+    x = [c[0] if len(c) > 0 else ZERO for c in cols]
+    y = [c[1] if len(c) > 1 else ZERO for c in cols]
+    return C.add(n, x, y, name=f"{name}.sum", want_carry=True)
+
+
+def _exp_sum(n: Netlist, a: list, b: list, za: Sig, zb: Sig, name: str) -> list[Sig]:
+    """ea' + eb' (effective exponents: 1 for a zero exponent field), 9 bits, one level."""
+    out = []
+    for j in range(9):
+        h = 1 << j
+        pairs = [(v[23 + i], 1 << i) for i in range(min(j + 1, 8)) for v in (a, b)] + [(za, 1), (zb, 1)]
+        sts = [step(pairs, h), step(pairs, 2 * h, -1)]
+        if j < 8:
+            sts += [step(pairs, 3 * h), step(pairs, 4 * h, -1)]
+        out.append(n.gate(sts, f"{name}{j}"))
+    return out
+
+
+def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul"):
+    """One array for MUL (low 32 bits of a*b) and FMUL (the 48-bit product of the mantissas,
+    whose hidden bit is "exponent field nonzero"): (the 48 sum bits, the adder's level-1 groups).
+    Under MUL the fraction-only products are zero and bits 0-31 are the integer product."""
+    ea, eb = a[23:31], b[23:31]
+    anyx = [[(ea[i], 1) for i in range(8)], [(eb[i], 1) for i in range(8)]]
+    cols: list[list] = [[] for _ in range(48)]
+    for i in range(32):
+        for j in range(32):
+            in_mul = mul_en is not None and i + j < 32
+            in_fmul = i < 24 and j < 24
+            sts = []
+            if in_mul:
+                sts.append(and_step([mul_en, a[i], b[j]]))
+            if in_fmul:
+                if i < 23 and j < 23:
+                    sts.append(and_step([fmul_en, a[i], b[j]]))
+                elif i == 23 and j == 23:
+                    f = [(fmul_en, 16)]
+                    sts += [step(f + anyx[0], 17), step(f + anyx[1], 17), step(f + anyx[0] + anyx[1], 17, -1)]
+                else:
+                    bit, ex = (b[j], anyx[0]) if i == 23 else (a[i], anyx[1])
+                    sts.append(step([(fmul_en, 16), (bit, 8)] + ex, 25))
+            if sts:
+                cols[i + j].append(n.gate(sts, f"{name}.pp{i}_{j}"))
+    P, _, (G, _) = _sum_columns(n, cols, f"{name}.m")
+    return P, G
+
+
+def fmul(n: Netlist, a: list, b: list, en, name: str = "fmul", P=None, G=None) -> list[Sig]:
+    """Bits of a * b as binary32, 0 unless `en`.
+
+    The 48-bit product P of the 24-bit mantissas (partial products, column counters, adder) is
+    shifted right by rs = max(p - 23, 151 - S) (p: P's leading one, S = ea' + eb'), which puts
+    the leading one on the hidden bit, or the result at the subnormal exponent; rs never needs
+    to be negative for a nonzero result, so one right shifter (one-hot rs, 0..49) normalises."""
+    ea, eb = a[23:31], b[23:31]
+    za, nan_a, inf_a = _classify(n, a, f"{name}.a")
+    zb, nan_b, inf_b = _classify(n, b, f"{name}.b")
+    sign = n.xor(a[31], b[31], f"{name}.sg")
+    if P is None:
+        P, G = multiplier(n, a, b, None, en, name)
+    S = _exp_sum(n, a, b, za, zb, f"{name}.S")
+    nan_out = n.gate([and_step([nan_a]), and_step([neg(nan_a), nan_b]),
+                      and_step([neg(nan_a), neg(nan_b), inf_a, zb] + [neg(x) for x in b[:23]]),
+                      and_step([neg(nan_a), neg(nan_b), inf_b, za] + [neg(x) for x in a[:23]])], f"{name}.nanout")
+    inf_in = n.gate([and_step([neg(nan_out), inf_a]), and_step([neg(nan_out), neg(inf_a), inf_b])], f"{name}.infin")
+    Sp = [(x, 1 << i) for i, x in enumerate(S)]
+    with n.not_before(G[0]):  # exponent tables, just in time for the shift
+        S_ge = {t: n.gate([step(Sp, t)], f"{name}.Sge{t}") for t in sorted({151 - k for k in range(25)}
+                                                                          | {405 - k for k in range(25)})}
+        S_eq = {t: n.gate([step(Sp, t), step(Sp, t + 1, -1)], f"{name}.Seq{t}") for t in range(103, 152)}
+        S_le102 = n.gate([step([(x, -w) for x, w in Sp], -102)], f"{name}.Sle102")
+        EX = {k: _plus_const(n, S[:8], k - 150, f"{name}.ex{k}_") for k in range(25)}
+    # The right shift rs (one-hot), level after P.
+    rs = {}
+    for k in range(50):
+        sts = []
+        pos = k + 23
+        if k < 25:
+            top = P[pos + 1:48]
+            W = len(top) + 1
+            sts.append(step([(P[pos], W), (S_ge[151 - k], W)] + [(t, -1) for t in top], 2 * W))
+        if k < 49:
+            top = P[pos:48]
+            W = len(top) + 1
+            sts.append(step([(S_eq[151 - k], W)] + [(t, -1) for t in top], W))
+        else:
+            sts.append(and_step([S_le102]))
+        rs[k] = n.gate(sts, f"{name}.rs{k}")
+    # Shifted mantissa, exponent field, round-up, overflow.
+    frac = [n.gate([and_step([rs[k], P[i + k]]) for k in range(50) if i + k < 48], f"{name}.f{i}") for i in range(23)]
+    field = [n.gate([and_step([rs[k], P[k + 23], EX[k][j]]) for k in range(25)], f"{name}.e{j}") for j in range(8)]
+    sts = []
+    for k in range(1, 50):
+        g, lsb, rest = P[k - 1] if k - 1 < 48 else None, P[k] if k < 48 else None, P[:min(k - 1, 48)]
+        if g is None:
+            continue
+        W = len(rest) + 2
+        sts.append(step([(rs[k], W), (g, W)] + ([(lsb, 1)] if lsb is not None else []) + [(x, 1) for x in rest],
+                        2 * W + 1))
+    ru = n.gate(sts, f"{name}.ru")
+    ovf = n.gate([and_step([rs[k], P[k + 23], S_ge[405 - k]]) for k in range(25)], f"{name}.ovf")
+    normal = n.gate([and_step([en, neg(nan_out), neg(inf_in), neg(ovf)])], f"{name}.normal")
+    to_inf = n.gate([and_step([en, neg(nan_out), inf_in]), and_step([en, neg(nan_out), neg(inf_in), ovf])],
+                    f"{name}.toinf")
+    out_sign = n.and_([en, neg(nan_out), sign], f"{name}.sign")
+    nan_en = n.and_([en, nan_out], f"{name}.nanen")
+    return _round_merge(n, frac + field, ru, normal, nan_en, to_inf, out_sign, name)
+
+
+def _round_merge(n: Netlist, x: list, ru, normal, nan_en, to_inf, sign, name: str) -> list[Sig]:
+    """{exponent field, fraction} + round-up in one level (a carry out of the fraction bumps the
+    exponent; out of 254 it gives infinity), merged with the NaN and infinity results."""
+    out = []
+    for i in range(31):
+        M = i + 2
+        BIG = 2 * M + 2
+        pairs = [(x[i], M)] + [(x[j], 1) for j in range(i)] + [(ru, 1), (normal, BIG)]
+        sts = [step(pairs, i + 1 + BIG), step(pairs, M + i + 1 + BIG, -1), and_step([nan_en])]
+        if i >= 23:
+            sts.append(and_step([to_inf]))
+        out.append(n.gate(sts, f"{name}.o{i}"))
+    return out + [sign]
+
+
+def _xor_lower(x: list, i: int, gate_lits: list, big: int):
+    """Steps of x_i XOR (any of x_0..x_{i-1}), i.e. bit i of -x, firing only when every
+    literal of gate_lits holds (each weighted `big`)."""
+    M = i + 1
+    pairs = [(x[i], M)] + [(x[j], 1) for j in range(i)] + [(g, big) for g in gate_lits]
+    E = big * len(gate_lits)
+    return [step(pairs, 1 + E), step(pairs, M + 1 + E, -1)]
+
+
+def i2f(n: Netlist, x: list, signed, en, name: str = "i2f") -> list[Sig]:
+    """(float) of a signed (`signed` = 1) or unsigned 32-bit integer, rounded to nearest even;
+    three levels: the magnitude (a negative int negated in one level), then the fraction,
+    exponent field (127 + the leading one's position) and round-up straight from the leading
+    one, then the rounding increment."""
+    BIG = 70
+    mag = []
+    for i in range(32):
+        sts = [and_step([neg(signed), x[i]]), and_step([signed, neg(x[31]), x[i]])]
+        sts += _xor_lower(x, i, [signed, x[31]], BIG)
+        mag.append(n.gate(sts, f"{name}.m{i}"))
+    sign = n.and_([en, signed, x[31]], f"{name}.sign")
+
+    def lead(p, W):  # "mag's leading one is at p", weighted W (higher bits weigh -W)
+        return [(mag[p], W)] + [(mag[q], -W) for q in range(p + 1, 32)]
+    frac = []
+    for i in range(23):
+        frac.append(n.gate([step(lead(p, 1) + [(mag[p - 23 + i], 1)], 2) for p in range(32) if p - 23 + i >= 0],
+                           f"{name}.f{i}"))
+    field = [n.gate([step(lead(p, 1), 1) for p in range(32) if (127 + p) >> j & 1], f"{name}.e{j}")
+             for j in range(8)]
+    sts = []
+    for p in range(24, 32):
+        g, lsb, rest = mag[p - 24], mag[p - 23], mag[:p - 24]
+        W = len(rest) + 2
+        sts.append(step(lead(p, W) + [(g, W), (lsb, 1)] + [(r, 1) for r in rest], 2 * W + 1))
+    ru = n.gate(sts, f"{name}.ru")
+    zero = (n.ONE, False)
+    return _round_merge(n, frac + field, ru, en, zero, zero, sign, name)
+
+
+def f2i(n: Netlist, x: list, to_int, to_uint, name: str = "f2i") -> list[Sig]:
+    """(int) / (unsigned) of a float: truncation, saturation, NaN -> 0; two levels (the
+    magnitude shifted by the exponent, then the sign and the saturated values)."""
+    e = x[23:31]
+    ep = [(e[i], 1 << i) for i in range(8)]
+    BIG = 512
+    mag = []
+    for i in range(32):
+        sts = []
+        for t in range(i, min(i + 24, 32)):  # leading bit at t: x's exponent field is 127 + t
+            k = i + 23 - t
+            if k == 23:
+                sts += [step(ep, 127 + t), step(ep, 128 + t, -1)]
+            else:
+                pairs = ep + [(x[k], BIG)]
+                sts += [step(pairs, 127 + t + BIG), step(pairs, 128 + t + BIG, -1)]
+        mag.append(n.gate(sts, f"{name}.m{i}"))
+    nan = n.gate([step([(v, 24) for v in e] + [(v, 1) for v in x[:23]], 193)], f"{name}.nan")
+    big31 = n.gate([step(ep, 158)], f"{name}.ge31")  # |x| >= 2^31
+    big32 = n.gate([step(ep, 159)], f"{name}.ge32")
+    s = x[31]
+    pos_ok = n.gate([and_step([to_int, neg(s), neg(big31)]), and_step([to_uint, neg(s), neg(big32)])], f"{name}.pos")
+    neg_ok = n.and_([to_int, s, neg(big31)], f"{name}.neg")
+    sat_max = n.gate([and_step([to_int, neg(s), big31, neg(nan)])], f"{name}.smax")  # 0x7fffffff
+    sat_min = n.and_([to_int, s, big31, neg(nan)], f"{name}.smin")  # 0x80000000 (-inf, -2^31 and below)
+    sat_u = n.and_([to_uint, neg(s), big32, neg(nan)], f"{name}.su")  # 0xffffffff
+    out = []
+    for i in range(32):
+        sts = [and_step([pos_ok, mag[i]])] + _xor_lower(mag, i, [neg_ok], 70)
+        sts += [and_step([sat_u])] + ([and_step([sat_max])] if i < 31 else [and_step([sat_min])])
+        out.append(n.gate(sts, f"{name}.o{i}"))
+    return out
