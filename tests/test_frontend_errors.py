@@ -59,8 +59,8 @@ IN_KERNEL = [
     ("int b[4];", 5, "local arrays are not supported ('b'): registers cannot be indexed; "
                      "use a __shared__ array"),
     ("int **pp;", 7, "pointers to pointers are not supported"),
-    ("extern __shared__ int s[];", 1, "dynamic shared memory ('extern __shared__') is not "
-                                      "supported; declare the __shared__ array with a constant size"),
+    ("extern __shared__ int s[8];", 23, "extern __shared__ 's' must be a 1-D array of unknown size "
+                                        "('s[]'); its size is set at launch (qgrun --shared BYTES)"),
     ('printf("%d", n);', 1, "'printf' is not supported (there is no host I/O)"),
     ("int *m = (int *)malloc(4);", 17, "dynamic memory allocation ('malloc') is not supported"),
     ("int *m = new int;", 10, "dynamic memory allocation ('new') is not supported"),
@@ -232,8 +232,8 @@ WHOLE = [
      "multi-dimensional array parameters are not supported"),
     ("__global__ void k(int x) {}\n__global__ void k(int x) {}\n", 2, 17,
      "redefinition of function 'k' (previously defined on line 1)"),
-    ("__constant__ int tab[4];\n", 1, 1,
-     "'__constant__' memory is not supported; pass a pointer parameter or use a const"),
+    ("__constant__ int *tab;\n", 1, 19,
+     "__constant__ pointers are not supported; declare a __constant__ array or scalar"),
     ("", 1, 1, "no kernel: the file defines no __global__ function"),
     ("__device__ int f(int x) { return x; }\n", 1, 1,
      "no kernel: the file defines no __global__ function"),

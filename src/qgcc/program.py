@@ -41,12 +41,41 @@ class Kernel:
 
 
 @dataclass
+class Constant:
+    """A `__constant__` variable: `length` read-only global cells from `base`, which the launcher
+    fills before the launch (from `init`, the source's initialiser, or from a --const array)."""
+
+    name: str
+    ctype: str  # one of ELEM_DTYPES
+    dims: tuple[int, ...]  # () for a scalar
+    base: int  # first global cell (constants sit at the bottom of global memory)
+    init: list[int] = field(default_factory=list)  # one cell per element
+
+    @property
+    def length(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+    def describe(self) -> str:
+        c = {"uchar": "unsigned char"}.get(self.ctype, self.ctype)
+        return f"__constant__ {c} {self.name}" + "".join(f"[{d}]" for d in self.dims)
+
+
+@dataclass
 class Program:
     code: list[Instr]
     kernels: list[Kernel]
     source_name: str = "<input>"
     # Source text lines (1-based line N is source_lines[N-1]) for annotations and traces.
     source_lines: list[str] = field(default_factory=list)
+    constants: list[Constant] = field(default_factory=list)
+
+    @property
+    def constant_cells(self) -> int:
+        """Global cells 0 .. constant_cells-1 hold the __constant__ variables; buffers follow."""
+        return sum(c.length for c in self.constants)
 
     def kernel(self, name: str | None) -> Kernel:
         """Pick a kernel by name; with one kernel in the file no name is needed."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ..diagnostics import CompileError
 from ..isa import FORMATS, WRITES_RD, AtomOp, Fmt, Instr, Op, SReg, decode, to_s32
 from ..spec import SPEC
-from ..program import ELEM_DTYPES, Kernel, Param, Program
+from ..program import ELEM_DTYPES, Constant, Kernel, Param, Program
 
 MAX_LINE = 1_000_000  # largest source line number a .loc (and Instr.line) may name
 IMM_MIN = -(1 << 31)
@@ -246,6 +246,7 @@ class _Assembler:
         self.filename = filename
         self.code: list[Instr] = []
         self.kernels: list[Kernel] = []
+        self.constants: list[Constant] = []
         self.cur: _KernelState | None = None
         self.kernel_names: dict[str, int] = {}
         self.source_name: str | None = None
@@ -265,7 +266,7 @@ class _Assembler:
             src_lines = [self.source_text.get(i, "") for i in range(1, top + 1)]
         return Program(code=self.code, kernels=self.kernels,
                        source_name=self.source_name if self.source_name is not None else self.filename,
-                       source_lines=src_lines)
+                       source_lines=src_lines, constants=self.constants)
 
     # -- statements ---------------------------------------------------------
     def statement(self, ln: _Line):
@@ -368,6 +369,8 @@ class _Assembler:
                 ln.error(st.col, "malformed string")
             ln.expect_end()
             self.source_name = name
+        elif d == ".const":
+            self.constant(ln, t)
         elif d == ".word":
             k = self.need_kernel(ln, t, "instruction")
             nt = ln.next("a 64-bit instruction word")
@@ -385,7 +388,44 @@ class _Assembler:
             self.emit(ln, t, k, ins, None)
         else:
             ln.error(t.col, f"unknown directive '{t.text}' (directives: .kernel .param .shared .regs "
-                            ".loc .end .source .word)")
+                            ".loc .end .source .const .word)")
+
+    def constant(self, ln: _Line, t: Tok):
+        """`.const TYPE NAME[N][M] v0, v1, ...`: a __constant__ variable, its cells in order (all
+        or none: none is zeros).  Constants lie from global cell 0 in the order of declaration."""
+        if self.cur is not None or self.kernels:
+            ln.error(t.col, ".const must come before the first kernel")
+        tt = ln.next("a constant type")
+        if tt.kind != "ident" or tt.text not in PARAM_TYPES:
+            ln.error(tt.col, f"unknown constant type '{tt.text}' (types: {', '.join(PARAM_TYPES)})")
+        nt = ln.next("a constant name")
+        if nt.kind != "ident" or not IDENT_RE.match(nt.text) or nt.text.startswith("."):
+            ln.error(nt.col, f"expected a constant name, found '{nt.text}'")
+        if any(c.name == nt.text for c in self.constants):
+            ln.error(nt.col, f"duplicate constant '{nt.text}'")
+        dims: list[int] = []
+        while ln.peek() is not None and ln.peek().text == "[":
+            ln.i += 1
+            dims.append(self.uint_arg(ln, "an array size", 1, SPEC.global_words))
+            close = ln.next("']'")
+            if close.text != "]":
+                ln.error(close.col, f"expected ']', found '{close.text}'")
+        if len(dims) > 2:
+            ln.error(nt.col, "constant arrays have at most 2 dimensions")
+        c = Constant(nt.text, PARAM_TYPES[tt.text], tuple(dims), sum(x.length for x in self.constants))
+        cells: list[int] = []
+        while ln.peek() is not None:
+            if cells:
+                comma = ln.next("','")
+                if comma.text != ",":
+                    ln.error(comma.col, f"expected ',', found '{comma.text}'")
+            cells.append(self.uint_arg(ln, "a 32-bit cell value", 0, 0xFFFFFFFF))
+        if cells and len(cells) != c.length:
+            ln.error(nt.col, f"constant '{c.name}' has {c.length} cells; {len(cells)} values given")
+        if c.base + c.length > SPEC.global_words:
+            ln.error(nt.col, f"constants need {c.base + c.length} cells; global memory has {SPEC.global_words}")
+        c.init = cells or [0] * c.length
+        self.constants.append(c)
 
     def param(self, ln: _Line, t: Tok, k: _KernelState):
         const = False

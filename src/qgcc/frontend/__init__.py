@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from ..diagnostics import CompileError
 from ..spec import SPEC
-from ..program import Kernel, Program
+from ..program import Constant, Kernel, Program
 from .codegen import KernelGen
 from .parser import parse_pp
 from .preprocess import preprocess
 from .regalloc import allocate
 from .sema import analyse
+from .types import ArrayType
 
 __all__ = ["compile_source", "CompileError"]
 
@@ -47,13 +48,11 @@ def _compile(pp, filename: str) -> Program:
     kernels = []
     for fs in result.kernels:
         entry = len(code)
-        gen = KernelGen(fs, filename, lines)
-        ir, params = gen.run()
+        gen, ir, params = _generate(fs, filename, lines, remat_params=False)
         instrs, nregs = allocate(ir, fs.line, entry)
         if nregs > SPEC.num_regs:
             # Short of registers: re-read parameters at each use instead of holding them.
-            gen = KernelGen(fs, filename, lines, remat_params=True)
-            ir, params = gen.run()
+            gen, ir, params = _generate(fs, filename, lines, remat_params=True)
             instrs, nregs = allocate(ir, fs.line, entry)
         if nregs > SPEC.num_regs:
             raise error(fs.line, fs.col, f"kernel '{fs.name}' needs {nregs} registers; the "
@@ -64,8 +63,23 @@ def _compile(pp, filename: str) -> Program:
                         f"the program needs {len(code)} instructions (kernel '{fs.name}' has "
                         f"{len(instrs)}); the machine holds at most {SPEC.max_instrs}")
         kernels.append(Kernel(fs.name, entry, len(code), params, gen.shared_used, nregs))
+    constants = [Constant(c.name, (c.ty.elem if isinstance(c.ty, ArrayType) else c.ty).kind,
+                          tuple(c.ty.dims) if isinstance(c.ty, ArrayType) else (), c.address,
+                          list(c.init or [])) for c in result.constants]
     return Program(code, kernels, source_name=filename,
-                   source_lines=_program_lines(pp, filename, code))
+                   source_lines=_program_lines(pp, filename, code), constants=constants)
+
+
+def _generate(fs, filename: str, lines: list[str], remat_params: bool):
+    """Generate a kernel; extern __shared__ arrays start after its static __shared__ cells,
+    known once it is generated, so a kernel that has both is generated twice."""
+    gen = KernelGen(fs, filename, lines, remat_params=remat_params)
+    ir, params = gen.run()
+    if gen.uses_dynamic and gen.shared_used:
+        gen = KernelGen(fs, filename, lines, remat_params=remat_params,
+                        dynamic_base=SPEC.shared_base + gen.shared_used)
+        ir, params = gen.run()
+    return gen, ir, params
 
 
 def _program_lines(pp, filename: str, code) -> list[str]:

@@ -103,8 +103,14 @@ def _log2(c: int) -> int | None:
 class KernelGen:
     IR_LIMIT = 8 * SPEC.max_instrs
 
-    def __init__(self, fs: FuncSym, filename: str, lines: list[str], remat_params: bool = False):
+    def __init__(self, fs: FuncSym, filename: str, lines: list[str], remat_params: bool = False,
+                 dynamic_base: int = SPEC.shared_base):
         self.fs = fs
+        # Where extern __shared__ arrays start: after the static __shared__ cells, which are
+        # known only once the kernel is generated (compile_source generates it again if the
+        # guess was wrong).
+        self.dynamic_base = dynamic_base
+        self.uses_dynamic = False
         # Re-read parameters that are never assigned with LDC at each use instead of
         # keeping them in registers from the entry (used when registers run short).
         self.remat_params = remat_params
@@ -230,7 +236,7 @@ class KernelGen:
         for sym, it in zip(s.syms, s.decl.items):
             self.line = it.line
             if sym.kind == "shared":
-                self.alloc_shared(sym)
+                self.mem_addr(sym)
             elif sym.kind == "const":
                 self.env[sym] = C(sym.const_value)
             else:
@@ -241,6 +247,16 @@ class KernelGen:
                     self.emit(Op.MOV, v, imm=0, use_imm=True)
                 self.env[sym] = v
                 self.var_regs.add(v)
+
+    def mem_addr(self, sym: VarSym) -> int:
+        """The cell address of a memory-resident variable (static/extern __shared__, __constant__)."""
+        if sym.space == "constant":
+            return sym.address
+        if sym.space == "dynamic":
+            self.uses_dynamic = True
+            return self.dynamic_base
+        self.alloc_shared(sym)
+        return self.shared[sym]
 
     def alloc_shared(self, sym: VarSym) -> None:
         if sym in self.shared:
@@ -452,7 +468,7 @@ class KernelGen:
     def array_addr(self, e: A.Expr) -> tuple["int | None", int]:
         """Address of an array or array row expression."""
         if isinstance(e, A.Name):
-            return None, self.shared[e.sym]
+            return None, self.mem_addr(e.sym)
         assert isinstance(e, A.Index)
         return self.index_addr(e)
 
@@ -488,7 +504,7 @@ class KernelGen:
         if isinstance(e, A.Name):
             sym = e.sym
             if sym.kind == "shared":
-                return MemLV(None, self.shared[sym], sym.ty)
+                return MemLV(None, self.mem_addr(sym), sym.ty)
             v = self.env[sym]
             if is_c(v):  # an unassigned parameter bound to a constant: give it a register
                 r = self.reg(v)
@@ -544,7 +560,7 @@ class KernelGen:
     def e_Name(self, e: A.Name):
         sym = e.sym
         if sym.kind == "shared":
-            return self.load(MemLV(None, self.shared[sym], sym.ty))
+            return self.load(MemLV(None, self.mem_addr(sym), sym.ty))
         if sym not in self.env and sym.kind == "param" and sym in self.fs.params:
             t = self.new()  # a kernel parameter re-read where it is used
             self.emit(Op.LDC, t, imm=sym.index)

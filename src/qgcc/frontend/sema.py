@@ -38,6 +38,12 @@ class VarSym:
     index: int = -1  # parameter position
     assigned: bool = False  # target of =, op=, ++ or -- somewhere
     hidden: bool = False  # an unnamed parameter (not visible in the body)
+    # Where a memory-resident variable (kind 'shared') lives: '' a static __shared__ variable,
+    # 'dynamic' an extern __shared__ array (sized at launch), 'constant' a __constant__ variable
+    # (global cells from 0, filled by the launcher).
+    space: str = ""
+    address: int = -1  # first global cell of a __constant__ variable
+    init: list[int] | None = None  # a __constant__ variable's cells as the source initialises them
 
     def __repr__(self) -> str:
         return f"VarSym({self.name}: {self.ty}, {self.kind})"
@@ -63,6 +69,7 @@ class FuncSym:
 class SemaResult:
     kernels: list[FuncSym]
     functions: dict[str, FuncSym]
+    constants: list[VarSym] = field(default_factory=list)  # __constant__ variables, by address
 
 
 BUILTIN_VECTORS = {
@@ -143,6 +150,8 @@ class Sema:
         self.scopes: list[dict[str, VarSym]] = []
         self.func: FuncSym | None = None
         self.loop_depth = 0
+        self.constants: list[VarSym] = []
+        self.constant_cells = 0
         # typedef/using names -> (type, read-only); size_t is 32 bits (32-bit addresses).
         self.typedefs: dict[str, tuple[Type, bool]] = {n: (t, False) for n, t in
                                                         BUILTIN_TYPEDEFS.items()}
@@ -207,16 +216,11 @@ class Sema:
                     raise self.error(s, "'__host__' is not supported (only device code is "
                                         "compiled; '__host__ __device__' functions are)")
                 continue
-            if t == "__constant__":
-                raise self.error(s, "'__constant__' memory is not supported; pass a pointer "
-                                    "parameter or use a const")
             if t == "__managed__":
                 raise self.error(s, "'__managed__' memory is not supported")
-            if t == "extern":
-                if any(x.text == "__shared__" for x in specs):
-                    raise self.error(s, "dynamic shared memory ('extern __shared__') is not "
-                                        "supported; declare the __shared__ array with a constant size")
-                raise self.error(s, "'extern' is not supported")
+            if t == "extern" and not any(x.text == "__shared__" for x in specs):
+                raise self.error(s, "'extern' is not supported (only 'extern __shared__' arrays "
+                                    "and 'extern \"C\"')")
             if t in ("const", "constexpr"):
                 const = True
             elif t in ("volatile", "__restrict__", "__restrict"):
@@ -292,7 +296,7 @@ class Sema:
         self.check_calls()
         self.check_recursion([fs for fs, _ in defs])
         kernels = [fs for fs, _ in defs if fs.kind == "global"]
-        return SemaResult(kernels, self.functions)
+        return SemaResult(kernels, self.functions, self.constants)
 
     def typedef_again(self, d: A.Declaration) -> bool:
         """`typedef float T;` when T is a typedef already: the lexer made T a type name."""
@@ -361,9 +365,19 @@ class Sema:
             info = self.spec_info(d.specs)
             self.check_declarator_shape(it.decl)
             st = info.storage
+            if "__shared__" in st and "extern" in st:
+                sym = self.dynamic_shared_declaration(info, it)
+                prev = self.globals.get(sym.name)
+                if prev is not None and prev.space == "dynamic" and prev.ty == sym.ty:
+                    continue  # extern declarations may be repeated
+                self.declare(sym)
+                continue
             if "__shared__" in st:
                 raise self.error(st["__shared__"], "__shared__ variables must be declared inside a "
                                                    "kernel or device function")
+            if "__constant__" in st:
+                self.declare(self.constant_declaration(info, it))
+                continue
             if "__device__" in st:
                 raise self.error(st["__device__"], "__device__ variables are not supported; pass "
                                                    "data through kernel parameters")
@@ -401,7 +415,7 @@ class Sema:
             raise self.error(d, f"function '{d.name}' cannot return an array")
         info = self.spec_info(specs, "function declaration")
         st = info.storage
-        for bad in ("__shared__", "register"):
+        for bad in ("__shared__", "register", "__constant__"):
             if bad in st:
                 raise self.error(st[bad], f"'{bad}' is not allowed on a function")
         if "__global__" in st and "__device__" in st:
@@ -605,10 +619,11 @@ class Sema:
             return
         info = self.spec_info(d.specs)
         st = info.storage
-        for bad in ("__global__", "__device__", "static"):
+        for bad in ("__global__", "__device__", "static", "__constant__"):
             if bad in st:
                 msg = ("static local variables are not supported" if bad == "static"
-                       else f"'{bad}' is not allowed on a local variable")
+                       else "__constant__ variables must be declared at file scope"
+                       if bad == "__constant__" else f"'{bad}' is not allowed on a local variable")
                 raise self.error(st[bad], msg)
         for k in ("inline", "__inline__", "__forceinline__", "__noinline__"):
             if k in st:
@@ -624,6 +639,11 @@ class Sema:
             if decl.params is not None and not decl.funcptr:
                 raise self.error(decl, "local function declarations are not supported")
             self.check_declarator_shape(decl)
+            if shared and "extern" in st:
+                sym = self.dynamic_shared_declaration(info, it)
+                self.declare(sym)
+                ds.syms.append(sym)
+                continue
             if isinstance(it.init, A.BraceInit) and (shared or decl.arrays):
                 raise self.error(it.init, "initialiser lists are not supported")
             if it.init is not None:
@@ -661,8 +681,97 @@ class Sema:
         if len(decl.arrays) > 2:
             raise self.error(decl, "__shared__ arrays have at most 2 dimensions")
         dims = tuple(self.array_dim(e, decl.name, decl) for e in decl.arrays)
-        ty: Type = ArrayType(info.base, dims) if dims else info.base
+        ty: Type = ArrayType(info.base, dims, info.const) if dims else info.base
         return VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=info.const)
+
+    def dynamic_shared_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`extern __shared__ T name[];`: every such array starts where the kernel's static
+        __shared__ variables end (CUDA's rule, so several declarations alias one base)."""
+        decl = it.decl
+        if it.init is not None:
+            raise self.error(it.init, "__shared__ variables cannot have an initialiser")
+        if decl.pointers:
+            raise self.error(decl, "__shared__ pointers are not supported; declare a __shared__ "
+                                   "array")
+        if not is_arith(info.base):
+            raise self.error(decl, f"__shared__ variable '{decl.name}' has type '{info.base}'")
+        if len(decl.arrays) != 1 or decl.arrays[0] is not None:
+            raise self.error(decl, f"extern __shared__ '{decl.name}' must be a 1-D array of unknown "
+                                   f"size ('{decl.name}[]'); its size is set at launch "
+                                   "(qgrun --shared BYTES)")
+        return VarSym(decl.name, ArrayType(info.base, (0,), info.const), "shared", decl.line, decl.col,
+                      readonly=info.const, space="dynamic")
+
+    def constant_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`__constant__ T name[N] = {...};` (or a scalar): read-only global cells that the
+        launcher fills from the initialiser, or from a --const array."""
+        decl = it.decl
+        if decl.pointers:
+            raise self.error(decl, "__constant__ pointers are not supported; declare a __constant__ "
+                                   "array or scalar")
+        if not is_arith(info.base):
+            raise self.error(decl, f"__constant__ variable '{decl.name}' has type '{info.base}'")
+        if len(decl.arrays) > 2:
+            raise self.error(decl, "__constant__ arrays have at most 2 dimensions")
+        base, init, arrays = info.base, it.init, decl.arrays
+        if arrays and init is not None and not isinstance(init, A.BraceInit):
+            raise self.error(init, f"array '{decl.name}' must be initialised with braces")
+        items: list = list(init.items) if isinstance(init, A.BraceInit) and arrays else []
+        nested = len(arrays) == 2 and any(isinstance(x, A.BraceInit) for x in items)
+        rows = [x.items if isinstance(x, A.BraceInit) else [x] for x in items] if nested else [items]
+        for x in (y for r in rows for y in r):
+            if isinstance(x, A.BraceInit):
+                raise self.error(x, f"unexpected braces in the initialiser of '{decl.name}'")
+        dims = [0 if e is None and i == 0 and init is not None else self.array_dim(e, decl.name, decl)
+                for i, e in enumerate(arrays)]
+        if dims and dims[0] == 0:  # `T a[] = {...}`: the initialiser gives the size
+            cols = dims[1] if len(dims) == 2 else 1
+            dims[0] = max(1, len(rows) if nested else -(-len(items) // cols))
+        size = 1
+        for d in dims:
+            size *= d
+        width = dims[-1] if nested else size
+        if nested and len(rows) > dims[0]:
+            raise self.error(items[dims[0]], f"too many initialisers for '{decl.name}' "
+                                             f"({len(rows)} rows for {dims[0]})")
+        cells = [0] * size
+        for r, row in enumerate(rows):
+            if len(row) > width:
+                raise self.error(row[width], f"too many initialisers for '{decl.name}' "
+                                             f"({len(row)} for {width})")
+            for j, x in enumerate(row):
+                cells[r * width + j] = self.constant_cell(x, base, decl.name)
+        if init is not None and not arrays:
+            cells[0] = self.constant_cell(self.scalar_init(init, decl.name), base, decl.name)
+        if self.constant_cells + size > SPEC.global_words:
+            raise self.error(decl, f"__constant__ variables need {self.constant_cells + size} cells; "
+                                   f"global memory has {SPEC.global_words}")
+        ty: Type = ArrayType(base, tuple(dims), True) if dims else base
+        sym = VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=True, space="constant",
+                     address=self.constant_cells, init=cells)
+        self.constant_cells += size
+        self.constants.append(sym)
+        return sym
+
+    def constant_cell(self, e: A.Expr, ty: Type, name: str) -> int:
+        """The memory cell of a constant initialiser converted to ty (chars: 8-bit pattern)."""
+        self.rvalue(e, dst=ty)
+        self.convert_check(e, ty, "initialisation")
+        if is_float(ty):
+            if e.fconst is not None:
+                return e.fconst
+            if e.const is not None:
+                return floatconst.from_int(e.const, e.ty.signed)
+        elif e.fconst is not None:
+            fc = e.fconst
+            v = (int(floatconst.truth(fc)) if ty.kind == "bool" else floatconst.to_uint(fc)
+                 if ty.kind == "unsigned" else floatconst.to_int(fc))
+            v = wrap(v, ty)
+            return v & 0xFF if ty.kind in ("char", "uchar") else v & 0xFFFFFFFF
+        elif e.const is not None:
+            v = wrap(e.const, ty)
+            return v & 0xFF if ty.kind in ("char", "uchar") else v & 0xFFFFFFFF
+        raise self.error(e, f"the initialiser of __constant__ '{name}' is not a compile-time constant")
 
     # ------------------------------------------------------------------ expressions
 
@@ -682,7 +791,7 @@ class Sema:
             e.arr = t
             if len(t.dims) > 1:
                 raise self.error(e, f"2-D array cannot be used as a value (type '{t}'); index it")
-            t = PtrType(t.elem, False)
+            t = PtrType(t.elem, t.const)
             e.ty = t
         if isinstance(t, VoidType) and not allow_void:
             raise self.error(e, "void value used in an expression")
@@ -899,7 +1008,7 @@ class Sema:
             return e.sym.readonly
         if isinstance(e, A.Index):
             bt = e.base.ty
-            if isinstance(bt, PtrType):
+            if isinstance(bt, (PtrType, ArrayType)):
                 return bt.const
             return False
         if isinstance(e, A.Unary):
@@ -1118,7 +1227,7 @@ class Sema:
             if not is_int(it):
                 raise self.error(e, f"array subscript is not an integer ('{it}')")
             if len(bt.dims) > 1:
-                return ArrayType(bt.elem, bt.dims[1:])
+                return ArrayType(bt.elem, bt.dims[1:], bt.const)
             return bt.elem
         if isinstance(bt, PtrType):
             if not is_int(it):
