@@ -56,8 +56,7 @@ IN_KERNEL = [
     ("signed unsigned x;", 8, "invalid combination of type specifiers 'signed unsigned'"),
     ("const x = 1;", 1, "missing type specifier in declaration"),
     # --- unsupported constructs, each named
-    ("int b[4];", 5, "local arrays are not supported ('b'): registers cannot be indexed; "
-                     "use a __shared__ array"),
+    ("int *b[4];", 6, "arrays of pointers are not supported ('b')"),
     ("int **pp;", 7, "pointers to pointers are not supported"),
     ("extern __shared__ int s[8];", 23, "extern __shared__ 's' must be a 1-D array of unknown size "
                                         "('s[]'); its size is set at launch (qgrun --shared BYTES)"),

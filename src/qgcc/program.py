@@ -38,6 +38,10 @@ class Kernel:
     params: list[Param] = field(default_factory=list)
     shared_words: int = 0  # static __shared__ cells used by the kernel
     regs: int = 0  # registers per thread actually used
+    # Cells of local arrays per thread: each thread's frame lies in global memory at
+    # Program.constant_cells + (linear thread index) * local_words (the launcher reserves
+    # local_words * threads per block cells there, below the buffers).
+    local_words: int = 0
 
 
 @dataclass

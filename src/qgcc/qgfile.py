@@ -63,11 +63,13 @@ def code_tensor(program: Program) -> np.ndarray:
 
 
 def kernels_json(kernels: list[Kernel]) -> str:
+    # "local_words" only when a kernel has local arrays: other programs hash as before.
     return json.dumps([
         {"name": k.name, "entry": k.entry, "end": k.end,
          "params": [{"name": p.name, "ctype": p.ctype, "pointer": p.pointer, "const": p.const}
                     for p in k.params],
-         "shared_words": k.shared_words, "regs": k.regs}
+         "shared_words": k.shared_words, "regs": k.regs,
+         **({"local_words": k.local_words} if k.local_words else {})}
         for k in kernels], separators=(",", ":"))
 
 
@@ -192,7 +194,8 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
         raise bad
     kernels = []
     for k in raw:
-        if not isinstance(k, dict) or set(k) != {"name", "entry", "end", "params", "shared_words", "regs"}:
+        if not isinstance(k, dict) or set(k) - {"local_words"} != {"name", "entry", "end", "params",
+                                                                   "shared_words", "regs"}:
             raise bad
         if not isinstance(k["params"], list):
             raise bad
@@ -203,7 +206,8 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
             if p["ctype"] not in ELEM_DTYPES:
                 raise bad
             params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"]))
-        kernels.append(Kernel(k["name"], k["entry"], k["end"], params, k["shared_words"], k["regs"]))
+        kernels.append(Kernel(k["name"], k["entry"], k["end"], params, k["shared_words"], k["regs"],
+                              k.get("local_words", 0)))
     return kernels
 
 

@@ -83,6 +83,7 @@ class _KernelState:
     entry: int
     params: list[Param] = field(default_factory=list)
     shared_words: int = 0
+    local_words: int = 0
     regs: int | None = None
     labels: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (pc, line)
     fixups: list[_Fixup] = field(default_factory=list)
@@ -339,6 +340,11 @@ class _Assembler:
             self.header_allowed(ln, t, k)
             k.shared_words = self.uint_arg(ln, "a shared cell count", 0, SPEC.shared_words)
             ln.expect_end()
+        elif d == ".local":
+            k = self.need_kernel(ln, t, ".local")
+            self.header_allowed(ln, t, k)
+            k.local_words = self.uint_arg(ln, "a local cell count", 0, SPEC.global_words)
+            ln.expect_end()
         elif d == ".regs":
             k = self.need_kernel(ln, t, ".regs")
             self.header_allowed(ln, t, k)
@@ -388,7 +394,7 @@ class _Assembler:
             self.emit(ln, t, k, ins, None)
         else:
             ln.error(t.col, f"unknown directive '{t.text}' (directives: .kernel .param .shared .regs "
-                            ".loc .end .source .const .word)")
+                            ".local .loc .end .source .const .word)")
 
     def constant(self, ln: _Line, t: Tok):
         """`.const TYPE NAME[N][M] v0, v1, ...`: a __constant__ variable, its cells in order (all
@@ -550,7 +556,7 @@ class _Assembler:
         regs = k.regs
         if regs is None:
             regs = max((r + 1 for ins in self.code[k.entry:end] for r in used_regs(ins)), default=0)
-        self.kernels.append(Kernel(k.name, k.entry, end, k.params, k.shared_words, regs))
+        self.kernels.append(Kernel(k.name, k.entry, end, k.params, k.shared_words, regs, k.local_words))
 
 
 def used_regs(ins: Instr) -> tuple[int, ...]:

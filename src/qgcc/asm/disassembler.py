@@ -57,6 +57,8 @@ def check_program(p: Program) -> str | None:
         pos = k.end
         if type(k.shared_words) is not int or not 0 <= k.shared_words <= SPEC.shared_words:
             return f"kernel '{k.name}' has shared_words={k.shared_words!r} (0..{SPEC.shared_words})"
+        if type(k.local_words) is not int or not 0 <= k.local_words <= SPEC.global_words:
+            return f"kernel '{k.name}' has local_words={k.local_words!r} (0..{SPEC.global_words})"
         if type(k.regs) is not int or not 0 <= k.regs <= SPEC.num_regs:
             return f"kernel '{k.name}' has regs={k.regs!r} (0..{SPEC.num_regs})"
         if len(k.params) > SPEC.max_params:
@@ -207,6 +209,8 @@ def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = Tr
         out.append(f".kernel {k.name}")
         out.extend(_param_decl(prm) for prm in k.params)
         out.append(f".shared {k.shared_words}")
+        if k.local_words:
+            out.append(f".local {k.local_words}")
         out.append(f".regs {k.regs}")
         code = p.code[k.entry:k.end]
         targets = set()

@@ -44,15 +44,19 @@ def _compile(pp, filename: str) -> Program:
     result = analyse(tu, filename, "\n".join(lines))
     if not result.kernels:
         raise error(1, 1, "no kernel: the file defines no __global__ function")
+    constants = [Constant(c.name, (c.ty.elem if isinstance(c.ty, ArrayType) else c.ty).kind,
+                          tuple(c.ty.dims) if isinstance(c.ty, ArrayType) else (), c.address,
+                          list(c.init or [])) for c in result.constants]
     code = []
     kernels = []
     for fs in result.kernels:
         entry = len(code)
-        gen, ir, params = _generate(fs, filename, lines, remat_params=False)
+        region = sum(c.length for c in constants)
+        gen, ir, params = _generate(fs, filename, lines, False, region)
         instrs, nregs = allocate(ir, fs.line, entry)
         if nregs > SPEC.num_regs:
             # Short of registers: re-read parameters at each use instead of holding them.
-            gen, ir, params = _generate(fs, filename, lines, remat_params=True)
+            gen, ir, params = _generate(fs, filename, lines, True, region)
             instrs, nregs = allocate(ir, fs.line, entry)
         if nregs > SPEC.num_regs:
             raise error(fs.line, fs.col, f"kernel '{fs.name}' needs {nregs} registers; the "
@@ -62,22 +66,22 @@ def _compile(pp, filename: str) -> Program:
             raise error(fs.line, fs.col,
                         f"the program needs {len(code)} instructions (kernel '{fs.name}' has "
                         f"{len(instrs)}); the machine holds at most {SPEC.max_instrs}")
-        kernels.append(Kernel(fs.name, entry, len(code), params, gen.shared_used, nregs))
-    constants = [Constant(c.name, (c.ty.elem if isinstance(c.ty, ArrayType) else c.ty).kind,
-                          tuple(c.ty.dims) if isinstance(c.ty, ArrayType) else (), c.address,
-                          list(c.init or [])) for c in result.constants]
+        kernels.append(Kernel(fs.name, entry, len(code), params, gen.shared_used, nregs,
+                              local_words=gen.local_used))
     return Program(code, kernels, source_name=filename,
                    source_lines=_program_lines(pp, filename, code), constants=constants)
 
 
-def _generate(fs, filename: str, lines: list[str], remat_params: bool):
-    """Generate a kernel; extern __shared__ arrays start after its static __shared__ cells,
-    known once it is generated, so a kernel that has both is generated twice."""
+def _generate(fs, filename: str, lines: list[str], remat_params: bool, local_region: int):
+    """Generate a kernel.  Extern __shared__ arrays start after its static __shared__ cells,
+    and local arrays need the size of a thread's frame, both known once the kernel is
+    generated, so a kernel that has them is generated twice."""
     gen = KernelGen(fs, filename, lines, remat_params=remat_params)
     ir, params = gen.run()
-    if gen.uses_dynamic and gen.shared_used:
+    if (gen.uses_dynamic and gen.shared_used) or gen.local_used:
         gen = KernelGen(fs, filename, lines, remat_params=remat_params,
-                        dynamic_base=SPEC.shared_base + gen.shared_used)
+                        dynamic_base=SPEC.shared_base + gen.shared_used,
+                        local_words=gen.local_used, local_region=local_region)
         ir, params = gen.run()
     return gen, ir, params
 

@@ -46,6 +46,7 @@ class ParamDecl(Node):
     # Array suffixes written on the parameter (`int a[]` -> [None]); adjusted to a pointer.
     arrays: list["Expr | None"] = field(default_factory=list)
     funcptr: bool = False
+    ref: "Spec | None" = None  # `T &name`: the '&' (a reference)
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Declarator(Node):
     params: list[ParamDecl] | None = None  # not None for a function declarator
     funcptr: bool = False  # `(*name)(...)`
     parens: bool = False  # some other parenthesised declarator
+    ref: "Spec | None" = None  # `T &name`: the '&' (a reference)
 
 
 @dataclass
@@ -203,6 +205,8 @@ class Call(Expr):
     args: list[Expr]
     # Resolved callee: a FuncSym or the name of a built-in.
     callee: Any = field(default=None, init=False, repr=False, compare=False)
+    # Per argument: True when a reference parameter is bound to the argument (an lvalue) itself.
+    ref_binds: Any = field(default=None, init=False, repr=False, compare=False)
 
 
 # ------------------------------------------------------------------ statements

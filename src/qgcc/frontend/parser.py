@@ -252,8 +252,11 @@ class _Stream:
                             end_pos=tok.end_pos)
         elif tok.value in ("&", "&&") and tok.type not in ("STRLIT", "CHARLIT") and \
                 self.prev is not None and (self.prev.type == "TYPE_NAME" or self.prev.value in TYPE_KEYWORDS):
-            raise err(tok.line, tok.column, f"references ('{self.prev.value} {tok.value}') are not "
-                                            "supported; use a pointer")
+            if tok.value == "&&":
+                raise err(tok.line, tok.column, f"rvalue references ('{self.prev.value} &&') are not "
+                                                "supported")
+            tok = Token("REF", tok.value, start_pos=tok.start_pos, line=tok.line, column=tok.column,
+                        end_line=tok.end_line, end_column=tok.end_column, end_pos=tok.end_pos)
         elif tok.type == "LBRACE" and self.prev is not None and self.prev.type == "NAME":
             tok = Token("LBRACE_INIT", tok.value, start_pos=tok.start_pos, line=tok.line,
                         column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
@@ -413,8 +416,11 @@ class _Builder:
 
     def declarator(self, t: Tree) -> A.Declarator:
         ptrs = self.pointers(t.children[0])
-        d = self.direct(t.children[1])
+        ref = t.children[1]
+        d = self.direct(t.children[2])
         d.pointers = ptrs + d.pointers
+        if ref is not None:
+            d.ref = A.Spec(ref.line, ref.column, "&")
         return d
 
     def direct(self, t: Tree) -> A.Declarator:
@@ -453,10 +459,13 @@ class _Builder:
         line, col = specs[0].line, specs[0].col
         if t.data == "abstract_param":
             ptrs = self.pointers(t.children[1])
-            return A.ParamDecl(line, col, A.TypeSyntax(line, col, specs, ptrs), None)
+            ref = t.children[2]
+            return A.ParamDecl(line, col, A.TypeSyntax(line, col, specs, ptrs), None,
+                               ref=A.Spec(ref.line, ref.column, "&") if ref is not None else None)
         d = self.declarator(t.children[1])
         return A.ParamDecl(d.line, d.col, A.TypeSyntax(line, col, specs, d.pointers), d.name,
-                           list(d.arrays), funcptr=d.funcptr or d.params is not None or d.parens)
+                           list(d.arrays), funcptr=d.funcptr or d.params is not None or d.parens,
+                           ref=d.ref)
 
     def declaration(self, t: Tree) -> A.Declaration:
         specs = self.specs(t.children[0])
@@ -490,6 +499,10 @@ class _Builder:
 
     def type_name(self, t: Tree) -> A.TypeSyntax:
         specs = self.specs(t.children[0])
+        ref = t.children[2]
+        if ref is not None:
+            raise self.ctx.error(ref.line, ref.column, f"references ('{specs[-1].text} &') are only "
+                                                       "supported as device function parameters")
         return A.TypeSyntax(specs[0].line, specs[0].col, specs, self.pointers(t.children[1]))
 
     # ---------------------------------------------------------------- statements

@@ -38,12 +38,15 @@ class VarSym:
     index: int = -1  # parameter position
     assigned: bool = False  # target of =, op=, ++ or -- somewhere
     hidden: bool = False  # an unnamed parameter (not visible in the body)
+    ref: bool = False  # a reference parameter (`T &p`, `const T &p`) of a device function
     # Where a memory-resident variable (kind 'shared') lives: '' a static __shared__ variable,
     # 'dynamic' an extern __shared__ array (sized at launch), 'constant' a __constant__ variable
     # (global cells from 0, filled by the launcher).
     space: str = ""
     address: int = -1  # first global cell of a __constant__ variable
     init: list[int] | None = None  # a __constant__ variable's cells as the source initialises them
+    # A local array's initialiser: (cell index, expression) pairs; the other cells become 0.
+    init_exprs: list | None = None
 
     def __repr__(self) -> str:
         return f"VarSym({self.name}: {self.ty}, {self.kind})"
@@ -60,6 +63,8 @@ class FuncSym:
     params: list[VarSym] = field(default_factory=list)
     definition: A.FunctionDef | None = None
     calls: list[tuple["FuncSym", A.Call]] = field(default_factory=list)
+    param_refs: list[bool] = field(default_factory=list)  # which parameters are references
+    param_ref_consts: list[bool] = field(default_factory=list)  # ... references to const
 
     def __repr__(self) -> str:
         return f"FuncSym({self.name})"
@@ -320,6 +325,8 @@ class Sema:
             decl = it.decl
             if decl.params is not None or decl.funcptr:
                 raise self.error(decl, f"function types in typedefs are not supported ('{decl.name}')")
+            if decl.ref is not None:
+                raise self.error(decl.ref, f"reference types in typedefs are not supported ('{decl.name}')")
             if decl.parens:
                 raise self.error(decl, f"unsupported declarator for '{decl.name}'")
             if decl.arrays:
@@ -401,6 +408,12 @@ class Sema:
             self.declare(sym)
 
     def check_declarator_shape(self, d: A.Declarator) -> None:
+        if d.ref is not None:
+            if d.params is not None:
+                raise self.error(d.ref, f"functions returning references are not supported "
+                                        f"('{d.name}'); return a value")
+            raise self.error(d.ref, f"reference '{d.name}': references are supported only as "
+                                    "parameters of device functions")
         if d.funcptr:
             raise self.error(d, "function pointers are not supported")
         if d.parens:
@@ -431,6 +444,8 @@ class Sema:
         if kind == "global" and not isinstance(ret, VoidType):
             raise self.error(d, f"kernel '{d.name}' must return void")
         ptypes: list[Type] = []
+        refs: list[bool] = []
+        ref_consts: list[bool] = []
         pnames: list[tuple[A.ParamDecl, Type, bool]] = []
         params = d.params
         if len(params) == 1 and params[0].name is None and not params[0].type.pointers \
@@ -453,6 +468,15 @@ class Sema:
             t, readonly = self.apply_pointers(pinfo.base, ptrs, pinfo.const, p)
             if isinstance(t, VoidType):
                 raise self.error(p, f"parameter '{p.name or '?'}' has type void")
+            if p.ref is not None:
+                if kind == "global":
+                    raise self.error(p.ref, "a kernel parameter cannot be a reference (it would "
+                                            "refer to host memory); pass a pointer or a value")
+                if not is_arith(t):
+                    raise self.error(p.ref, f"references to '{t}' are not supported (only to "
+                                            "int, unsigned, char, bool and float variables)")
+            refs.append(p.ref is not None)
+            ref_consts.append(p.ref is not None and readonly)
             ptypes.append(t)
             pnames.append((p, t, readonly))
         if kind == "global" and len(ptypes) > SPEC.max_params:
@@ -462,7 +486,8 @@ class Sema:
         if d.name in self.globals:
             raise self.error(d, f"redefinition of '{d.name}' (a constant)")
         if prev is not None:
-            if prev.kind != kind or prev.ret != ret or prev.param_types != ptypes:
+            if prev.kind != kind or prev.ret != ret or prev.param_types != ptypes or prev.param_refs != refs \
+                    or prev.param_ref_consts != ref_consts:
                 raise self.error(d, f"conflicting declaration of '{d.name}' (previously declared "
                                     f"on line {prev.line})")
             if definition is not None and prev.definition is not None:
@@ -470,7 +495,8 @@ class Sema:
                                     f"on line {prev.definition.line})")
             fs = prev
         else:
-            fs = FuncSym(d.name, kind, ret, ptypes, d.line, d.col)
+            fs = FuncSym(d.name, kind, ret, ptypes, d.line, d.col, param_refs=refs,
+                         param_ref_consts=ref_consts)
             self.functions[d.name] = fs
         if definition is not None:
             fs.definition = definition
@@ -487,7 +513,7 @@ class Sema:
                     raise self.error(p, f"redefinition of parameter '{p.name}'")
                 seen.add(name)
                 fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=i,
-                                        hidden=p.name is None))
+                                        hidden=p.name is None, ref=p.ref is not None))
         return fs
 
     def function_body(self, fs: FuncSym, fd: A.FunctionDef) -> None:
@@ -644,6 +670,11 @@ class Sema:
                 self.declare(sym)
                 ds.syms.append(sym)
                 continue
+            if decl.arrays and not shared and not decl.pointers:
+                sym = self.local_array_declaration(info, it)
+                self.declare(sym)
+                ds.syms.append(sym)
+                continue
             if isinstance(it.init, A.BraceInit) and (shared or decl.arrays):
                 raise self.error(it.init, "initialiser lists are not supported")
             if it.init is not None:
@@ -652,8 +683,7 @@ class Sema:
                 sym = self.shared_declaration(info, it)
             else:
                 if decl.arrays:
-                    raise self.error(decl, f"local arrays are not supported ('{decl.name}'): "
-                                           "registers cannot be indexed; use a __shared__ array")
+                    raise self.error(decl, f"arrays of pointers are not supported ('{decl.name}')")
                 ty, readonly = self.apply_pointers(info.base, decl.pointers, info.const, decl)
                 if isinstance(ty, VoidType):
                     raise self.error(decl, f"variable '{decl.name}' has type void")
@@ -683,6 +713,61 @@ class Sema:
         dims = tuple(self.array_dim(e, decl.name, decl) for e in decl.arrays)
         ty: Type = ArrayType(info.base, dims, info.const) if dims else info.base
         return VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=info.const)
+
+    def local_array_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`T a[N]` / `T a[N][M]` in a function: a per-thread array in memory (registers cannot
+        be indexed), optionally brace-initialised with run-time values."""
+        decl = it.decl
+        if not is_arith(info.base):
+            raise self.error(decl, f"local array '{decl.name}' has type '{info.base}'")
+        if len(decl.arrays) > 2:
+            raise self.error(decl, "local arrays have at most 2 dimensions")
+        init = it.init
+        if init is not None and not isinstance(init, A.BraceInit):
+            raise self.error(init, f"array '{decl.name}' must be initialised with braces")
+        dims, pairs = self.array_initialiser(decl, info.base, init, constant=False)
+        if info.const and init is None:
+            raise self.error(decl, f"const array '{decl.name}' needs an initialiser")
+        sym = VarSym(decl.name, ArrayType(info.base, tuple(dims), info.const), "shared", decl.line,
+                     decl.col, readonly=info.const, space="local")
+        sym.init_exprs = pairs if init is not None else None
+        return sym
+
+    def array_initialiser(self, decl: A.Declarator, base: Type, init, constant: bool):
+        """Dimensions (an empty first one sized by the list) and (cell, expression) pairs of a
+        brace initialiser: flat, or nested by rows for a 2-D array."""
+        arrays = decl.arrays
+        items: list = list(init.items) if isinstance(init, A.BraceInit) else []
+        nested = len(arrays) == 2 and any(isinstance(x, A.BraceInit) for x in items)
+        rows = [x.items if isinstance(x, A.BraceInit) else [x] for x in items] if nested else [items]
+        for x in (y for r in rows for y in r):
+            if isinstance(x, A.BraceInit):
+                raise self.error(x, f"unexpected braces in the initialiser of '{decl.name}'")
+        dims = [0 if e is None and i == 0 and init is not None else self.array_dim(e, decl.name, decl)
+                for i, e in enumerate(arrays)]
+        if dims and dims[0] == 0:  # `T a[] = {...}`: the initialiser gives the size
+            cols = dims[1] if len(dims) == 2 else 1
+            dims[0] = max(1, len(rows) if nested else -(-len(items) // cols))
+        size = 1
+        for d in dims:
+            size *= d
+        width = dims[-1] if nested else size
+        if nested and len(rows) > dims[0]:
+            raise self.error(items[dims[0]], f"too many initialisers for '{decl.name}' "
+                                             f"({len(rows)} rows for {dims[0]})")
+        pairs = []
+        for r, row in enumerate(rows):
+            if len(row) > width:
+                raise self.error(row[width], f"too many initialisers for '{decl.name}' "
+                                             f"({len(row)} for {width})")
+            for j, x in enumerate(row):
+                if constant:
+                    pairs.append((r * width + j, self.constant_cell(x, base, decl.name)))
+                else:
+                    self.rvalue(x, dst=base)
+                    self.convert_check(x, base, "initialisation")
+                    pairs.append((r * width + j, x))
+        return dims, pairs
 
     def dynamic_shared_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
         """`extern __shared__ T name[];`: every such array starts where the kernel's static
@@ -716,31 +801,13 @@ class Sema:
         base, init, arrays = info.base, it.init, decl.arrays
         if arrays and init is not None and not isinstance(init, A.BraceInit):
             raise self.error(init, f"array '{decl.name}' must be initialised with braces")
-        items: list = list(init.items) if isinstance(init, A.BraceInit) and arrays else []
-        nested = len(arrays) == 2 and any(isinstance(x, A.BraceInit) for x in items)
-        rows = [x.items if isinstance(x, A.BraceInit) else [x] for x in items] if nested else [items]
-        for x in (y for r in rows for y in r):
-            if isinstance(x, A.BraceInit):
-                raise self.error(x, f"unexpected braces in the initialiser of '{decl.name}'")
-        dims = [0 if e is None and i == 0 and init is not None else self.array_dim(e, decl.name, decl)
-                for i, e in enumerate(arrays)]
-        if dims and dims[0] == 0:  # `T a[] = {...}`: the initialiser gives the size
-            cols = dims[1] if len(dims) == 2 else 1
-            dims[0] = max(1, len(rows) if nested else -(-len(items) // cols))
+        dims, pairs = self.array_initialiser(decl, base, init if arrays else None, constant=True)
         size = 1
         for d in dims:
             size *= d
-        width = dims[-1] if nested else size
-        if nested and len(rows) > dims[0]:
-            raise self.error(items[dims[0]], f"too many initialisers for '{decl.name}' "
-                                             f"({len(rows)} rows for {dims[0]})")
         cells = [0] * size
-        for r, row in enumerate(rows):
-            if len(row) > width:
-                raise self.error(row[width], f"too many initialisers for '{decl.name}' "
-                                             f"({len(row)} for {width})")
-            for j, x in enumerate(row):
-                cells[r * width + j] = self.constant_cell(x, base, decl.name)
+        for i, v in pairs:
+            cells[i] = v
         if init is not None and not arrays:
             cells[0] = self.constant_cell(self.scalar_init(init, decl.name), base, decl.name)
         if self.constant_cells + size > SPEC.global_words:
@@ -1253,9 +1320,15 @@ class Sema:
                 raise self.error(e, f"function '{name}' expects {len(fs.param_types)} "
                                     f"argument{'s' if len(fs.param_types) != 1 else ''}, "
                                     f"got {len(e.args)}")
+            e.ref_binds = []
             for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
                 self.rvalue(a, dst=pt)
-                self.convert_check(a, pt, f"argument {i + 1} of '{name}'")
+                bind = False
+                if fs.param_refs and fs.param_refs[i]:
+                    bind = self.reference_argument(a, pt, fs, i, name)
+                if not bind:
+                    self.convert_check(a, pt, f"argument {i + 1} of '{name}'")
+                e.ref_binds.append(bind)
             e.callee = fs
             if self.func is None:
                 raise self.error(e, f"a constant initialiser cannot call function '{name}'")
@@ -1267,6 +1340,21 @@ class Sema:
             e.callee = name
             return self.builtin_call(e, name)
         raise self.error(e, f"unknown function '{name}'")
+
+    def reference_argument(self, a: A.Expr, pt: Type, fs: FuncSym, i: int, name: str) -> bool:
+        """Whether reference parameter i binds to the argument itself (an lvalue of its type),
+        as C++ does; a `const T &` takes any value of a convertible type as a temporary."""
+        readonly = fs.param_ref_consts[i]
+        kind = self.lvalue_kind(a)
+        if kind in ("var", "mem") and a.ty == pt:
+            if not readonly:
+                self.check_assignable(a, a, "bind a non-const reference to")
+            return True
+        if readonly:
+            return False
+        what = "a value of type '" + str(a.ty) + "'" if kind in ("var", "mem") else "a temporary"
+        raise self.error(a, f"argument {i + 1} of '{name}': cannot bind the non-const reference "
+                            f"'{pt} &' to {what}; pass a variable of type '{pt}'")
 
     def nargs(self, e: A.Call, name: str, n: int) -> None:
         if len(e.args) != n:

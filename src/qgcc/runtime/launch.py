@@ -153,7 +153,9 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
     params: list[int] = []
     buffers: dict[str, Buffer] = {}
     chunks: list[np.ndarray] = [constant_image(program, constants)]
-    base = int(chunks[0].size)
+    # Local-array frames, one per thread of a block (blocks run one after another).
+    chunks.append(np.zeros(kernel.local_words * threads, np.uint32))
+    base = int(chunks[0].size + chunks[1].size)
     for p in kernel.params:
         if p.pointer:
             arr = arrays[p.name]
@@ -165,7 +167,8 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
         else:
             params.append(scalars[p.name] & 0xFFFFFFFF)
     if base > SPEC.global_words:
-        what = "the __constant__ variables and the buffers" if program.constants else "the buffers"
+        what = ("the buffers" if not program.constants and not kernel.local_words else
+                "the __constant__ variables, local arrays and buffers")
         raise UsageError(f"{what} need {base} cells of global memory; the machine has "
                          f"{SPEC.global_words} (64 KiB)")
     memory = np.concatenate(chunks)
