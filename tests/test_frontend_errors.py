@@ -182,7 +182,9 @@ WHOLE = [
     ("__global__ void k(int *a) { a[0] = 'x; }\n", 1, 36, "missing terminating ' character"),
     ("/* never closed\n__global__ void k() {}\n", 1, 1, "unterminated /* comment"),
     # --- unsupported keywords anywhere
-    ("template <typename T> __global__ void k(T *a) {}\n", 1, 1, "templates are not supported"),
+    ("template <typename T> __global__ void k(T *a) {}\n", 1, 1,
+     "no kernel: the file defines only templates; a kernel template is instantiated when it is named at "
+     "launch (qgrun --kernel 'NAME<ARGS>')"),
     ("class A {};\n", 1, 1, "'class' types are not supported"),
     ("enum E { X };\n", 1, 1, "'enum' types are not supported; use const int or #define"),
     ("namespace n {}\n", 1, 1, "namespaces are not supported"),

@@ -155,24 +155,26 @@ def _scalar(name: str, value: Any, p: Param, check_int, parse_float) -> int:
 
 # ------------------------------------------------------------------ programs
 
-def compile(source: str | os.PathLike, *, name: str | None = None) -> "Program":  # noqa: A001 (qgcc.compile)
+def compile(source: str | os.PathLike, *, name: str | None = None,  # noqa: A001 (qgcc.compile)
+            instantiate: tuple[str, ...] = ()) -> "Program":
     """A program from a path (.cu, .qsass, .qg, or a checkpoint directory linked with qgcc --base)
-    or from CUDA-C source text (anything with a newline or a `__global__`; `name` labels its errors)."""
+    or from CUDA-C source text (anything with a newline or a `__global__`; `name` labels its errors).
+    `instantiate` names kernel templates to compile (`("matmul<8>",)`; launch them by that name)."""
     if isinstance(source, str) and ("\n" in source or "__global__" in source) and not os.path.exists(source):
         from .frontend import compile_source
 
-        prog = compile_source(source, name or "<string>")
+        prog = compile_source(source, name or "<string>", instantiate=tuple(instantiate))
         if not prog.source_lines:
             prog.source_lines = source.splitlines()
         return Program(prog)
-    return load(source)
+    return load(source, instantiate=instantiate)
 
 
-def load(path: str | os.PathLike) -> "Program":
+def load(path: str | os.PathLike, instantiate: tuple[str, ...] = ()) -> "Program":
     """A program from a file or checkpoint directory, exactly as qgrun reads it."""
     from .cli.qgrun_cmd import open_program
 
-    return Program(open_program(os.fspath(path)))
+    return Program(open_program(os.fspath(path), tuple(instantiate)))
 
 
 class Program:

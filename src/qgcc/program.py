@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .isa import Instr
@@ -16,6 +17,38 @@ ELEM_DTYPES = {
     "uchar": "uint8",
     "float": "float32",
 }
+
+
+# Spellings of template type arguments -> the element kinds that name instances.
+_TYPE_KINDS = {"int": "int", "signed": "int", "signed int": "int", "int32_t": "int", "unsigned": "unsigned",
+               "unsigned int": "unsigned", "uint32_t": "unsigned", "size_t": "unsigned", "bool": "bool",
+               "char": "char", "signed char": "char", "int8_t": "char", "unsigned char": "uchar",
+               "uint8_t": "uchar", "float": "float"}
+
+
+def instance_name(template: str, args: list) -> str:
+    """The kernel name of a template instance, an identifier: `matmul<8>` -> `matmul__8`,
+    `scale<unsigned int>` -> `scale__unsigned`, `f<-1>` -> `f__m1`."""
+    parts = [str(a).replace("-", "m") if isinstance(a, int) else a for a in args]
+    return "__".join([template, *parts])
+
+
+def parse_instance(text: str) -> str | None:
+    """`NAME<ARGS>` as written on a command line -> its instance_name (None if not that form)."""
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*<(.*)>\s*", text)
+    if m is None:
+        return None
+    args: list = []
+    for a in (x.strip() for x in m.group(2).split(",")) if m.group(2).strip() else []:
+        a = " ".join(a.split())
+        if a in _TYPE_KINDS:
+            args.append(_TYPE_KINDS[a])
+            continue
+        try:
+            args.append(int(a, 0))
+        except ValueError:
+            return None
+    return instance_name(m.group(1), args)
 
 
 @dataclass
@@ -88,8 +121,9 @@ class Program:
                 return self.kernels[0]
             names = ", ".join(k.name for k in self.kernels)
             raise LookupError(f"the program has several kernels ({names}); choose one with --kernel")
+        wanted = parse_instance(name) or name if "<" in name else name
         for k in self.kernels:
-            if k.name == name:
+            if k.name == wanted:
                 return k
         names = ", ".join(k.name for k in self.kernels)
         raise LookupError(f"no kernel named '{name}'; the program has: {names}")

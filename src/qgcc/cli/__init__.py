@@ -120,10 +120,11 @@ def decode_source(data: bytes, path: str) -> str:
                            shown) from None
 
 
-def compile_file(path: str, include_dirs=(), defines=()) -> Program:
+def compile_file(path: str, include_dirs=(), defines=(), instantiate=()) -> Program:
     """Compile a .cu or assemble a .qsass file (by extension); raises CompileError or UsageError.
 
-    include_dirs and defines are qgcc's -I and -D (for .cu files).
+    include_dirs and defines are qgcc's -I and -D (for .cu files); instantiate names kernel
+    templates to instantiate ("matmul<8>").
     """
     ext = Path(path).suffix.lower()
     if ext in ASM_EXTS:
@@ -136,7 +137,8 @@ def compile_file(path: str, include_dirs=(), defines=()) -> Program:
             from ..frontend import compile_source
         except ImportError as e:
             raise RuntimeError(f"the CUDA front end (qgcc.frontend) is not available: {e}") from None
-        program = compile_source(text, path, include_dirs=include_dirs, defines=defines)
+        program = compile_source(text, path, include_dirs=include_dirs, defines=defines,
+                                 instantiate=instantiate)
         if not program.source_lines:
             program.source_lines = text.splitlines()
         return program

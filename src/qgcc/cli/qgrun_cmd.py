@@ -82,13 +82,16 @@ class _Progress:
             self.stream.flush()
 
 
-def open_program(path: str):
-    """A .qg file, a checkpoint directory linked with `qgcc --base`, or a .cu / .qsass compiled on the fly."""
+def open_program(path: str, instantiate=()):
+    """A .qg file, a checkpoint directory linked with `qgcc --base`, or a .cu / .qsass compiled on the fly
+    (with the kernel templates named in `instantiate`, for a .cu)."""
     from ..link.linker import LinkedProgram
     from ..loader import load_program
 
     ext = Path(path).suffix.lower()
-    if ext in CU_EXTS or ext in ASM_EXTS:
+    if ext in CU_EXTS:
+        return LinkedProgram(compile_file(path, instantiate=instantiate))
+    if ext in ASM_EXTS:
         return LinkedProgram(compile_file(path))
     return load_program(path)
 
@@ -118,7 +121,8 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     dev, device_note = eng.resolve_device(device)
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
-    linked = open_program(program_file)
+    # A kernel template named at launch (--kernel 'matmul<8>') is instantiated from a .cu.
+    linked = open_program(program_file, (kernel_name,) if kernel_name and "<" in kernel_name else ())
     program = linked.program
     kernel = select_kernel(program, kernel_name)
     scalars, arrays = parse_args(kernel, args)

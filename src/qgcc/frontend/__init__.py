@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from ..diagnostics import CompileError
 from ..spec import SPEC
-from ..program import Constant, Kernel, Program
+from ..program import Constant, Kernel, Program, instance_name
+from . import ast as A
 from .codegen import KernelGen
 from .parser import parse_pp
 from .preprocess import preprocess
@@ -32,7 +33,7 @@ from .types import ArrayType
 __all__ = ["compile_source", "CompileError"]
 
 
-def _compile(pp, filename: str) -> Program:
+def _compile(pp, filename: str, instantiate=()) -> Program:
     # Positions below are virtual lines (preprocess.SourceMap); compile_source maps them back.
     lines = pp.srcmap.virtual_lines()
 
@@ -41,8 +42,11 @@ def _compile(pp, filename: str) -> Program:
         return CompileError(filename, line, col, msg, src)
 
     tu = parse_pp(pp, filename)
-    result = analyse(tu, filename, "\n".join(lines))
+    result = analyse(tu, filename, "\n".join(lines), instantiate)
     if not result.kernels:
+        if any(isinstance(it, A.TemplateDef) for it in tu.items):
+            raise error(1, 1, "no kernel: the file defines only templates; a kernel template is "
+                              "instantiated when it is named at launch (qgrun --kernel 'NAME<ARGS>')")
         raise error(1, 1, "no kernel: the file defines no __global__ function")
     constants = [Constant(c.name, (c.ty.elem if isinstance(c.ty, ArrayType) else c.ty).kind,
                           tuple(c.ty.dims) if isinstance(c.ty, ArrayType) else (), c.address,
@@ -66,7 +70,8 @@ def _compile(pp, filename: str) -> Program:
             raise error(fs.line, fs.col,
                         f"the program needs {len(code)} instructions (kernel '{fs.name}' has "
                         f"{len(instrs)}); the machine holds at most {SPEC.max_instrs}")
-        kernels.append(Kernel(fs.name, entry, len(code), params, gen.shared_used, nregs,
+        kname = instance_name(*fs.template) if fs.template else fs.name
+        kernels.append(Kernel(kname, entry, len(code), params, gen.shared_used, nregs,
                               local_words=gen.local_used))
     return Program(code, kernels, source_name=filename,
                    source_lines=_program_lines(pp, filename, code), constants=constants)
@@ -110,16 +115,18 @@ def _program_lines(pp, filename: str, code) -> list[str]:
     return out
 
 
-def compile_source(source: str, filename: str = "<input>", include_dirs=(), defines=()) -> Program:
+def compile_source(source: str, filename: str = "<input>", include_dirs=(), defines=(),
+                   instantiate=()) -> Program:
     """Compile CUDA-C source text to a Program; raises CompileError on any problem.
 
     include_dirs: directories searched for `#include` (after the including file's directory);
-    defines: `-D` definitions, "NAME" or "NAME=VALUE".
+    defines: `-D` definitions, "NAME" or "NAME=VALUE"; instantiate: kernel templates to
+    instantiate, as named at launch ("matmul<8>", "scale<float>").
     """
     pp = None
     try:
         pp = preprocess(source, filename, include_dirs, defines)
-        return _compile(pp, filename)
+        return _compile(pp, filename, tuple(instantiate))
     except CompileError as e:
         raise (pp.srcmap.remap(e, filename) if pp is not None else e) from None
     except RecursionError:

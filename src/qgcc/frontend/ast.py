@@ -132,6 +132,7 @@ class StringLit(Expr):
 class Name(Expr):
     name: str
     sym: Any = field(default=None, init=False, repr=False, compare=False)
+    targs: Any = None  # `f<float, 4>`: TypeSyntax or Expr per template argument
 
 
 @dataclass
@@ -275,6 +276,19 @@ class Continue(Stmt):
 @dataclass
 class Return(Stmt):
     value: Expr | None
+
+
+@dataclass
+class TemplateParam(Node):
+    name: str
+    kind: str  # "type" or "value"
+    specs: list[Spec] | None = None  # the type of a value parameter
+
+
+@dataclass
+class TemplateDef(Node):
+    params: list[TemplateParam]
+    func: FunctionDef
 
 
 @dataclass

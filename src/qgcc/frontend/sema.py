@@ -9,6 +9,7 @@ which `codegen` checks) are raised here as `CompileError`s.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 
@@ -65,6 +66,7 @@ class FuncSym:
     calls: list[tuple["FuncSym", A.Call]] = field(default_factory=list)
     param_refs: list[bool] = field(default_factory=list)  # which parameters are references
     param_ref_consts: list[bool] = field(default_factory=list)  # ... references to const
+    template: tuple | None = None  # an instance: (template name, [type names and ints])
 
     def __repr__(self) -> str:
         return f"FuncSym({self.name})"
@@ -157,6 +159,8 @@ class Sema:
         self.loop_depth = 0
         self.constants: list[VarSym] = []
         self.constant_cells = 0
+        self.templates: dict[str, A.TemplateDef] = {}
+        self.instances: list[tuple[FuncSym, A.FunctionDef]] = []
         # typedef/using names -> (type, read-only); size_t is 32 bits (32-bit addresses).
         self.typedefs: dict[str, tuple[Type, bool]] = {n: (t, False) for n, t in
                                                         BUILTIN_TYPEDEFS.items()}
@@ -288,16 +292,21 @@ class Sema:
 
     # ------------------------------------------------------------------ top level
 
-    def run(self, tu: A.TranslationUnit) -> SemaResult:
+    def run(self, tu: A.TranslationUnit, instantiate: tuple[str, ...] = ()) -> SemaResult:
         defs: list[tuple[FuncSym, A.FunctionDef]] = []
         for item in tu.items:
-            if isinstance(item, A.FunctionDef):
+            if isinstance(item, A.TemplateDef):
+                self.template_declaration(item)
+            elif isinstance(item, A.FunctionDef):
                 fs = self.declare_function(item.specs, item.decl, definition=item)
                 defs.append((fs, item))
             else:
                 self.top_declaration(item)
         for fs, fd in defs:
             self.function_body(fs, fd)
+        for request in instantiate:
+            self.instantiate_by_name(request)
+        defs += self.instances
         self.check_calls()
         self.check_recursion([fs for fs, _ in defs])
         kernels = [fs for fs, _ in defs if fs.kind == "global"]
@@ -527,6 +536,146 @@ class Sema:
             self.stmt(item)
         self.scopes = []
         self.func = None
+
+    # ------------------------------------------------------------------ templates
+
+    def template_declaration(self, t: A.TemplateDef) -> None:
+        name = t.func.decl.name
+        if name in self.templates or name in self.functions:
+            raise self.error(t.func.decl, f"redefinition of '{name}'")
+        seen: set[str] = set()
+        for p in t.params:
+            if p.name in seen:
+                raise self.error(p, f"duplicate template parameter '{p.name}'")
+            seen.add(p.name)
+            if p.kind == "value":
+                base = self.spec_info(p.specs, "template parameter").base
+                if not is_int(base):
+                    raise self.error(p, f"template parameter '{p.name}' must have an integer type "
+                                        f"(got '{base}')")
+        self.templates[name] = t
+
+    def template_args(self, t: A.TemplateDef, targs: list, at: A.Node) -> list:
+        """Explicit template arguments -> a Type or an int per parameter."""
+        name = t.func.decl.name
+        if len(targs) > len(t.params):
+            raise self.error(at, f"too many template arguments for '{name}' ({len(targs)} for "
+                                 f"{len(t.params)})")
+        out: list = []
+        for p, a in zip(t.params, targs):
+            if p.kind == "type":
+                if not isinstance(a, A.TypeSyntax):
+                    raise self.error(a, f"template argument for '{p.name}' of '{name}' must be a type")
+                out.append(self.type_of_syntax(a, "template argument"))
+            else:
+                if isinstance(a, A.TypeSyntax):
+                    raise self.error(a, f"template argument for '{p.name}' of '{name}' must be a "
+                                        "constant, not a type")
+                self.rvalue(a)
+                if a.const is None or not is_int(a.ty):
+                    raise self.error(a, f"template argument for '{p.name}' of '{name}' is not an "
+                                        "integer constant")
+                out.append(wrap(a.const, self.spec_info(p.specs, "template parameter").base))
+        return out
+
+    def deduce(self, t: A.TemplateDef, given: list, args: list[A.Expr], at: A.Node) -> list:
+        """The remaining template arguments, deduced from the call's argument types."""
+        name = t.func.decl.name
+        found: dict[str, Type] = {}
+        open_types = {p.name for p in t.params[len(given):] if p.kind == "type"}
+        for pd, a in zip(t.func.decl.params or [], args):
+            tnames = [s.text for s in pd.type.specs if s.typename and s.text in open_types]
+            if not tnames:
+                continue
+            ty = self.rvalue(a)
+            levels = len(pd.type.pointers) + (1 if pd.arrays else 0)
+            for _ in range(levels):
+                if not isinstance(ty, PtrType):
+                    raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
+                ty = ty.elem
+            if isinstance(ty, PtrType) or not is_arith(ty):
+                raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
+            prev = found.get(tnames[0])
+            if prev is not None and prev != ty:
+                raise self.error(a, f"conflicting deductions of '{tnames[0]}' for '{name}' ('{prev}' "
+                                    f"and '{ty}'); write {name}<...>(...)")
+            found[tnames[0]] = ty
+        out = list(given)
+        for p in t.params[len(given):]:
+            if p.name not in found:
+                raise self.error(at, f"cannot deduce template parameter '{p.name}' of '{name}'; "
+                                     f"write {name}<...>(...)")
+            out.append(found[p.name])
+        return out
+
+    def instantiate(self, t: A.TemplateDef, values: list, at: A.Node) -> FuncSym:
+        name = t.func.decl.name
+        shown = ", ".join(str(v) for v in values)
+        display = f"{name}<{shown}>"
+        fs = self.functions.get(display)
+        if fs is not None:
+            return fs
+        fd = copy.deepcopy(t.func)
+        fd.decl.name = display
+        saved = (self.func, self.scopes, self.loop_depth, dict(self.typedefs))
+        consts = {}
+        for p, v in zip(t.params, values):
+            if p.kind == "type":
+                self.typedefs[p.name] = (v, False)
+            else:
+                ty = self.spec_info(p.specs, "template parameter").base
+                consts[p.name] = VarSym(p.name, ty, "const", p.line, p.col, readonly=True, const_value=v)
+        try:
+            self.func, self.scopes = None, []
+            fs = self.declare_function(fd.specs, fd.decl, definition=fd)
+            fs.template = (name, [v if isinstance(v, int) else v.kind for v in values])
+            self.func, self.loop_depth = fs, 0
+            self.scopes = [dict(consts)]
+            for p in fs.params:
+                if not p.hidden:
+                    self.scopes[0][p.name] = p
+            for item in fd.body.items:
+                self.stmt(item)
+        finally:
+            self.func, self.scopes, self.loop_depth, self.typedefs = saved
+        self.instances.append((fs, fd))
+        return fs
+
+    def instantiate_by_name(self, request: str) -> None:
+        """`matmul<8>` or `scale<float>` named at launch: a kernel template instantiated."""
+        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*<(.*)>\s*", request)
+        if m is None:
+            raise self.error(1, 1, f"kernel '{request}': expected NAME<ARGS> for a kernel template")
+        t = self.templates.get(m.group(1))
+        if t is None or "__global__" not in {s.text for s in t.func.specs}:
+            have = ", ".join(n for n, x in self.templates.items()
+                             if "__global__" in {s.text for s in x.func.specs}) or "none"
+            raise self.error(1, 1, f"kernel '{request}': the program has no kernel template "
+                                   f"'{m.group(1)}' (kernel templates: {have})")
+        parts = [x.strip() for x in m.group(2).split(",")] if m.group(2).strip() else []
+        if len(parts) != len(t.params):
+            raise self.error(1, 1, f"kernel '{request}': '{m.group(1)}' takes {len(t.params)} template "
+                                   f"argument{'s' if len(t.params) != 1 else ''}")
+        values: list = []
+        for p, text in zip(t.params, parts):
+            if p.kind == "value":
+                try:
+                    values.append(wrap(int(text, 0), self.spec_info(p.specs, "template parameter").base))
+                except ValueError:
+                    raise self.error(1, 1, f"kernel '{request}': '{text}' is not an integer for "
+                                           f"'{p.name}'") from None
+            else:
+                words = text.replace("*", " * ").split()
+                specs = [A.Spec(1, 1, w, typename=w in self.typedefs and w not in TYPE_WORDS)
+                         for w in words if w != "*"]
+                try:
+                    values.append(self.type_of_syntax(A.TypeSyntax(1, 1, specs, [[]] * words.count("*")),
+                                                      "template argument"))
+                except CompileError as e:
+                    why = e.message if words and words[0] in TYPE_WORDS + ("double", "long", "short") \
+                        else f"'{text}' is not a type"
+                    raise self.error(1, 1, f"kernel '{request}': {why} (for '{p.name}')") from None
+        self.instantiate(t, values, t.func.decl)
 
     def check_calls(self) -> None:
         for fs in self.functions.values():
@@ -1312,6 +1461,13 @@ class Sema:
         if self.lookup(name) is not None:
             raise self.error(e, f"called object '{name}' is not a function")
         fs = self.functions.get(name)
+        t = self.templates.get(name)
+        if t is not None:
+            given = self.template_args(t, f.targs or [], f)
+            fs = self.instantiate(t, self.deduce(t, given, e.args, e), f)
+            name = fs.name
+        elif f.targs is not None:
+            raise self.error(f, f"'{name}' is not a template")
         if fs is not None:
             if fs.kind == "global":
                 raise self.error(e, f"cannot call kernel '{name}' from device code (kernel "
@@ -1419,8 +1575,8 @@ class Sema:
         return pt.elem
 
 
-def analyse(tu: A.TranslationUnit, filename: str, source: str) -> SemaResult:
-    return Sema(filename, source).run(tu)
+def analyse(tu: A.TranslationUnit, filename: str, source: str, instantiate: tuple[str, ...] = ()) -> SemaResult:
+    return Sema(filename, source).run(tu, tuple(instantiate))
 
 
 def _double_literal(e: A.Expr):
