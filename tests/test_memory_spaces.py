@@ -277,6 +277,12 @@ def test_qgrun_takes_shared_and_const(tmp_path, qgrun, monkeypatch):
     assert r.exit_code == 2 and "--shared 4100: kernel 'reduce_sum' would use 0 static + 1025 dynamic" in r.output
     r = qgrun(*base, "--shared", "32", "--const", "c_k=@x.npy")
     assert r.exit_code == 2 and "--const c_k: __constant__ int c_k[2] needs 2 int32 values" in r.output
+    (tmp_path / "b.jsonl").write_text(
+        '{"grid": 1, "block": 8, "args": {"g_idata": "@x.npy", "g_odata": "zeros:1", "n": 16}, '
+        '"shared": 32, "consts": {"c_k": "@k.npy"}, "outs": {"g_odata": "b.npy"}}\n')
+    r = qgrun("r.cu", "--batch", "b.jsonl", "--engine", "ref", "--trace", "none")
+    assert r.exit_code == 0, r.output
+    assert np.load("b.npy").tolist() == [int(x.sum())]
 
 
 def test_the_python_api_takes_shared_and_constants():
