@@ -56,10 +56,12 @@ def host(network, engine: str = "neural"):
     return engines.get(engine).create("cpu").host(network)
 
 
-def both(name, grid, block, scalars, arrays, source=None, engine="neural", max_steps=20000):
+def both(name, grid, block, scalars, arrays, source=None, engine="neural", max_steps=20000, **launch_kw):
+    """launch_kw: make_launch's keywords (shared_bytes=, constants=)."""
     prog, cm = linked(name, source)
     k = prog.kernels[0]
-    mk = lambda: make_launch(prog, k, grid, block, scalars, {a: v.copy() for a, v in arrays.items()})  # noqa: E731
+    mk = lambda: make_launch(prog, k, grid, block, scalars, {a: v.copy() for a, v in arrays.items()},  # noqa: E731
+                             **launch_kw)
     ref_trace, net_trace = [], []
     lr, ln = mk(), mk()
     r = ref_run(lr, max_steps=max_steps, on_step=ref_trace.append)

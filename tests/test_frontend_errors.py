@@ -56,11 +56,10 @@ IN_KERNEL = [
     ("signed unsigned x;", 8, "invalid combination of type specifiers 'signed unsigned'"),
     ("const x = 1;", 1, "missing type specifier in declaration"),
     # --- unsupported constructs, each named
-    ("int b[4];", 5, "local arrays are not supported ('b'): registers cannot be indexed; "
-                     "use a __shared__ array"),
+    ("int *b[4];", 6, "arrays of pointers are not supported ('b')"),
     ("int **pp;", 7, "pointers to pointers are not supported"),
-    ("extern __shared__ int s[];", 1, "dynamic shared memory ('extern __shared__') is not "
-                                      "supported; declare the __shared__ array with a constant size"),
+    ("extern __shared__ int s[8];", 23, "extern __shared__ 's' must be a 1-D array of unknown size "
+                                        "('s[]'); its size is set at launch (qgrun --shared BYTES)"),
     ('printf("%d", n);', 1, "'printf' is not supported (there is no host I/O)"),
     ("int *m = (int *)malloc(4);", 17, "dynamic memory allocation ('malloc') is not supported"),
     ("int *m = new int;", 10, "dynamic memory allocation ('new') is not supported"),
@@ -189,7 +188,9 @@ WHOLE = [
     ("__global__ void k(int *a) { a[0] = 'x; }\n", 1, 36, "missing terminating ' character"),
     ("/* never closed\n__global__ void k() {}\n", 1, 1, "unterminated /* comment"),
     # --- unsupported keywords anywhere
-    ("template <typename T> __global__ void k(T *a) {}\n", 1, 1, "templates are not supported"),
+    ("template <typename T> __global__ void k(T *a) {}\n", 1, 1,
+     "no kernel: the file defines only templates; a kernel template is instantiated when it is named at "
+     "launch (qgrun --kernel 'NAME<ARGS>')"),
     ("class A {};\n", 1, 1, "'class' types are not supported"),
     ("enum E { X };\n", 1, 1, "'enum' types are not supported; use const int or #define"),
     ("namespace n {}\n", 1, 1, "namespaces are not supported"),
@@ -238,8 +239,8 @@ WHOLE = [
      "multi-dimensional array parameters are not supported"),
     ("__global__ void k(int x) {}\n__global__ void k(int x) {}\n", 2, 17,
      "redefinition of function 'k' (previously defined on line 1)"),
-    ("__constant__ int tab[4];\n", 1, 1,
-     "'__constant__' memory is not supported; pass a pointer parameter or use a const"),
+    ("__constant__ int *tab;\n", 1, 19,
+     "__constant__ pointers are not supported; declare a __constant__ array or scalar"),
     ("", 1, 1, "no kernel: the file defines no __global__ function"),
     ("__device__ int f(int x) { return x; }\n", 1, 1,
      "no kernel: the file defines no __global__ function"),

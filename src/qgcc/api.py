@@ -33,7 +33,7 @@ from .trace import Stats, StepRecord
 
 DEFAULT_MAX_STEPS = 1_000_000
 STAT_KEYS = ("steps", "warp_instructions", "divergent_steps", "barrier_waits", "atomics", "loads", "stores")
-OPTIONS = ("kernel", "engine", "device", "trace", "max_steps", "on_step", "args")
+OPTIONS = ("kernel", "engine", "device", "trace", "max_steps", "on_step", "args", "shared", "constants")
 
 
 # ------------------------------------------------------------------ the launch path (shared with qgrun)
@@ -106,6 +106,30 @@ def check_args(kernel: Kernel, values: dict[str, Any]) -> tuple[dict[str, int], 
     return scalars, arrays
 
 
+def check_constants(program: _Program, values: dict[str, Any] | None) -> dict[str, np.ndarray]:
+    """Python values of __constant__ variables -> arrays of their dtype (make_launch checks sizes)."""
+    from .cli.args import parse_float
+    from .runtime.values import check_int
+
+    known = {c.name: c for c in program.constants}
+    out: dict[str, np.ndarray] = {}
+    for name, value in (values or {}).items():
+        c = known.get(name)
+        if c is None:
+            have = ", ".join(known) or "none"
+            raise UsageError(f"constants: the program has no __constant__ variable '{name}' (it has: {have})")
+        want = np.dtype(ELEM_DTYPES[c.ctype])
+        if c.dims or isinstance(value, np.ndarray):
+            if not isinstance(value, np.ndarray):
+                raise UsageError(f"constants: {c.describe()} is an array; give a numpy array of {want}")
+            out[name] = value
+        else:
+            word = _scalar(name, value, Param(name, c.ctype), check_int, parse_float)
+            cell = np.array([word], np.uint32)
+            out[name] = cell.astype(np.int64).astype(want) if want.itemsize == 1 else cell.view(want)
+    return out
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -131,24 +155,26 @@ def _scalar(name: str, value: Any, p: Param, check_int, parse_float) -> int:
 
 # ------------------------------------------------------------------ programs
 
-def compile(source: str | os.PathLike, *, name: str | None = None) -> "Program":  # noqa: A001 (qgcc.compile)
+def compile(source: str | os.PathLike, *, name: str | None = None,  # noqa: A001 (qgcc.compile)
+            instantiate: tuple[str, ...] = ()) -> "Program":
     """A program from a path (.cu, .qsass, .qg, or a checkpoint directory linked with qgcc --base)
-    or from CUDA-C source text (anything with a newline or a `__global__`; `name` labels its errors)."""
+    or from CUDA-C source text (anything with a newline or a `__global__`; `name` labels its errors).
+    `instantiate` names kernel templates to compile (`("matmul<8>",)`; launch them by that name)."""
     if isinstance(source, str) and ("\n" in source or "__global__" in source) and not os.path.exists(source):
         from .frontend import compile_source
 
-        prog = compile_source(source, name or "<string>")
+        prog = compile_source(source, name or "<string>", instantiate=tuple(instantiate))
         if not prog.source_lines:
             prog.source_lines = source.splitlines()
         return Program(prog)
-    return load(source)
+    return load(source, instantiate=instantiate)
 
 
-def load(path: str | os.PathLike) -> "Program":
+def load(path: str | os.PathLike, instantiate: tuple[str, ...] = ()) -> "Program":
     """A program from a file or checkpoint directory, exactly as qgrun reads it."""
     from .cli.qgrun_cmd import open_program
 
-    return Program(open_program(os.fspath(path)))
+    return Program(open_program(os.fspath(path), tuple(instantiate)))
 
 
 class Program:
@@ -184,7 +210,7 @@ class Program:
             return KernelLauncher(self, name)
         raise AttributeError(f"no kernel named '{name}'; the program has: {', '.join(self.kernels)}")
 
-    def _prepare(self, grid, block, kernel, engine, device, args):
+    def _prepare(self, grid, block, kernel, engine, device, args, shared=0, constants=None):
         from . import engines
         from .runtime.launch import make_launch
 
@@ -193,7 +219,10 @@ class Program:
         dev, note = eng.resolve_device(device)
         k = select_kernel(self.program, kernel)
         scalars, arrays = check_args(k, args)
-        launch = make_launch(self.program, k, grid3, block3, scalars, arrays, network=self._linked.network)
+        if isinstance(shared, bool) or not isinstance(shared, (int, np.integer)) or shared < 0:
+            raise UsageError(f"shared={shared!r}: expected a number of bytes >= 0")
+        launch = make_launch(self.program, k, grid3, block3, scalars, arrays, network=self._linked.network,
+                             shared_bytes=int(shared), constants=check_constants(self.program, constants))
         if note:
             warnings.warn(note, stacklevel=3)
         shapes = {n: np.shape(a) for n, a in args.items() if isinstance(a, np.ndarray)}
@@ -202,12 +231,14 @@ class Program:
     def launch(self, grid, block, *, kernel: str | None = None, engine: str = "neural", device: str = "cpu",
                trace: bool = False, max_steps: int = DEFAULT_MAX_STEPS,
                on_step: Callable[[StepRecord], None] | None = None, args: dict[str, Any] | None = None,
-               **kwargs: Any) -> "Result":
+               shared: int = 0, constants: dict[str, Any] | None = None, **kwargs: Any) -> "Result":
         """Run one launch; keyword arguments (or `args=`, for parameters named like an option) are the
         kernel's parameters: numpy arrays of the pointee dtype for pointers, Python numbers for scalars.
+        `shared` is the dynamic shared memory per block in bytes (qgrun --shared), `constants` sets
+        __constant__ variables (numpy arrays, or numbers for scalars; qgrun --const).
         Returns a Result; raises UsageError before running, a Fault if the kernel faults."""
         values = {**(args or {}), **kwargs}
-        eng, dev, launch, shapes = self._prepare(grid, block, kernel, engine, device, values)
+        eng, dev, launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared, constants)
         records: list[StepRecord] | None = [] if trace else None
         callback = on_step
         if records is not None:
@@ -220,12 +251,12 @@ class Program:
 
     def stream(self, grid, block, *, kernel: str | None = None, engine: str = "neural", device: str = "cpu",
                max_steps: int = DEFAULT_MAX_STEPS, args: dict[str, Any] | None = None,
-               **kwargs: Any) -> "TraceStream":
+               shared: int = 0, constants: dict[str, Any] | None = None, **kwargs: Any) -> "TraceStream":
         """Like launch, but an iterator over the trace records as the engine produces them (for long
         runs: nothing is kept); `.result` is the Result once the iterator is exhausted.  Arguments are
         checked now; a fault is raised by the iteration, after the records that precede it."""
         values = {**(args or {}), **kwargs}
-        eng, dev, launch, shapes = self._prepare(grid, block, kernel, engine, device, values)
+        eng, dev, launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared, constants)
         return TraceStream(self, eng, dev, launch, shapes, _max_steps(max_steps))
 
 
@@ -376,14 +407,15 @@ class KernelLauncher:
         return f"<qgcc kernel {self.name}({', '.join(p.describe() for p in k.params)})>"
 
     def __getitem__(self, shape) -> Callable[..., Result]:
-        if not isinstance(shape, tuple) or len(shape) != 2:
-            raise UsageError(f"{self.name}[...]: expected {self.name}[grid, block], e.g. {self.name}[2, 4] "
-                             f"or {self.name}[(2, 1), (4, 4)]")
-        grid, block = shape
+        if not isinstance(shape, tuple) or len(shape) not in (2, 3):
+            raise UsageError(f"{self.name}[...]: expected {self.name}[grid, block] or {self.name}[grid, block, "
+                             f"shared_bytes], e.g. {self.name}[2, 4] or {self.name}[(2, 1), (4, 4)]")
+        grid, block = shape[:2]
+        shared = shape[2] if len(shape) == 3 else 0  # CUDA's <<<grid, block, sharedMemBytes>>>
         kernel = self.program.program.kernel(self.name)
 
         def call(*pos: Any, engine: str = "neural", device: str = "cpu", max_steps: int = DEFAULT_MAX_STEPS,
-                 trace: bool = False, **kw: Any) -> Result:
+                 trace: bool = False, constants: dict[str, Any] | None = None, **kw: Any) -> Result:
             params = kernel.params
             if len(pos) > len(params):
                 raise UsageError(f"{self.name}() takes {len(params)} arguments "
@@ -396,7 +428,8 @@ class KernelLauncher:
                     raise UsageError(f"{self.name}(): argument '{k}' is given twice")
                 values[k] = v
             result = self.program.launch(grid, block, kernel=self.name, engine=engine, device=device,
-                                         max_steps=max_steps, trace=trace, args=values)
+                                         max_steps=max_steps, trace=trace, args=values, shared=shared,
+                                         constants=constants)
             for p in params:
                 arr = values.get(p.name)
                 if p.pointer and not p.const and isinstance(arr, np.ndarray) and arr.flags.writeable:

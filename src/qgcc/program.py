@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .isa import Instr
@@ -16,6 +17,38 @@ ELEM_DTYPES = {
     "uchar": "uint8",
     "float": "float32",
 }
+
+
+# Spellings of template type arguments -> the element kinds that name instances.
+_TYPE_KINDS = {"int": "int", "signed": "int", "signed int": "int", "int32_t": "int", "unsigned": "unsigned",
+               "unsigned int": "unsigned", "uint32_t": "unsigned", "size_t": "unsigned", "bool": "bool",
+               "char": "char", "signed char": "char", "int8_t": "char", "unsigned char": "uchar",
+               "uint8_t": "uchar", "float": "float"}
+
+
+def instance_name(template: str, args: list) -> str:
+    """The kernel name of a template instance, an identifier: `matmul<8>` -> `matmul__8`,
+    `scale<unsigned int>` -> `scale__unsigned`, `f<-1>` -> `f__m1`."""
+    parts = [str(a).replace("-", "m") if isinstance(a, int) else a for a in args]
+    return "__".join([template, *parts])
+
+
+def parse_instance(text: str) -> str | None:
+    """`NAME<ARGS>` as written on a command line -> its instance_name (None if not that form)."""
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*<(.*)>\s*", text)
+    if m is None:
+        return None
+    args: list = []
+    for a in (x.strip() for x in m.group(2).split(",")) if m.group(2).strip() else []:
+        a = " ".join(a.split())
+        if a in _TYPE_KINDS:
+            args.append(_TYPE_KINDS[a])
+            continue
+        try:
+            args.append(int(a, 0))
+        except ValueError:
+            return None
+    return instance_name(m.group(1), args)
 
 
 @dataclass
@@ -38,6 +71,33 @@ class Kernel:
     params: list[Param] = field(default_factory=list)
     shared_words: int = 0  # static __shared__ cells used by the kernel
     regs: int = 0  # registers per thread actually used
+    # Cells of local arrays per thread: each thread's frame lies in global memory at
+    # Program.constant_cells + (linear thread index) * local_words (the launcher reserves
+    # local_words * threads per block cells there, below the buffers).
+    local_words: int = 0
+
+
+@dataclass
+class Constant:
+    """A `__constant__` variable: `length` read-only global cells from `base`, which the launcher
+    fills before the launch (from `init`, the source's initialiser, or from a --const array)."""
+
+    name: str
+    ctype: str  # one of ELEM_DTYPES
+    dims: tuple[int, ...]  # () for a scalar
+    base: int  # first global cell (constants sit at the bottom of global memory)
+    init: list[int] = field(default_factory=list)  # one cell per element
+
+    @property
+    def length(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+    def describe(self) -> str:
+        c = {"uchar": "unsigned char"}.get(self.ctype, self.ctype)
+        return f"__constant__ {c} {self.name}" + "".join(f"[{d}]" for d in self.dims)
 
 
 @dataclass
@@ -47,6 +107,12 @@ class Program:
     source_name: str = "<input>"
     # Source text lines (1-based line N is source_lines[N-1]) for annotations and traces.
     source_lines: list[str] = field(default_factory=list)
+    constants: list[Constant] = field(default_factory=list)
+
+    @property
+    def constant_cells(self) -> int:
+        """Global cells 0 .. constant_cells-1 hold the __constant__ variables; buffers follow."""
+        return sum(c.length for c in self.constants)
 
     def kernel(self, name: str | None) -> Kernel:
         """Pick a kernel by name; with one kernel in the file no name is needed."""
@@ -55,8 +121,9 @@ class Program:
                 return self.kernels[0]
             names = ", ".join(k.name for k in self.kernels)
             raise LookupError(f"the program has several kernels ({names}); choose one with --kernel")
+        wanted = parse_instance(name) or name if "<" in name else name
         for k in self.kernels:
-            if k.name == name:
+            if k.name == wanted:
                 return k
         names = ", ".join(k.name for k in self.kernels)
         raise LookupError(f"no kernel named '{name}'; the program has: {names}")

@@ -34,13 +34,13 @@ import numpy as np
 from .atomicfile import atomic_write
 from .diagnostics import QgFileError
 from .isa import Instr, decode, encode
-from .program import ELEM_DTYPES, Kernel, Param, Program
+from .program import ELEM_DTYPES, Constant, Kernel, Param, Program
 
 FORMAT = "qg"
 FORMAT_VERSION = "2"  # 2: extra metadata is hashed
 CODE_TENSOR = "program.code"
 RESERVED_META = ("format", "format_version", "kernels", "lines", "source_name", "source", "qsass",
-                 "content_hash")
+                 "content_hash", "constants")
 _FIX = "recompile it with qgcc"
 
 
@@ -63,12 +63,31 @@ def code_tensor(program: Program) -> np.ndarray:
 
 
 def kernels_json(kernels: list[Kernel]) -> str:
+    # "local_words" only when a kernel has local arrays: other programs hash as before.
     return json.dumps([
         {"name": k.name, "entry": k.entry, "end": k.end,
          "params": [{"name": p.name, "ctype": p.ctype, "pointer": p.pointer, "const": p.const}
                     for p in k.params],
-         "shared_words": k.shared_words, "regs": k.regs}
+         "shared_words": k.shared_words, "regs": k.regs,
+         **({"local_words": k.local_words} if k.local_words else {})}
         for k in kernels], separators=(",", ":"))
+
+
+def constants_json(constants: list[Constant]) -> str:
+    return json.dumps([{"name": c.name, "ctype": c.ctype, "dims": list(c.dims), "base": c.base, "init": c.init}
+                       for c in constants], separators=(",", ":"))
+
+
+def _hashed_program(kjson: str, cjson: str | None) -> str:
+    """What the hash covers of the program's description: the kernels, then the constants if any
+    (a program without __constant__ variables hashes as before they existed)."""
+    return kjson if cjson is None else kjson + "\0constants\0" + cjson
+
+
+def program_description(program: Program) -> str:
+    """The hashed description of a program's kernels and constants (.qg files, checkpoints)."""
+    return _hashed_program(kernels_json(program.kernels),
+                           constants_json(program.constants) if program.constants else None)
 
 
 def content_hash(code: np.ndarray, kernels: str, tensors: dict[str, np.ndarray],
@@ -119,7 +138,10 @@ def save(program: Program, path: str | os.PathLike, extra_tensors: dict[str, np.
             raise ValueError(f"metadata {key!r} must map a string to a string")
     code = code_tensor(program)
     kjson = kernels_json(program.kernels)
+    cjson = constants_json(program.constants) if program.constants else None
     meta = dict(extra_meta)
+    if cjson is not None:
+        meta["constants"] = cjson
     meta.update({
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -128,7 +150,7 @@ def save(program: Program, path: str | os.PathLike, extra_tensors: dict[str, np.
         "source_name": program.source_name,
         "source": "\n".join(program.source_lines),
         "qsass": disassemble(program, header=f"{program.source_name}: qsass disassembly"),
-        "content_hash": content_hash(code, kjson, extra_tensors, extra_meta),
+        "content_hash": content_hash(code, _hashed_program(kjson, cjson), extra_tensors, extra_meta),
     })
     import safetensors.numpy
 
@@ -172,7 +194,8 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
         raise bad
     kernels = []
     for k in raw:
-        if not isinstance(k, dict) or set(k) != {"name", "entry", "end", "params", "shared_words", "regs"}:
+        if not isinstance(k, dict) or set(k) - {"local_words"} != {"name", "entry", "end", "params",
+                                                                   "shared_words", "regs"}:
             raise bad
         if not isinstance(k["params"], list):
             raise bad
@@ -183,8 +206,28 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
             if p["ctype"] not in ELEM_DTYPES:
                 raise bad
             params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"]))
-        kernels.append(Kernel(k["name"], k["entry"], k["end"], params, k["shared_words"], k["regs"]))
+        kernels.append(Kernel(k["name"], k["entry"], k["end"], params, k["shared_words"], k["regs"],
+                              k.get("local_words", 0)))
     return kernels
+
+
+def _parse_constants(path: str, text: str | None) -> list[Constant]:
+    if text is None:
+        return []
+    bad = _bad(path, "corrupt 'constants' metadata")
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raise bad from None
+    if not isinstance(raw, list):
+        raise bad
+    out = []
+    for c in raw:
+        if not isinstance(c, dict) or set(c) != {"name", "ctype", "dims", "base", "init"} \
+                or not isinstance(c["dims"], list) or not isinstance(c["init"], list):
+            raise bad
+        out.append(Constant(c["name"], c["ctype"], tuple(c["dims"]), c["base"], c["init"]))
+    return out
 
 
 def load(path: str | os.PathLike) -> QgFile:
@@ -224,9 +267,11 @@ def load(path: str | os.PathLike) -> QgFile:
     code = tensors.pop(CODE_TENSOR)
     if code.dtype != np.int64 or code.ndim != 1:
         raise _bad(spath, f"tensor '{CODE_TENSOR}' must be int64 [n], found {code.dtype} {list(code.shape)}")
-    if content_hash(code, meta["kernels"], tensors, extra_meta_of(meta)) != meta["content_hash"]:
+    if content_hash(code, _hashed_program(meta["kernels"], meta.get("constants")), tensors,
+                    extra_meta_of(meta)) != meta["content_hash"]:
         raise _bad(spath, "content hash mismatch (the file was modified or damaged)")
     kernels = _parse_kernels(spath, meta["kernels"])
+    constants = _parse_constants(spath, meta.get("constants"))
     try:
         lines = json.loads(meta["lines"])
     except ValueError:
@@ -245,7 +290,7 @@ def load(path: str | os.PathLike) -> QgFile:
     source = meta.get("source", "")
     program = Program(code=instrs, kernels=kernels,
                       source_name=meta.get("source_name", spath),
-                      source_lines=source.split("\n") if source else [])
+                      source_lines=source.split("\n") if source else [], constants=constants)
     problem = check_program(program)
     if problem:
         raise _bad(spath, f"inconsistent program ({problem})")

@@ -19,7 +19,7 @@ from ..diagnostics import CompileError
 from ..isa import (FORMATS, WRITES_RD, AtomOp, Fmt, Instr, Op, SReg, VoteMode, decode, to_s32, xlane_name,
                    xlane_valid)
 from ..spec import SPEC
-from ..program import ELEM_DTYPES, Kernel, Param, Program
+from ..program import ELEM_DTYPES, Constant, Kernel, Param, Program
 
 MAX_LINE = 1_000_000  # largest source line number a .loc (and Instr.line) may name
 IMM_MIN = -(1 << 31)
@@ -89,6 +89,7 @@ class _KernelState:
     entry: int
     params: list[Param] = field(default_factory=list)
     shared_words: int = 0
+    local_words: int = 0
     regs: int | None = None
     labels: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (pc, line)
     fixups: list[_Fixup] = field(default_factory=list)
@@ -252,6 +253,7 @@ class _Assembler:
         self.filename = filename
         self.code: list[Instr] = []
         self.kernels: list[Kernel] = []
+        self.constants: list[Constant] = []
         self.cur: _KernelState | None = None
         self.kernel_names: dict[str, int] = {}
         self.source_name: str | None = None
@@ -271,7 +273,7 @@ class _Assembler:
             src_lines = [self.source_text.get(i, "") for i in range(1, top + 1)]
         return Program(code=self.code, kernels=self.kernels,
                        source_name=self.source_name if self.source_name is not None else self.filename,
-                       source_lines=src_lines)
+                       source_lines=src_lines, constants=self.constants)
 
     # -- statements ---------------------------------------------------------
     def statement(self, ln: _Line):
@@ -344,6 +346,11 @@ class _Assembler:
             self.header_allowed(ln, t, k)
             k.shared_words = self.uint_arg(ln, "a shared cell count", 0, SPEC.shared_words)
             ln.expect_end()
+        elif d == ".local":
+            k = self.need_kernel(ln, t, ".local")
+            self.header_allowed(ln, t, k)
+            k.local_words = self.uint_arg(ln, "a local cell count", 0, SPEC.global_words)
+            ln.expect_end()
         elif d == ".regs":
             k = self.need_kernel(ln, t, ".regs")
             self.header_allowed(ln, t, k)
@@ -374,6 +381,8 @@ class _Assembler:
                 ln.error(st.col, "malformed string")
             ln.expect_end()
             self.source_name = name
+        elif d == ".const":
+            self.constant(ln, t)
         elif d == ".word":
             k = self.need_kernel(ln, t, "instruction")
             nt = ln.next("a 64-bit instruction word")
@@ -391,7 +400,44 @@ class _Assembler:
             self.emit(ln, t, k, ins, None)
         else:
             ln.error(t.col, f"unknown directive '{t.text}' (directives: .kernel .param .shared .regs "
-                            ".loc .end .source .word)")
+                            ".local .loc .end .source .const .word)")
+
+    def constant(self, ln: _Line, t: Tok):
+        """`.const TYPE NAME[N][M] v0, v1, ...`: a __constant__ variable, its cells in order (all
+        or none: none is zeros).  Constants lie from global cell 0 in the order of declaration."""
+        if self.cur is not None or self.kernels:
+            ln.error(t.col, ".const must come before the first kernel")
+        tt = ln.next("a constant type")
+        if tt.kind != "ident" or tt.text not in PARAM_TYPES:
+            ln.error(tt.col, f"unknown constant type '{tt.text}' (types: {', '.join(PARAM_TYPES)})")
+        nt = ln.next("a constant name")
+        if nt.kind != "ident" or not IDENT_RE.match(nt.text) or nt.text.startswith("."):
+            ln.error(nt.col, f"expected a constant name, found '{nt.text}'")
+        if any(c.name == nt.text for c in self.constants):
+            ln.error(nt.col, f"duplicate constant '{nt.text}'")
+        dims: list[int] = []
+        while ln.peek() is not None and ln.peek().text == "[":
+            ln.i += 1
+            dims.append(self.uint_arg(ln, "an array size", 1, SPEC.global_words))
+            close = ln.next("']'")
+            if close.text != "]":
+                ln.error(close.col, f"expected ']', found '{close.text}'")
+        if len(dims) > 2:
+            ln.error(nt.col, "constant arrays have at most 2 dimensions")
+        c = Constant(nt.text, PARAM_TYPES[tt.text], tuple(dims), sum(x.length for x in self.constants))
+        cells: list[int] = []
+        while ln.peek() is not None:
+            if cells:
+                comma = ln.next("','")
+                if comma.text != ",":
+                    ln.error(comma.col, f"expected ',', found '{comma.text}'")
+            cells.append(self.uint_arg(ln, "a 32-bit cell value", 0, 0xFFFFFFFF))
+        if cells and len(cells) != c.length:
+            ln.error(nt.col, f"constant '{c.name}' has {c.length} cells; {len(cells)} values given")
+        if c.base + c.length > SPEC.global_words:
+            ln.error(nt.col, f"constants need {c.base + c.length} cells; global memory has {SPEC.global_words}")
+        c.init = cells or [0] * c.length
+        self.constants.append(c)
 
     def param(self, ln: _Line, t: Tok, k: _KernelState):
         const = False
@@ -523,7 +569,7 @@ class _Assembler:
         regs = k.regs
         if regs is None:
             regs = max((r + 1 for ins in self.code[k.entry:end] for r in used_regs(ins)), default=0)
-        self.kernels.append(Kernel(k.name, k.entry, end, k.params, k.shared_words, regs))
+        self.kernels.append(Kernel(k.name, k.entry, end, k.params, k.shared_words, regs, k.local_words))
 
 
 def used_regs(ins: Instr) -> tuple[int, ...]:

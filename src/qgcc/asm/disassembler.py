@@ -33,6 +33,16 @@ def check_program(p: Program) -> str | None:
     """
     if len(p.code) > SPEC.max_instrs:
         return f"{len(p.code)} instructions exceed the machine's {SPEC.max_instrs}"
+    base = 0
+    for c in p.constants:
+        if not isinstance(c.name, str) or not IDENT_RE.match(c.name) or c.ctype not in ELEM_DTYPES:
+            return f"constant {c.name!r} is malformed"
+        if c.base != base or len(c.dims) > 2 or any(type(d) is not int or d < 1 for d in c.dims) \
+                or len(c.init) != c.length or any(type(v) is not int or not 0 <= v <= 0xFFFFFFFF for v in c.init):
+            return f"constant '{c.name}' is malformed (constants lie from cell 0 in order, one cell per element)"
+        base += c.length
+    if base > SPEC.global_words:
+        return f"constants need {base} cells; global memory has {SPEC.global_words}"
     pos = 0
     names: set[str] = set()
     for k in p.kernels:
@@ -47,6 +57,8 @@ def check_program(p: Program) -> str | None:
         pos = k.end
         if type(k.shared_words) is not int or not 0 <= k.shared_words <= SPEC.shared_words:
             return f"kernel '{k.name}' has shared_words={k.shared_words!r} (0..{SPEC.shared_words})"
+        if type(k.local_words) is not int or not 0 <= k.local_words <= SPEC.global_words:
+            return f"kernel '{k.name}' has local_words={k.local_words!r} (0..{SPEC.global_words})"
         if type(k.regs) is not int or not 0 <= k.regs <= SPEC.num_regs:
             return f"kernel '{k.name}' has regs={k.regs!r} (0..{SPEC.num_regs})"
         if len(k.params) > SPEC.max_params:
@@ -195,12 +207,17 @@ def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = Tr
         out.extend(f"// {h}" if h else "//" for h in header.split("\n"))
     if isinstance(p.source_name, str):
         out.append(f".source {json.dumps(p.source_name)}")
+    for c in p.constants:
+        ty = "".join(f"[{d}]" for d in c.dims)
+        out.append(f".const {c.ctype} {c.name}{ty} " + ", ".join(f"{v:#x}" for v in c.init))
     for k in p.kernels:
         if out:
             out.append("")
         out.append(f".kernel {k.name}")
         out.extend(_param_decl(prm) for prm in k.params)
         out.append(f".shared {k.shared_words}")
+        if k.local_words:
+            out.append(f".local {k.local_words}")
         out.append(f".regs {k.regs}")
         code = p.code[k.entry:k.end]
         targets = set()

@@ -113,7 +113,7 @@ def load_checkpoint_program(path: str) -> LinkedProgram:
     """The program of a patched checkpoint and the network it was linked into (for the network engines)."""
     from ..link.linker import LinkedProgram, from_tensors
     from ..qwen35 import SHAPES
-    from ..qgfile import code_tensor, content_hash, extra_meta_of, kernels_json, load
+    from ..qgfile import code_tensor, content_hash, extra_meta_of, kernels_json, load, program_description
 
     q = qgpu_section(path)
     program_file = os.path.join(path, os.path.basename(q["program"]))
@@ -171,7 +171,7 @@ def load_checkpoint_program(path: str) -> LinkedProgram:
                 tensors[qname + ".val"] = val
         finally:
             os.close(fd)
-    if content_hash(code_tensor(program), kjson, tensors, extra_meta_of(qg.meta)) != q["program_hash"]:
+    if content_hash(code_tensor(program), program_description(program), tensors, extra_meta_of(qg.meta)) != q["program_hash"]:
         raise _bad(path, "the machine layers do not match qgpu.program_hash (modified or damaged)")
     meta = dict(qg.meta)
     meta["num_layers"] = str(len(q["machine_layers"]))

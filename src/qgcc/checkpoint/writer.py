@@ -134,7 +134,7 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
                      outdir: str) -> LinkedCheckpoint:
     """Write OUTDIR from the base and the linker's `to_tensors` output (sparse layers and metadata)."""
     from ..qwen35 import SHAPES
-    from ..qgfile import RESERVED_META, code_tensor, content_hash, kernels_json, save
+    from ..qgfile import RESERVED_META, code_tensor, content_hash, kernels_json, program_description, save
 
     check_outdir(outdir, base)
     num = int(meta["num_layers"])
@@ -143,7 +143,7 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
     extra_meta = {k: v for k, v in meta.items() if k not in RESERVED_META}
     # The same hash a .qg of this program and these layers carries (format 2 covers the
     # linker's metadata too), so the two can be compared.
-    program_hash = content_hash(code_tensor(program), kjson, tensors, extra_meta)
+    program_hash = content_hash(code_tensor(program), program_description(program), tensors, extra_meta)
     renamed, machine_shard = shard_names(base)
     heads = ValueHeads(base.value_heads)
     qgpu = {

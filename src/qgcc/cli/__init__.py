@@ -120,10 +120,11 @@ def decode_source(data: bytes, path: str) -> str:
                            shown) from None
 
 
-def compile_file(path: str, include_dirs=(), defines=(), soft_float: bool = False) -> Program:
+def compile_file(path: str, include_dirs=(), defines=(), soft_float: bool = False, instantiate=()) -> Program:
     """Compile a .cu or assemble a .qsass file (by extension); raises CompileError or UsageError.
 
-    include_dirs and defines are qgcc's -I and -D, soft_float its --soft-float (for .cu files).
+    include_dirs and defines are qgcc's -I and -D, soft_float its --soft-float (for .cu files);
+    instantiate names kernel templates to instantiate ("matmul<8>").
     """
     ext = Path(path).suffix.lower()
     if ext in ASM_EXTS:
@@ -136,7 +137,8 @@ def compile_file(path: str, include_dirs=(), defines=(), soft_float: bool = Fals
             from ..frontend import compile_source
         except ImportError as e:
             raise RuntimeError(f"the CUDA front end (qgcc.frontend) is not available: {e}") from None
-        program = compile_source(text, path, include_dirs=include_dirs, defines=defines, soft_float=soft_float)
+        program = compile_source(text, path, include_dirs=include_dirs, defines=defines, soft_float=soft_float,
+                                 instantiate=instantiate)
         if not program.source_lines:
             program.source_lines = text.splitlines()
         return program

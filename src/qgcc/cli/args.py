@@ -14,7 +14,7 @@ import numpy as np
 
 from ..diagnostics import UsageError
 from ..spec import SPEC
-from ..program import ELEM_DTYPES, Kernel, Param
+from ..program import ELEM_DTYPES, Kernel, Param, Program
 
 from ..runtime.values import SCALAR_RANGES, check_array, check_int  # noqa: F401  (SCALAR_RANGES re-exported)
 
@@ -82,42 +82,43 @@ def parse_scalar(name: str, value: str, p: Param) -> int:
     return check_int(f"--arg {name}={value}", v, p)
 
 
-def load_array(name: str, value: str, p: Param) -> np.ndarray:
+def load_array(name: str, value: str, p: Param, option: str = "--arg") -> np.ndarray:
     want = np.dtype(ELEM_DTYPES[p.ctype])
     if value.startswith("zeros:"):
         n = parse_int(value[len("zeros:"):])
         if n is None or n < 0:
-            raise UsageError(f"--arg {name}={value}: expected zeros:N with a count N >= 0")
+            raise UsageError(f"{option} {name}={value}: expected zeros:N with a count N >= 0")
         if n > SPEC.global_words:
-            raise UsageError(f"--arg {name}={value}: {n} elements exceed the machine's global memory "
+            raise UsageError(f"{option} {name}={value}: {n} elements exceed the machine's global memory "
                              f"({SPEC.global_words} cells)")
         return np.zeros(n, dtype=want)
     if not value.startswith("@") or len(value) < 2:
-        raise UsageError(f"--arg {name}={value}: parameter '{name}' is a pointer ({p.describe()}); "
-                         f"give @FILE.npy or zeros:N")
+        what = (f"parameter '{name}' is a pointer ({p.describe()})" if option == "--arg"
+                else f"'{name}' is an array")
+        raise UsageError(f"{option} {name}={value}: {what}; give @FILE.npy or zeros:N")
     path = value[1:]
     try:
         size = os.path.getsize(path)
         if size > _MAX_NPY_BYTES:
-            raise UsageError(f"--arg {name}={value}: {path} is {size} bytes, larger than any buffer "
+            raise UsageError(f"{option} {name}={value}: {path} is {size} bytes, larger than any buffer "
                              f"the machine holds ({SPEC.global_words} cells)")
         arr = np.load(path, allow_pickle=False)
     except UsageError:
         raise
     except FileNotFoundError:
-        raise UsageError(f"--arg {name}={value}: {path}: no such file") from None
+        raise UsageError(f"{option} {name}={value}: {path}: no such file") from None
     except IsADirectoryError:
-        raise UsageError(f"--arg {name}={value}: {path} is a directory") from None
+        raise UsageError(f"{option} {name}={value}: {path} is a directory") from None
     except OSError as e:
-        raise UsageError(f"--arg {name}={value}: cannot read {path}: {e.strerror or e}") from None
+        raise UsageError(f"{option} {name}={value}: cannot read {path}: {e.strerror or e}") from None
     except Exception as e:  # not a .npy, pickled objects, corrupt header
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise UsageError(f"--arg {name}={value}: {path} is not a readable .npy array ({msg})") from None
+        raise UsageError(f"{option} {name}={value}: {path} is not a readable .npy array ({msg})") from None
     if not isinstance(arr, np.ndarray):  # an .npz archive
         if hasattr(arr, "close"):
             arr.close()
-        raise UsageError(f"--arg {name}={value}: {path} is not a .npy array (an .npz archive?)")
-    return check_array(f"--arg {name}={value}", path, arr, p)
+        raise UsageError(f"{option} {name}={value}: {path} is not a .npy array (an .npz archive?)")
+    return check_array(f"{option} {name}={value}", path, arr, p)
 
 
 def parse_args(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> tuple[dict[str, int], dict[str, np.ndarray]]:
@@ -140,6 +141,30 @@ def parse_args(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> tuple[dict
         listed = ", ".join(f"'{p.name}' ({p.describe()})" for p in missing)
         raise UsageError(f"missing --arg for {listed}")
     return scalars, arrays
+
+
+def parse_consts(program: Program, specs: list[str] | tuple[str, ...]) -> dict[str, np.ndarray]:
+    """`--const NAME=@FILE.npy` (or NAME=VALUE for a scalar) -> the values of __constant__
+    variables, replacing their initialisers; make_launch checks dtypes and sizes."""
+    known = {c.name: c for c in program.constants}
+    out: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, value = _split("--const", spec)
+        c = known.get(name)
+        if c is None:
+            have = ", ".join(known) or "none"
+            raise UsageError(f"--const '{name}': the program has no __constant__ variable '{name}' "
+                             f"(it has: {have})")
+        if name in out:
+            raise UsageError(f"--const '{name}' is given twice")
+        p = Param(name, c.ctype, pointer=bool(c.dims))
+        if c.dims:
+            out[name] = load_array(name, value, p, option="--const").reshape(-1)
+        else:
+            cell = np.array([parse_scalar(name, value, p) & 0xFFFFFFFF], np.uint32)
+            want = np.dtype(ELEM_DTYPES[c.ctype])
+            out[name] = cell.astype(np.int64).astype(want) if want.itemsize == 1 else cell.view(want)
+    return out
 
 
 def check_writable(label: str, path: str) -> None:

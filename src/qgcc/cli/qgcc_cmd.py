@@ -151,16 +151,19 @@ def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_li
 @click.option("--soft-float", "soft_float", is_flag=True,
               help="Compile float operations to the soft-float routines (integer code) instead of the "
                    "machine's float instructions, for comparison.")
+@click.option("--instantiate", "instances", metavar="NAME<ARGS>", multiple=True,
+              help="Instantiate a kernel template of a .cu file (e.g. 'matmul<8>', 'scale<float>').")
 @click.version_option(__version__, "--version", prog_name=TOOL,
                       message=f"%(prog)s %(version)s (.qg format version {QG_FORMAT_VERSION})")
 def main(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_link: bool,
-         base_dir: str | None, defines: tuple = (), include_dirs: tuple = (), soft_float: bool = False) -> int:
+         base_dir: str | None, defines: tuple = (), include_dirs: tuple = (), soft_float: bool = False,
+         instances: tuple = ()) -> int:
     """Compile a CUDA-C kernel file (.cu) or qsass assembly (.qsass) into a .qg program."""
     try:
         for d in include_dirs:
             if not os.path.isdir(d):
                 raise UsageError(f"-I {d}: no such directory")
-        pp = {"include_dirs": include_dirs, "defines": defines, "soft_float": soft_float}
+        pp = {"include_dirs": include_dirs, "defines": defines, "soft_float": soft_float, "instantiate": instances}
         return _run(input_path, output, asm_out, disasm, no_link, base_dir, pp)
     except REPORTED as e:
         return report(TOOL, e)

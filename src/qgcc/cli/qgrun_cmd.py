@@ -1,7 +1,8 @@
 """`qgrun`: launch a kernel of a .qg program on an engine and report the result.
 
     qgrun KERNEL.qg --grid X[,Y[,Z]] --block X[,Y[,Z]] [--kernel NAME]
-          [--arg NAME=VALUE]... [--out NAME=PATH.npy]... [--engine ref] [--device cpu|cuda]
+          [--arg NAME=VALUE]... [--out NAME=PATH.npy]... [--shared BYTES] [--const NAME=@FILE.npy]...
+          [--engine ref] [--device cpu|cuda]
           [--trace full|summary|none] [--json PATH] [--max-steps N] [--progress]
     qgrun KERNEL.qg --batch LAUNCHES.jsonl [--engine ...] [--json PATH]
 
@@ -81,13 +82,16 @@ class _Progress:
             self.stream.flush()
 
 
-def open_program(path: str):
-    """A .qg file, a checkpoint directory linked with `qgcc --base`, or a .cu / .qsass compiled on the fly."""
+def open_program(path: str, instantiate=()):
+    """A .qg file, a checkpoint directory linked with `qgcc --base`, or a .cu / .qsass compiled on the fly
+    (with the kernel templates named in `instantiate`, for a .cu)."""
     from ..link.linker import LinkedProgram
     from ..loader import load_program
 
     ext = Path(path).suffix.lower()
-    if ext in CU_EXTS or ext in ASM_EXTS:
+    if ext in CU_EXTS:
+        return LinkedProgram(compile_file(path, instantiate=instantiate))
+    if ext in ASM_EXTS:
         return LinkedProgram(compile_file(path))
     return load_program(path)
 
@@ -104,11 +108,11 @@ def _restore_stdout_after_broken_pipe() -> None:
 def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int, progress: bool | None = None, timeline: str | None = None,
-         trace_out: str | None = None) -> int:
+         trace_out: str | None = None, shared: int = 0, consts: tuple[str, ...] = ()) -> int:
     from .. import engines
     from ..api import run_launch, select_kernel
     from ..runtime.launch import make_launch, parse_dim3
-    from .args import check_writable, parse_args, parse_outs
+    from .args import check_writable, parse_args, parse_consts, parse_outs
     from .render import TraceRenderer, fault_message, make_console, print_summary
 
     grid3 = parse_dim3(grid, "grid")
@@ -117,7 +121,8 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     dev, device_note = eng.resolve_device(device)
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
-    linked = open_program(program_file)
+    # A kernel template named at launch (--kernel 'matmul<8>') is instantiated from a .cu.
+    linked = open_program(program_file, (kernel_name,) if kernel_name and "<" in kernel_name else ())
     program = linked.program
     kernel = select_kernel(program, kernel_name)
     scalars, arrays = parse_args(kernel, args)
@@ -125,7 +130,8 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     if json_path is not None and os.path.realpath(json_path) in {os.path.realpath(p) for p in out_paths.values()}:
         raise UsageError(f"--json {json_path} is also an --out file")
     _check_extra_outputs(timeline, trace_out, json_path, out_paths)
-    launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=linked.network)
+    launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=linked.network,
+                         shared_bytes=shared, constants=parse_consts(program, consts))
     if device_note:
         note(TOOL, device_note)
 
@@ -265,9 +271,10 @@ def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
 
     A line is {"grid": "2" | [2, 1, 1], "block": ..., "kernel": NAME (optional),
     "args": {NAME: VALUE} (as for --arg: 6, "0.5", "@a.npy", "zeros:6"),
-    "outs": {NAME: PATH.npy} (optional)}; paths are relative to the current directory.
+    "outs": {NAME: PATH.npy} (optional), "shared": BYTES (optional, as --shared),
+    "consts": {NAME: VALUE} (optional, as --const)}; paths are relative to the current directory.
     """
-    from .args import check_writable, parse_args, parse_outs
+    from .args import check_writable, parse_args, parse_consts, parse_outs
     from ..runtime.launch import make_launch, parse_dim3
 
     try:
@@ -286,9 +293,10 @@ def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
             raise UsageError(f"{where}: not JSON ({e.msg} at column {e.colno})") from None
         if not isinstance(spec, dict):
             raise UsageError(f"{where}: expected an object with grid, block, args and outs")
-        unknown = set(spec) - {"grid", "block", "kernel", "args", "outs"}
+        unknown = set(spec) - {"grid", "block", "kernel", "args", "outs", "shared", "consts"}
         if unknown:
-            raise UsageError(f"{where}: unknown key '{sorted(unknown)[0]}' (keys: grid, block, kernel, args, outs)")
+            raise UsageError(f"{where}: unknown key '{sorted(unknown)[0]}' (keys: grid, block, kernel, args, "
+                             "outs, shared, consts)")
 
         def dim(key):
             v = spec.get(key)
@@ -317,7 +325,11 @@ def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
                     raise UsageError(f"--out {name}={p} is also written by launch {all_outs[key]}")
                 all_outs[key] = no
                 check_writable(f"--out {name}={p}", p)
-            launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=network)
+            shared = spec.get("shared", 0)
+            if type(shared) is not int or shared < 0:
+                raise UsageError(f"{where}: \"shared\" must be a number of bytes >= 0")
+            launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=network,
+                                 shared_bytes=shared, constants=parse_consts(program, pairs("consts")))
         except LookupError as e:
             raise UsageError(f"{where}: {e.args[0] if e.args else e}") from None
         except UsageError as e:
@@ -416,6 +428,11 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
               help="A parameter: a number (decimal or 0x hex) for scalars; @FILE.npy or zeros:N for pointers.")
 @click.option("--out", "outs", multiple=True, metavar="NAME=PATH.npy",
               help="Write buffer NAME's final contents to PATH.npy after a successful run.")
+@click.option("--shared", "shared", type=click.IntRange(min=0), default=0, metavar="BYTES",
+              help="Dynamic shared memory per block for extern __shared__ arrays (CUDA's third launch "
+                   "parameter; one 4-byte cell per element).")
+@click.option("--const", "consts", multiple=True, metavar="NAME=@FILE.npy",
+              help="Set a __constant__ variable at launch: @FILE.npy for an array, a number for a scalar.")
 @click.option("--engine", default="neural", show_default=True, metavar="NAME",
               help="neural (the compiled layers), hf (transformers' own modules) or ref (the emulator).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
@@ -438,14 +455,15 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
 def main(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int, batch_path: str | None, progress: bool | None, timeline: str | None,
-         trace_out: str | None) -> int:
+         trace_out: str | None, shared: int, consts: tuple[str, ...]) -> int:
     """Run a kernel of a compiled .qg program or of a checkpoint linked with qgcc --base (a .cu or .qsass is
     compiled on the fly)."""
     try:
         if batch_path is not None:
             used = [f"--{n}" for n, v in (("grid", grid), ("block", block), ("kernel", kernel_name),
                                          ("arg", args), ("out", outs), ("timeline", timeline),
-                                         ("trace-out", trace_out)) if v]
+                                         ("trace-out", trace_out), ("shared", shared),
+                                         ("const", consts)) if v]
             if used:
                 raise UsageError(f"--batch takes each launch's {', '.join(used)} from {batch_path}; "
                                  "drop them from the command line")
@@ -454,7 +472,7 @@ def main(program_file: str, grid: str, block: str, kernel_name: str | None, args
             if value is None:
                 raise UsageError(f"missing --{name} (or give the launches with --batch FILE.jsonl)")
         return _run(program_file, grid, block, kernel_name, args, outs, engine, device, trace,
-                    json_path, max_steps, progress, timeline, trace_out)
+                    json_path, max_steps, progress, timeline, trace_out, shared, consts)
     except REPORTED as e:
         return report(TOOL, e)
     except Exception as e:

@@ -76,7 +76,7 @@ class Host:
         gx, gy, gz = launch.grid
         nt = bx * by * bz
         consts = dict(bx=bx, by=by, bz=bz, gx=gx, gy=gy, gz=gz, nt=nt, nw=-(-nt // W),
-                      gsize=len(launch.memory), shw=k.shared_words, nparam=len(launch.params),
+                      gsize=len(launch.memory), shw=launch.shared_words, nparam=len(launch.params),
                       entry=k.entry, kend=k.end, phase=1 << PHASES.index("tidinit"))
         for name, v in consts.items():
             self.put(h, name, v)
@@ -218,7 +218,7 @@ class Host:
         ctx = dict(block=block, warp=warp, lane=lane, pc=pc, line=line, step=step)
         if flt & 1:
             addr = self.get(h, "tr_addr")
-            where = memory_map(len(launch.memory), launch.kernel.shared_words)
+            where = memory_map(len(launch.memory), launch.shared_words)
             op = code[pc].op if pc is not None and pc < len(code) else None
             what = {Op.LD: "load from", Op.ST: "store to", Op.ATOM: "atomic on"}.get(op, "access to")
             return MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({where})", **ctx)

@@ -21,17 +21,19 @@ from __future__ import annotations
 
 from ..diagnostics import CompileError
 from ..spec import SPEC
-from ..program import Kernel, Program
+from ..program import Constant, Kernel, Program, instance_name
+from . import ast as A
 from .codegen import KernelGen
 from .parser import parse_pp
 from .preprocess import preprocess
 from .regalloc import allocate
 from .sema import analyse
+from .types import ArrayType
 
 __all__ = ["compile_source", "CompileError"]
 
 
-def _compile(pp, filename: str, soft_float: bool = False) -> Program:
+def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Program:
     # Positions below are virtual lines (preprocess.SourceMap); compile_source maps them back.
     lines = pp.srcmap.virtual_lines()
 
@@ -40,20 +42,25 @@ def _compile(pp, filename: str, soft_float: bool = False) -> Program:
         return CompileError(filename, line, col, msg, src)
 
     tu = parse_pp(pp, filename)
-    result = analyse(tu, filename, "\n".join(lines))
+    result = analyse(tu, filename, "\n".join(lines), instantiate)
     if not result.kernels:
+        if any(isinstance(it, A.TemplateDef) for it in tu.items):
+            raise error(1, 1, "no kernel: the file defines only templates; a kernel template is "
+                              "instantiated when it is named at launch (qgrun --kernel 'NAME<ARGS>')")
         raise error(1, 1, "no kernel: the file defines no __global__ function")
+    constants = [Constant(c.name, (c.ty.elem if isinstance(c.ty, ArrayType) else c.ty).kind,
+                          tuple(c.ty.dims) if isinstance(c.ty, ArrayType) else (), c.address,
+                          list(c.init or [])) for c in result.constants]
     code = []
     kernels = []
     for fs in result.kernels:
         entry = len(code)
-        gen = KernelGen(fs, filename, lines, soft_float=soft_float)
-        ir, params = gen.run()
+        region = sum(c.length for c in constants)
+        gen, ir, params = _generate(fs, filename, lines, False, region, soft_float)
         instrs, nregs = allocate(ir, fs.line, entry)
         if nregs > SPEC.num_regs:
             # Short of registers: re-read parameters at each use instead of holding them.
-            gen = KernelGen(fs, filename, lines, remat_params=True, soft_float=soft_float)
-            ir, params = gen.run()
+            gen, ir, params = _generate(fs, filename, lines, True, region, soft_float)
             instrs, nregs = allocate(ir, fs.line, entry)
         if nregs > SPEC.num_regs:
             raise error(fs.line, fs.col, f"kernel '{fs.name}' needs {nregs} registers; the "
@@ -63,9 +70,25 @@ def _compile(pp, filename: str, soft_float: bool = False) -> Program:
             raise error(fs.line, fs.col,
                         f"the program needs {len(code)} instructions (kernel '{fs.name}' has "
                         f"{len(instrs)}); the machine holds at most {SPEC.max_instrs}")
-        kernels.append(Kernel(fs.name, entry, len(code), params, gen.shared_used, nregs))
+        kname = instance_name(*fs.template) if fs.template else fs.name
+        kernels.append(Kernel(kname, entry, len(code), params, gen.shared_used, nregs,
+                              local_words=gen.local_used))
     return Program(code, kernels, source_name=filename,
-                   source_lines=_program_lines(pp, filename, code))
+                   source_lines=_program_lines(pp, filename, code), constants=constants)
+
+
+def _generate(fs, filename: str, lines: list[str], remat_params: bool, local_region: int, soft_float: bool):
+    """Generate a kernel.  Extern __shared__ arrays start after its static __shared__ cells,
+    and local arrays need the size of a thread's frame, both known once the kernel is
+    generated, so a kernel that has them is generated twice."""
+    gen = KernelGen(fs, filename, lines, remat_params=remat_params, soft_float=soft_float)
+    ir, params = gen.run()
+    if (gen.uses_dynamic and gen.shared_used) or gen.local_used:
+        gen = KernelGen(fs, filename, lines, remat_params=remat_params, soft_float=soft_float,
+                        dynamic_base=SPEC.shared_base + gen.shared_used,
+                        local_words=gen.local_used, local_region=local_region)
+        ir, params = gen.run()
+    return gen, ir, params
 
 
 def _program_lines(pp, filename: str, code) -> list[str]:
@@ -93,18 +116,19 @@ def _program_lines(pp, filename: str, code) -> list[str]:
 
 
 def compile_source(source: str, filename: str = "<input>", include_dirs=(), defines=(),
-                   soft_float: bool = False) -> Program:
+                   soft_float: bool = False, instantiate=()) -> Program:
     """Compile CUDA-C source text to a Program; raises CompileError on any problem.
 
     soft_float: compile every float operation to the soft-float routines, even those the
     machine has an instruction for (qgcc --soft-float).
     include_dirs: directories searched for `#include` (after the including file's directory);
-    defines: `-D` definitions, "NAME" or "NAME=VALUE".
+    defines: `-D` definitions, "NAME" or "NAME=VALUE"; instantiate: kernel templates to
+    instantiate, as named at launch ("matmul<8>", "scale<float>").
     """
     pp = None
     try:
         pp = preprocess(source, filename, include_dirs, defines)
-        return _compile(pp, filename, soft_float)
+        return _compile(pp, filename, soft_float, tuple(instantiate))
     except CompileError as e:
         raise (pp.srcmap.remap(e, filename) if pp is not None else e) from None
     except RecursionError:

@@ -46,6 +46,7 @@ class ParamDecl(Node):
     # Array suffixes written on the parameter (`int a[]` -> [None]); adjusted to a pointer.
     arrays: list["Expr | None"] = field(default_factory=list)
     funcptr: bool = False
+    ref: "Spec | None" = None  # `T &name`: the '&' (a reference)
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Declarator(Node):
     params: list[ParamDecl] | None = None  # not None for a function declarator
     funcptr: bool = False  # `(*name)(...)`
     parens: bool = False  # some other parenthesised declarator
+    ref: "Spec | None" = None  # `T &name`: the '&' (a reference)
 
 
 @dataclass
@@ -130,6 +132,7 @@ class StringLit(Expr):
 class Name(Expr):
     name: str
     sym: Any = field(default=None, init=False, repr=False, compare=False)
+    targs: Any = None  # `f<float, 4>`: TypeSyntax or Expr per template argument
 
 
 @dataclass
@@ -203,6 +206,8 @@ class Call(Expr):
     args: list[Expr]
     # Resolved callee: a FuncSym or the name of a built-in.
     callee: Any = field(default=None, init=False, repr=False, compare=False)
+    # Per argument: True when a reference parameter is bound to the argument (an lvalue) itself.
+    ref_binds: Any = field(default=None, init=False, repr=False, compare=False)
 
 
 # ------------------------------------------------------------------ statements
@@ -271,6 +276,19 @@ class Continue(Stmt):
 @dataclass
 class Return(Stmt):
     value: Expr | None
+
+
+@dataclass
+class TemplateParam(Node):
+    name: str
+    kind: str  # "type" or "value"
+    specs: list[Spec] | None = None  # the type of a value parameter
+
+
+@dataclass
+class TemplateDef(Node):
+    params: list[TemplateParam]
+    func: FunctionDef
 
 
 @dataclass

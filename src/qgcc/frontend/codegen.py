@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ..diagnostics import CompileError
 from ..fpu import IN_NETWORK
-from ..isa import FORMATS, AtomOp, Fmt, Op, to_s32
+from ..isa import FORMATS, AtomOp, Fmt, Op, SReg, to_s32
 from ..spec import SPEC
 from ..program import Param
 from . import ast as A
@@ -113,10 +113,24 @@ class KernelGen:
     IR_LIMIT = 8 * SPEC.max_instrs
 
     def __init__(self, fs: FuncSym, filename: str, lines: list[str], remat_params: bool = False,
-                 soft_float: bool = False):
+                 soft_float: bool = False, dynamic_base: int = SPEC.shared_base, local_words: int = 0,
+                 local_region: int = 0):
         self.fs = fs
         # Float instructions to emit instead of soft-float routines (none with --soft-float).
         self.hw_float = frozenset() if soft_float else IN_NETWORK
+        # Local arrays: each thread's frame of `local_words` cells at global cell
+        # local_region + (linear thread index) * local_words; frames are laid out by the
+        # first generation, the base is computed at the entry by the second.
+        self.local_words = local_words
+        self.local_region = local_region
+        self.local: dict[VarSym, int] = {}
+        self.local_used = 0
+        self.local_base: int | None = None
+        # Where extern __shared__ arrays start: after the static __shared__ cells, which are
+        # known only once the kernel is generated (compile_source generates it again if the
+        # guess was wrong).
+        self.dynamic_base = dynamic_base
+        self.uses_dynamic = False
         # Re-read parameters that are never assigned with LDC at each use instead of
         # keeping them in registers from the entry (used when registers run short).
         self.remat_params = remat_params
@@ -208,6 +222,8 @@ class KernelGen:
                 params.append(Param(p.name, t.kind, pointer=False, const=p.readonly))
         self.frames.append(Frame(fs, None, None))
         self.line = fs.line
+        if self.local_words:
+            self.local_base = self.frame_base()
         for p in fs.params:
             if self.remat_params and not p.assigned:
                 continue  # read where used (e_Name)
@@ -241,8 +257,10 @@ class KernelGen:
     def s_DeclStmt(self, s: A.DeclStmt) -> None:
         for sym, it in zip(s.syms, s.decl.items):
             self.line = it.line
-            if sym.kind == "shared":
-                self.alloc_shared(sym)
+            if sym.kind == "shared" and sym.space == "local":
+                self.local_array(sym)
+            elif sym.kind == "shared":
+                self.mem_addr(sym)
             elif sym.kind == "const":
                 self.env[sym] = C(sym.const_value)
             else:
@@ -253,6 +271,57 @@ class KernelGen:
                     self.emit(Op.MOV, v, imm=0, use_imm=True)
                 self.env[sym] = v
                 self.var_regs.add(v)
+
+    def frame_base(self) -> int:
+        """The first cell of this thread's local frame: region + (warp * 4 + lane) * words."""
+        w, lane = self.new(), self.new()
+        self.emit(Op.S2R, w, mod=SReg.WARPID)
+        self.emit(Op.S2R, lane, mod=SReg.LANEID)
+        tid = self.alu(Op.ADD, self.alu(Op.SHL, w, C(SPEC.warp_size.bit_length() - 1)), lane)
+        n = self.local_words
+        off = self.alu(Op.SHL, tid, C(n.bit_length() - 1)) if n & (n - 1) == 0 else self.alu(Op.MUL, tid, C(n))
+        base = self.reg(self.alu(Op.ADD, off, C(self.local_region)))
+        self.var_regs.add(base)
+        return base
+
+    def local_array(self, sym: VarSym) -> None:
+        """Place a local array in the thread's frame and store its initialiser (missing cells 0)."""
+        if sym not in self.local:
+            self.local[sym] = self.local_used
+            size = 1
+            for d in sym.ty.dims:
+                size *= d
+            self.local_used += size
+        if sym.init_exprs is not None:
+            size = 1
+            for d in sym.ty.dims:
+                size *= d
+            given = dict(sym.init_exprs)
+            base, off = self.sym_addr(sym)
+            for i in range(size):
+                e = given.get(i)
+                v = C(0) if e is None else self.convert(self.val(e), e.ty, sym.ty.elem)
+                self.store(MemLV(base, off + i, sym.ty.elem), v)
+
+    def sym_addr(self, sym: VarSym) -> tuple["int | None", int]:
+        """(base register or None, offset) of a memory-resident variable."""
+        if sym.space == "local":
+            if sym not in self.local:
+                self.local_array(sym)
+            if self.local_base is None:  # first generation: frames are being laid out
+                self.local_base = self.reg(C(self.local_region))
+            return self.local_base, self.local[sym]
+        return None, self.mem_addr(sym)
+
+    def mem_addr(self, sym: VarSym) -> int:
+        """The cell address of a memory-resident variable (static/extern __shared__, __constant__)."""
+        if sym.space == "constant":
+            return sym.address
+        if sym.space == "dynamic":
+            self.uses_dynamic = True
+            return self.dynamic_base
+        self.alloc_shared(sym)
+        return self.shared[sym]
 
     def alloc_shared(self, sym: VarSym) -> None:
         if sym in self.shared:
@@ -464,7 +533,7 @@ class KernelGen:
     def array_addr(self, e: A.Expr) -> tuple["int | None", int]:
         """Address of an array or array row expression."""
         if isinstance(e, A.Name):
-            return None, self.shared[e.sym]
+            return self.sym_addr(e.sym)
         assert isinstance(e, A.Index)
         return self.index_addr(e)
 
@@ -500,8 +569,10 @@ class KernelGen:
         if isinstance(e, A.Name):
             sym = e.sym
             if sym.kind == "shared":
-                return MemLV(None, self.shared[sym], sym.ty)
+                return MemLV(None, self.mem_addr(sym), sym.ty)
             v = self.env[sym]
+            if isinstance(v, MemLV):  # a reference parameter bound to a memory cell
+                return v
             if is_c(v):  # an unassigned parameter bound to a constant: give it a register
                 r = self.reg(v)
                 self.env[sym] = r
@@ -556,12 +627,15 @@ class KernelGen:
     def e_Name(self, e: A.Name):
         sym = e.sym
         if sym.kind == "shared":
-            return self.load(MemLV(None, self.shared[sym], sym.ty))
+            return self.load(MemLV(None, self.mem_addr(sym), sym.ty))
         if sym not in self.env and sym.kind == "param" and sym in self.fs.params:
             t = self.new()  # a kernel parameter re-read where it is used
             self.emit(Op.LDC, t, imm=sym.index)
             return t
-        return self.env[sym]
+        v = self.env[sym]
+        if isinstance(v, MemLV):  # a reference parameter bound to a memory cell
+            return self.load(v)
+        return v
 
     def e_Member(self, e: A.Member):
         t = self.new()
@@ -939,16 +1013,24 @@ class KernelGen:
         fd = fs.definition
         assert fd is not None
         args = []
+        binds = e.ref_binds or [False] * len(e.args)
         for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
+            if binds[i]:
+                # A reference parameter names the argument itself: its register, or its cell.
+                lv = self.lvalue(a)
+                args.append(self.env[lv.sym] if isinstance(lv, VarLV) else lv)
+                continue
             v = self.convert(self.val(a), a.ty, pt)
-            if not is_c(v) and v in self.var_regs and i + 1 < len(e.args):
-                # A later argument might modify the variable: pass its current value.
+            if not is_c(v) and v in self.var_regs and (i + 1 < len(e.args) or any(binds)):
+                # A later argument (or a reference) might modify the variable: pass its current value.
                 r = self.new()
                 self.mov(r, v)
                 v = r
             args.append(v)
-        for sym, v in zip(fs.params, args):
-            if sym.assigned:
+        for sym, v, bound in zip(fs.params, args, binds):
+            if bound:
+                self.env[sym] = v
+            elif sym.assigned:
                 r = self.new()
                 self.mov(r, v)
                 self.env[sym] = r

@@ -57,8 +57,7 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "class": "'class' types are not supported",
     "union": "'union' types are not supported",
     "enum": "'enum' types are not supported; use const int or #define",
-    "template": "templates are not supported",
-    "typename": "templates are not supported ('typename')",
+    "typename": "'typename' is supported only in a template parameter list",
     "new": "dynamic memory allocation ('new') is not supported",
     "delete": "dynamic memory allocation ('delete') is not supported",
     "sizeof": "'sizeof' is not supported (memory is addressed in 32-bit cells: every element "
@@ -180,6 +179,11 @@ class _Stream:
         self.prev: Token | None = None
         # typedef/using declaration being read: [kind, names, paren depth, bracket depth, want]
         self.decl: list | None = None
+        # Templates: the header being read or the templated function after it, the names of
+        # function templates (a '<' after one opens template arguments) and open '<'s.
+        self.tmpl: dict | None = None
+        self.template_names: set[str] = set()
+        self.angles = 0
 
     def _placed(self):
         smap = self.pp.srcmap
@@ -235,8 +239,78 @@ class _Stream:
         if prev is not None:
             yield self._classify(prev)
 
+    @staticmethod
+    def _retype(tok: Token, kind: str) -> Token:
+        return Token(kind, tok.value, start_pos=tok.start_pos, line=tok.line, column=tok.column,
+                     end_line=tok.end_line, end_column=tok.end_column, end_pos=tok.end_pos)
+
+    def _template(self, tok: Token) -> Token | None:
+        """Template headers and template arguments; None when tok is ordinary."""
+        v = tok.value
+        t = self.tmpl
+        if t is None:
+            if tok.type == "NAME" and v == "template":
+                self.tmpl = {"state": "open", "names": [], "type_next": False, "brace": 0,
+                             "named": False, "last": None, "had": set()}
+                return self._retype(tok, "TEMPLATE")
+            return self._template_args(tok)
+        if t["state"] == "open":
+            if v != "<":
+                raise self.ctx.error(tok.line, tok.column, "expected '<' after 'template'")
+            t["state"] = "params"
+            return self._retype(tok, "TLT")
+        if t["state"] == "params":
+            if tok.type == "NAME" and v in ("typename", "class"):
+                t["type_next"] = True
+                return self._retype(tok, "TYPENAME_KW")
+            if tok.type == "NAME" and t["type_next"]:
+                t["type_next"] = False
+                t["names"].append(v)
+                if v in self.typedefs:
+                    t["had"].add(v)
+                self.typedefs.add(v)  # a type inside the template
+                return tok
+            if v == ">":
+                t["state"] = "decl"
+                return self._retype(tok, "TGT")
+            return None
+        # the templated declaration: learn its name, and forget the type parameters at its end
+        if tok.type == "NAME":
+            t["last"] = v
+        elif v == "(" and t["brace"] == 0 and not t["named"] and t["last"]:
+            t["named"] = True
+            self.template_names.add(t["last"])
+        elif v == "{":
+            t["brace"] += 1
+        elif v in ("}", ";") and (t["brace"] - (v == "}")) == 0:
+            if v == "}":
+                t["brace"] -= 1
+            for n in t["names"]:
+                if n not in t["had"]:
+                    self.typedefs.discard(n)
+            self.tmpl = None
+        elif v == "}":
+            t["brace"] -= 1
+        return self._template_args(tok)
+
+    def _template_args(self, tok: Token) -> Token | None:
+        """`<` after the name of a function template opens its arguments, up to the matching `>`."""
+        v = tok.value
+        if v == "<" and self.prev is not None and self.prev.type == "NAME" \
+                and self.prev.value in self.template_names:
+            self.angles += 1
+            return self._retype(tok, "TLT")
+        if v == ">" and self.angles:
+            self.angles -= 1
+            return self._retype(tok, "TGT")
+        return None
+
     def _classify(self, tok: Token) -> Token:
         err = self.ctx.error
+        special = self._template(tok)
+        if special is not None:
+            self.prev = special
+            return special
         if tok.type in (HASH, HASHHASH):
             raise err(tok.line, tok.column, f"stray '{tok.value}' in program")
         if tok.type == "NAME":
@@ -253,8 +327,11 @@ class _Stream:
                             end_pos=tok.end_pos)
         elif tok.value in ("&", "&&") and tok.type not in ("STRLIT", "CHARLIT") and \
                 self.prev is not None and (self.prev.type == "TYPE_NAME" or self.prev.value in TYPE_KEYWORDS):
-            raise err(tok.line, tok.column, f"references ('{self.prev.value} {tok.value}') are not "
-                                            "supported; use a pointer")
+            if tok.value == "&&":
+                raise err(tok.line, tok.column, f"rvalue references ('{self.prev.value} &&') are not "
+                                                "supported")
+            tok = Token("REF", tok.value, start_pos=tok.start_pos, line=tok.line, column=tok.column,
+                        end_line=tok.end_line, end_column=tok.end_column, end_pos=tok.end_pos)
         elif tok.type == "LBRACE" and self.prev is not None and self.prev.type == "NAME":
             tok = Token("LBRACE_INIT", tok.value, start_pos=tok.start_pos, line=tok.line,
                         column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
@@ -370,6 +447,18 @@ class _Builder:
             if isinstance(ch, Tree):
                 if ch.data == "function_def":
                     items.append(self.function_def(ch))
+                elif ch.data == "template_def":
+                    kw = ch.children[0]
+                    params = []
+                    for p in ch.children[2:-2]:
+                        if not isinstance(p, Tree):
+                            continue
+                        name = p.children[-1]
+                        specs = self.specs(p.children[0]) if p.data == "value_tparam" else None
+                        params.append(A.TemplateParam(name.line, name.column, name.value,
+                                                      "type" if specs is None else "value", specs))
+                    items.append(A.TemplateDef(kw.line, kw.column, params,
+                                               self.function_def(ch.children[-1])))
                 elif ch.data == "declaration":
                     items.append(self.declaration(ch))
                 elif ch.data == "alias_decl":
@@ -414,8 +503,11 @@ class _Builder:
 
     def declarator(self, t: Tree) -> A.Declarator:
         ptrs = self.pointers(t.children[0])
-        d = self.direct(t.children[1])
+        ref = t.children[1]
+        d = self.direct(t.children[2])
         d.pointers = ptrs + d.pointers
+        if ref is not None:
+            d.ref = A.Spec(ref.line, ref.column, "&")
         return d
 
     def direct(self, t: Tree) -> A.Declarator:
@@ -454,10 +546,13 @@ class _Builder:
         line, col = specs[0].line, specs[0].col
         if t.data == "abstract_param":
             ptrs = self.pointers(t.children[1])
-            return A.ParamDecl(line, col, A.TypeSyntax(line, col, specs, ptrs), None)
+            ref = t.children[2]
+            return A.ParamDecl(line, col, A.TypeSyntax(line, col, specs, ptrs), None,
+                               ref=A.Spec(ref.line, ref.column, "&") if ref is not None else None)
         d = self.declarator(t.children[1])
         return A.ParamDecl(d.line, d.col, A.TypeSyntax(line, col, specs, d.pointers), d.name,
-                           list(d.arrays), funcptr=d.funcptr or d.params is not None or d.parens)
+                           list(d.arrays), funcptr=d.funcptr or d.params is not None or d.parens,
+                           ref=d.ref)
 
     def declaration(self, t: Tree) -> A.Declaration:
         specs = self.specs(t.children[0])
@@ -491,6 +586,10 @@ class _Builder:
 
     def type_name(self, t: Tree) -> A.TypeSyntax:
         specs = self.specs(t.children[0])
+        ref = t.children[2]
+        if ref is not None:
+            raise self.ctx.error(ref.line, ref.column, f"references ('{specs[-1].text} &') are only "
+                                                       "supported as device function parameters")
         return A.TypeSyntax(specs[0].line, specs[0].col, specs, self.pointers(t.children[1]))
 
     # ---------------------------------------------------------------- statements
@@ -556,6 +655,11 @@ class _Builder:
         if k == "name":
             tok = ch[0]
             return A.Name(tok.line, tok.column, tok.value)
+        if k == "template_id":
+            tok = ch[0]
+            targs = [self.type_name(a) if isinstance(a, Tree) and a.data == "type_name" else self.expr(a)
+                     for a in ch[2:-1] if isinstance(a, Tree)]
+            return A.Name(tok.line, tok.column, tok.value, targs=targs)
         if k == "int_lit":
             tok = ch[0]
             return A.IntLit(tok.line, tok.column, tok.value)

@@ -9,6 +9,7 @@ which `codegen` checks) are raised here as `CompileError`s.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 
@@ -38,6 +39,15 @@ class VarSym:
     index: int = -1  # parameter position
     assigned: bool = False  # target of =, op=, ++ or -- somewhere
     hidden: bool = False  # an unnamed parameter (not visible in the body)
+    ref: bool = False  # a reference parameter (`T &p`, `const T &p`) of a device function
+    # Where a memory-resident variable (kind 'shared') lives: '' a static __shared__ variable,
+    # 'dynamic' an extern __shared__ array (sized at launch), 'constant' a __constant__ variable
+    # (global cells from 0, filled by the launcher).
+    space: str = ""
+    address: int = -1  # first global cell of a __constant__ variable
+    init: list[int] | None = None  # a __constant__ variable's cells as the source initialises them
+    # A local array's initialiser: (cell index, expression) pairs; the other cells become 0.
+    init_exprs: list | None = None
 
     def __repr__(self) -> str:
         return f"VarSym({self.name}: {self.ty}, {self.kind})"
@@ -54,6 +64,9 @@ class FuncSym:
     params: list[VarSym] = field(default_factory=list)
     definition: A.FunctionDef | None = None
     calls: list[tuple["FuncSym", A.Call]] = field(default_factory=list)
+    param_refs: list[bool] = field(default_factory=list)  # which parameters are references
+    param_ref_consts: list[bool] = field(default_factory=list)  # ... references to const
+    template: tuple | None = None  # an instance: (template name, [type names and ints])
 
     def __repr__(self) -> str:
         return f"FuncSym({self.name})"
@@ -63,6 +76,7 @@ class FuncSym:
 class SemaResult:
     kernels: list[FuncSym]
     functions: dict[str, FuncSym]
+    constants: list[VarSym] = field(default_factory=list)  # __constant__ variables, by address
 
 
 BUILTIN_VECTORS = {
@@ -165,6 +179,10 @@ class Sema:
         self.scopes: list[dict[str, VarSym]] = []
         self.func: FuncSym | None = None
         self.loop_depth = 0
+        self.constants: list[VarSym] = []
+        self.constant_cells = 0
+        self.templates: dict[str, A.TemplateDef] = {}
+        self.instances: list[tuple[FuncSym, A.FunctionDef]] = []
         # typedef/using names -> (type, read-only); size_t is 32 bits (32-bit addresses).
         self.typedefs: dict[str, tuple[Type, bool]] = {n: (t, False) for n, t in
                                                         BUILTIN_TYPEDEFS.items()}
@@ -229,16 +247,11 @@ class Sema:
                     raise self.error(s, "'__host__' is not supported (only device code is "
                                         "compiled; '__host__ __device__' functions are)")
                 continue
-            if t == "__constant__":
-                raise self.error(s, "'__constant__' memory is not supported; pass a pointer "
-                                    "parameter or use a const")
             if t == "__managed__":
                 raise self.error(s, "'__managed__' memory is not supported")
-            if t == "extern":
-                if any(x.text == "__shared__" for x in specs):
-                    raise self.error(s, "dynamic shared memory ('extern __shared__') is not "
-                                        "supported; declare the __shared__ array with a constant size")
-                raise self.error(s, "'extern' is not supported")
+            if t == "extern" and not any(x.text == "__shared__" for x in specs):
+                raise self.error(s, "'extern' is not supported (only 'extern __shared__' arrays "
+                                    "and 'extern \"C\"')")
             if t in ("const", "constexpr"):
                 const = True
             elif t in ("volatile", "__restrict__", "__restrict"):
@@ -301,20 +314,25 @@ class Sema:
 
     # ------------------------------------------------------------------ top level
 
-    def run(self, tu: A.TranslationUnit) -> SemaResult:
+    def run(self, tu: A.TranslationUnit, instantiate: tuple[str, ...] = ()) -> SemaResult:
         defs: list[tuple[FuncSym, A.FunctionDef]] = []
         for item in tu.items:
-            if isinstance(item, A.FunctionDef):
+            if isinstance(item, A.TemplateDef):
+                self.template_declaration(item)
+            elif isinstance(item, A.FunctionDef):
                 fs = self.declare_function(item.specs, item.decl, definition=item)
                 defs.append((fs, item))
             else:
                 self.top_declaration(item)
         for fs, fd in defs:
             self.function_body(fs, fd)
+        for request in instantiate:
+            self.instantiate_by_name(request)
+        defs += self.instances
         self.check_calls()
         self.check_recursion([fs for fs, _ in defs])
         kernels = [fs for fs, _ in defs if fs.kind == "global"]
-        return SemaResult(kernels, self.functions)
+        return SemaResult(kernels, self.functions, self.constants)
 
     def typedef_again(self, d: A.Declaration) -> bool:
         """`typedef float T;` when T is a typedef already: the lexer made T a type name."""
@@ -338,6 +356,8 @@ class Sema:
             decl = it.decl
             if decl.params is not None or decl.funcptr:
                 raise self.error(decl, f"function types in typedefs are not supported ('{decl.name}')")
+            if decl.ref is not None:
+                raise self.error(decl.ref, f"reference types in typedefs are not supported ('{decl.name}')")
             if decl.parens:
                 raise self.error(decl, f"unsupported declarator for '{decl.name}'")
             if decl.arrays:
@@ -383,9 +403,19 @@ class Sema:
             info = self.spec_info(d.specs)
             self.check_declarator_shape(it.decl)
             st = info.storage
+            if "__shared__" in st and "extern" in st:
+                sym = self.dynamic_shared_declaration(info, it)
+                prev = self.globals.get(sym.name)
+                if prev is not None and prev.space == "dynamic" and prev.ty == sym.ty:
+                    continue  # extern declarations may be repeated
+                self.declare(sym)
+                continue
             if "__shared__" in st:
                 raise self.error(st["__shared__"], "__shared__ variables must be declared inside a "
                                                    "kernel or device function")
+            if "__constant__" in st:
+                self.declare(self.constant_declaration(info, it))
+                continue
             if "__device__" in st:
                 raise self.error(st["__device__"], "__device__ variables are not supported; pass "
                                                    "data through kernel parameters")
@@ -409,6 +439,12 @@ class Sema:
             self.declare(sym)
 
     def check_declarator_shape(self, d: A.Declarator) -> None:
+        if d.ref is not None:
+            if d.params is not None:
+                raise self.error(d.ref, f"functions returning references are not supported "
+                                        f"('{d.name}'); return a value")
+            raise self.error(d.ref, f"reference '{d.name}': references are supported only as "
+                                    "parameters of device functions")
         if d.funcptr:
             raise self.error(d, "function pointers are not supported")
         if d.parens:
@@ -423,7 +459,7 @@ class Sema:
             raise self.error(d, f"function '{d.name}' cannot return an array")
         info = self.spec_info(specs, "function declaration")
         st = info.storage
-        for bad in ("__shared__", "register"):
+        for bad in ("__shared__", "register", "__constant__"):
             if bad in st:
                 raise self.error(st[bad], f"'{bad}' is not allowed on a function")
         if "__global__" in st and "__device__" in st:
@@ -439,6 +475,8 @@ class Sema:
         if kind == "global" and not isinstance(ret, VoidType):
             raise self.error(d, f"kernel '{d.name}' must return void")
         ptypes: list[Type] = []
+        refs: list[bool] = []
+        ref_consts: list[bool] = []
         pnames: list[tuple[A.ParamDecl, Type, bool]] = []
         params = d.params
         if len(params) == 1 and params[0].name is None and not params[0].type.pointers \
@@ -461,6 +499,15 @@ class Sema:
             t, readonly = self.apply_pointers(pinfo.base, ptrs, pinfo.const, p)
             if isinstance(t, VoidType):
                 raise self.error(p, f"parameter '{p.name or '?'}' has type void")
+            if p.ref is not None:
+                if kind == "global":
+                    raise self.error(p.ref, "a kernel parameter cannot be a reference (it would "
+                                            "refer to host memory); pass a pointer or a value")
+                if not is_arith(t):
+                    raise self.error(p.ref, f"references to '{t}' are not supported (only to "
+                                            "int, unsigned, char, bool and float variables)")
+            refs.append(p.ref is not None)
+            ref_consts.append(p.ref is not None and readonly)
             ptypes.append(t)
             pnames.append((p, t, readonly))
         if kind == "global" and len(ptypes) > SPEC.max_params:
@@ -470,7 +517,8 @@ class Sema:
         if d.name in self.globals:
             raise self.error(d, f"redefinition of '{d.name}' (a constant)")
         if prev is not None:
-            if prev.kind != kind or prev.ret != ret or prev.param_types != ptypes:
+            if prev.kind != kind or prev.ret != ret or prev.param_types != ptypes or prev.param_refs != refs \
+                    or prev.param_ref_consts != ref_consts:
                 raise self.error(d, f"conflicting declaration of '{d.name}' (previously declared "
                                     f"on line {prev.line})")
             if definition is not None and prev.definition is not None:
@@ -478,7 +526,8 @@ class Sema:
                                     f"on line {prev.definition.line})")
             fs = prev
         else:
-            fs = FuncSym(d.name, kind, ret, ptypes, d.line, d.col)
+            fs = FuncSym(d.name, kind, ret, ptypes, d.line, d.col, param_refs=refs,
+                         param_ref_consts=ref_consts)
             self.functions[d.name] = fs
         if definition is not None:
             fs.definition = definition
@@ -495,7 +544,7 @@ class Sema:
                     raise self.error(p, f"redefinition of parameter '{p.name}'")
                 seen.add(name)
                 fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=i,
-                                        hidden=p.name is None))
+                                        hidden=p.name is None, ref=p.ref is not None))
         return fs
 
     def function_body(self, fs: FuncSym, fd: A.FunctionDef) -> None:
@@ -509,6 +558,146 @@ class Sema:
             self.stmt(item)
         self.scopes = []
         self.func = None
+
+    # ------------------------------------------------------------------ templates
+
+    def template_declaration(self, t: A.TemplateDef) -> None:
+        name = t.func.decl.name
+        if name in self.templates or name in self.functions:
+            raise self.error(t.func.decl, f"redefinition of '{name}'")
+        seen: set[str] = set()
+        for p in t.params:
+            if p.name in seen:
+                raise self.error(p, f"duplicate template parameter '{p.name}'")
+            seen.add(p.name)
+            if p.kind == "value":
+                base = self.spec_info(p.specs, "template parameter").base
+                if not is_int(base):
+                    raise self.error(p, f"template parameter '{p.name}' must have an integer type "
+                                        f"(got '{base}')")
+        self.templates[name] = t
+
+    def template_args(self, t: A.TemplateDef, targs: list, at: A.Node) -> list:
+        """Explicit template arguments -> a Type or an int per parameter."""
+        name = t.func.decl.name
+        if len(targs) > len(t.params):
+            raise self.error(at, f"too many template arguments for '{name}' ({len(targs)} for "
+                                 f"{len(t.params)})")
+        out: list = []
+        for p, a in zip(t.params, targs):
+            if p.kind == "type":
+                if not isinstance(a, A.TypeSyntax):
+                    raise self.error(a, f"template argument for '{p.name}' of '{name}' must be a type")
+                out.append(self.type_of_syntax(a, "template argument"))
+            else:
+                if isinstance(a, A.TypeSyntax):
+                    raise self.error(a, f"template argument for '{p.name}' of '{name}' must be a "
+                                        "constant, not a type")
+                self.rvalue(a)
+                if a.const is None or not is_int(a.ty):
+                    raise self.error(a, f"template argument for '{p.name}' of '{name}' is not an "
+                                        "integer constant")
+                out.append(wrap(a.const, self.spec_info(p.specs, "template parameter").base))
+        return out
+
+    def deduce(self, t: A.TemplateDef, given: list, args: list[A.Expr], at: A.Node) -> list:
+        """The remaining template arguments, deduced from the call's argument types."""
+        name = t.func.decl.name
+        found: dict[str, Type] = {}
+        open_types = {p.name for p in t.params[len(given):] if p.kind == "type"}
+        for pd, a in zip(t.func.decl.params or [], args):
+            tnames = [s.text for s in pd.type.specs if s.typename and s.text in open_types]
+            if not tnames:
+                continue
+            ty = self.rvalue(a)
+            levels = len(pd.type.pointers) + (1 if pd.arrays else 0)
+            for _ in range(levels):
+                if not isinstance(ty, PtrType):
+                    raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
+                ty = ty.elem
+            if isinstance(ty, PtrType) or not is_arith(ty):
+                raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
+            prev = found.get(tnames[0])
+            if prev is not None and prev != ty:
+                raise self.error(a, f"conflicting deductions of '{tnames[0]}' for '{name}' ('{prev}' "
+                                    f"and '{ty}'); write {name}<...>(...)")
+            found[tnames[0]] = ty
+        out = list(given)
+        for p in t.params[len(given):]:
+            if p.name not in found:
+                raise self.error(at, f"cannot deduce template parameter '{p.name}' of '{name}'; "
+                                     f"write {name}<...>(...)")
+            out.append(found[p.name])
+        return out
+
+    def instantiate(self, t: A.TemplateDef, values: list, at: A.Node) -> FuncSym:
+        name = t.func.decl.name
+        shown = ", ".join(str(v) for v in values)
+        display = f"{name}<{shown}>"
+        fs = self.functions.get(display)
+        if fs is not None:
+            return fs
+        fd = copy.deepcopy(t.func)
+        fd.decl.name = display
+        saved = (self.func, self.scopes, self.loop_depth, dict(self.typedefs))
+        consts = {}
+        for p, v in zip(t.params, values):
+            if p.kind == "type":
+                self.typedefs[p.name] = (v, False)
+            else:
+                ty = self.spec_info(p.specs, "template parameter").base
+                consts[p.name] = VarSym(p.name, ty, "const", p.line, p.col, readonly=True, const_value=v)
+        try:
+            self.func, self.scopes = None, []
+            fs = self.declare_function(fd.specs, fd.decl, definition=fd)
+            fs.template = (name, [v if isinstance(v, int) else v.kind for v in values])
+            self.func, self.loop_depth = fs, 0
+            self.scopes = [dict(consts)]
+            for p in fs.params:
+                if not p.hidden:
+                    self.scopes[0][p.name] = p
+            for item in fd.body.items:
+                self.stmt(item)
+        finally:
+            self.func, self.scopes, self.loop_depth, self.typedefs = saved
+        self.instances.append((fs, fd))
+        return fs
+
+    def instantiate_by_name(self, request: str) -> None:
+        """`matmul<8>` or `scale<float>` named at launch: a kernel template instantiated."""
+        m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*<(.*)>\s*", request)
+        if m is None:
+            raise self.error(1, 1, f"kernel '{request}': expected NAME<ARGS> for a kernel template")
+        t = self.templates.get(m.group(1))
+        if t is None or "__global__" not in {s.text for s in t.func.specs}:
+            have = ", ".join(n for n, x in self.templates.items()
+                             if "__global__" in {s.text for s in x.func.specs}) or "none"
+            raise self.error(1, 1, f"kernel '{request}': the program has no kernel template "
+                                   f"'{m.group(1)}' (kernel templates: {have})")
+        parts = [x.strip() for x in m.group(2).split(",")] if m.group(2).strip() else []
+        if len(parts) != len(t.params):
+            raise self.error(1, 1, f"kernel '{request}': '{m.group(1)}' takes {len(t.params)} template "
+                                   f"argument{'s' if len(t.params) != 1 else ''}")
+        values: list = []
+        for p, text in zip(t.params, parts):
+            if p.kind == "value":
+                try:
+                    values.append(wrap(int(text, 0), self.spec_info(p.specs, "template parameter").base))
+                except ValueError:
+                    raise self.error(1, 1, f"kernel '{request}': '{text}' is not an integer for "
+                                           f"'{p.name}'") from None
+            else:
+                words = text.replace("*", " * ").split()
+                specs = [A.Spec(1, 1, w, typename=w in self.typedefs and w not in TYPE_WORDS)
+                         for w in words if w != "*"]
+                try:
+                    values.append(self.type_of_syntax(A.TypeSyntax(1, 1, specs, [[]] * words.count("*")),
+                                                      "template argument"))
+                except CompileError as e:
+                    why = e.message if words and words[0] in TYPE_WORDS + ("double", "long", "short") \
+                        else f"'{text}' is not a type"
+                    raise self.error(1, 1, f"kernel '{request}': {why} (for '{p.name}')") from None
+        self.instantiate(t, values, t.func.decl)
 
     def check_calls(self) -> None:
         for fs in self.functions.values():
@@ -627,10 +816,11 @@ class Sema:
             return
         info = self.spec_info(d.specs)
         st = info.storage
-        for bad in ("__global__", "__device__", "static"):
+        for bad in ("__global__", "__device__", "static", "__constant__"):
             if bad in st:
                 msg = ("static local variables are not supported" if bad == "static"
-                       else f"'{bad}' is not allowed on a local variable")
+                       else "__constant__ variables must be declared at file scope"
+                       if bad == "__constant__" else f"'{bad}' is not allowed on a local variable")
                 raise self.error(st[bad], msg)
         for k in ("inline", "__inline__", "__forceinline__", "__noinline__"):
             if k in st:
@@ -646,6 +836,16 @@ class Sema:
             if decl.params is not None and not decl.funcptr:
                 raise self.error(decl, "local function declarations are not supported")
             self.check_declarator_shape(decl)
+            if shared and "extern" in st:
+                sym = self.dynamic_shared_declaration(info, it)
+                self.declare(sym)
+                ds.syms.append(sym)
+                continue
+            if decl.arrays and not shared and not decl.pointers:
+                sym = self.local_array_declaration(info, it)
+                self.declare(sym)
+                ds.syms.append(sym)
+                continue
             if isinstance(it.init, A.BraceInit) and (shared or decl.arrays):
                 raise self.error(it.init, "initialiser lists are not supported")
             if it.init is not None:
@@ -654,8 +854,7 @@ class Sema:
                 sym = self.shared_declaration(info, it)
             else:
                 if decl.arrays:
-                    raise self.error(decl, f"local arrays are not supported ('{decl.name}'): "
-                                           "registers cannot be indexed; use a __shared__ array")
+                    raise self.error(decl, f"arrays of pointers are not supported ('{decl.name}')")
                 ty, readonly = self.apply_pointers(info.base, decl.pointers, info.const, decl)
                 if isinstance(ty, VoidType):
                     raise self.error(decl, f"variable '{decl.name}' has type void")
@@ -683,8 +882,134 @@ class Sema:
         if len(decl.arrays) > 2:
             raise self.error(decl, "__shared__ arrays have at most 2 dimensions")
         dims = tuple(self.array_dim(e, decl.name, decl) for e in decl.arrays)
-        ty: Type = ArrayType(info.base, dims) if dims else info.base
+        ty: Type = ArrayType(info.base, dims, info.const) if dims else info.base
         return VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=info.const)
+
+    def local_array_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`T a[N]` / `T a[N][M]` in a function: a per-thread array in memory (registers cannot
+        be indexed), optionally brace-initialised with run-time values."""
+        decl = it.decl
+        if not is_arith(info.base):
+            raise self.error(decl, f"local array '{decl.name}' has type '{info.base}'")
+        if len(decl.arrays) > 2:
+            raise self.error(decl, "local arrays have at most 2 dimensions")
+        init = it.init
+        if init is not None and not isinstance(init, A.BraceInit):
+            raise self.error(init, f"array '{decl.name}' must be initialised with braces")
+        dims, pairs = self.array_initialiser(decl, info.base, init, constant=False)
+        if info.const and init is None:
+            raise self.error(decl, f"const array '{decl.name}' needs an initialiser")
+        sym = VarSym(decl.name, ArrayType(info.base, tuple(dims), info.const), "shared", decl.line,
+                     decl.col, readonly=info.const, space="local")
+        sym.init_exprs = pairs if init is not None else None
+        return sym
+
+    def array_initialiser(self, decl: A.Declarator, base: Type, init, constant: bool):
+        """Dimensions (an empty first one sized by the list) and (cell, expression) pairs of a
+        brace initialiser: flat, or nested by rows for a 2-D array."""
+        arrays = decl.arrays
+        items: list = list(init.items) if isinstance(init, A.BraceInit) else []
+        nested = len(arrays) == 2 and any(isinstance(x, A.BraceInit) for x in items)
+        rows = [x.items if isinstance(x, A.BraceInit) else [x] for x in items] if nested else [items]
+        for x in (y for r in rows for y in r):
+            if isinstance(x, A.BraceInit):
+                raise self.error(x, f"unexpected braces in the initialiser of '{decl.name}'")
+        dims = [0 if e is None and i == 0 and init is not None else self.array_dim(e, decl.name, decl)
+                for i, e in enumerate(arrays)]
+        if dims and dims[0] == 0:  # `T a[] = {...}`: the initialiser gives the size
+            cols = dims[1] if len(dims) == 2 else 1
+            dims[0] = max(1, len(rows) if nested else -(-len(items) // cols))
+        size = 1
+        for d in dims:
+            size *= d
+        width = dims[-1] if nested else size
+        if nested and len(rows) > dims[0]:
+            raise self.error(items[dims[0]], f"too many initialisers for '{decl.name}' "
+                                             f"({len(rows)} rows for {dims[0]})")
+        pairs = []
+        for r, row in enumerate(rows):
+            if len(row) > width:
+                raise self.error(row[width], f"too many initialisers for '{decl.name}' "
+                                             f"({len(row)} for {width})")
+            for j, x in enumerate(row):
+                if constant:
+                    pairs.append((r * width + j, self.constant_cell(x, base, decl.name)))
+                else:
+                    self.rvalue(x, dst=base)
+                    self.convert_check(x, base, "initialisation")
+                    pairs.append((r * width + j, x))
+        return dims, pairs
+
+    def dynamic_shared_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`extern __shared__ T name[];`: every such array starts where the kernel's static
+        __shared__ variables end (CUDA's rule, so several declarations alias one base)."""
+        decl = it.decl
+        if it.init is not None:
+            raise self.error(it.init, "__shared__ variables cannot have an initialiser")
+        if decl.pointers:
+            raise self.error(decl, "__shared__ pointers are not supported; declare a __shared__ "
+                                   "array")
+        if not is_arith(info.base):
+            raise self.error(decl, f"__shared__ variable '{decl.name}' has type '{info.base}'")
+        if len(decl.arrays) != 1 or decl.arrays[0] is not None:
+            raise self.error(decl, f"extern __shared__ '{decl.name}' must be a 1-D array of unknown "
+                                   f"size ('{decl.name}[]'); its size is set at launch "
+                                   "(qgrun --shared BYTES)")
+        return VarSym(decl.name, ArrayType(info.base, (0,), info.const), "shared", decl.line, decl.col,
+                      readonly=info.const, space="dynamic")
+
+    def constant_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`__constant__ T name[N] = {...};` (or a scalar): read-only global cells that the
+        launcher fills from the initialiser, or from a --const array."""
+        decl = it.decl
+        if decl.pointers:
+            raise self.error(decl, "__constant__ pointers are not supported; declare a __constant__ "
+                                   "array or scalar")
+        if not is_arith(info.base):
+            raise self.error(decl, f"__constant__ variable '{decl.name}' has type '{info.base}'")
+        if len(decl.arrays) > 2:
+            raise self.error(decl, "__constant__ arrays have at most 2 dimensions")
+        base, init, arrays = info.base, it.init, decl.arrays
+        if arrays and init is not None and not isinstance(init, A.BraceInit):
+            raise self.error(init, f"array '{decl.name}' must be initialised with braces")
+        dims, pairs = self.array_initialiser(decl, base, init if arrays else None, constant=True)
+        size = 1
+        for d in dims:
+            size *= d
+        cells = [0] * size
+        for i, v in pairs:
+            cells[i] = v
+        if init is not None and not arrays:
+            cells[0] = self.constant_cell(self.scalar_init(init, decl.name), base, decl.name)
+        if self.constant_cells + size > SPEC.global_words:
+            raise self.error(decl, f"__constant__ variables need {self.constant_cells + size} cells; "
+                                   f"global memory has {SPEC.global_words}")
+        ty: Type = ArrayType(base, tuple(dims), True) if dims else base
+        sym = VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=True, space="constant",
+                     address=self.constant_cells, init=cells)
+        self.constant_cells += size
+        self.constants.append(sym)
+        return sym
+
+    def constant_cell(self, e: A.Expr, ty: Type, name: str) -> int:
+        """The memory cell of a constant initialiser converted to ty (chars: 8-bit pattern)."""
+        self.rvalue(e, dst=ty)
+        self.convert_check(e, ty, "initialisation")
+        if is_float(ty):
+            if e.fconst is not None:
+                return e.fconst
+            if e.const is not None:
+                return floatconst.from_int(e.const, e.ty.signed)
+        elif e.fconst is not None:
+            fc = e.fconst
+            v = (int(floatconst.truth(fc)) if ty.kind == "bool" else floatconst.to_uint(fc)
+                 if ty.kind == "unsigned" else floatconst.to_int(fc))
+            v = wrap(v, ty)
+            return v & 0xFF if ty.kind in ("char", "uchar") else v & 0xFFFFFFFF
+        elif e.const is not None:
+            v = wrap(e.const, ty)
+            return v & 0xFF if ty.kind in ("char", "uchar") else v & 0xFFFFFFFF
+        raise self.error(e, f"the initialiser of __constant__ '{name}' is not a compile-time constant")
 
     # ------------------------------------------------------------------ expressions
 
@@ -704,7 +1029,7 @@ class Sema:
             e.arr = t
             if len(t.dims) > 1:
                 raise self.error(e, f"2-D array cannot be used as a value (type '{t}'); index it")
-            t = PtrType(t.elem, False)
+            t = PtrType(t.elem, t.const)
             e.ty = t
         if isinstance(t, VoidType) and not allow_void:
             raise self.error(e, "void value used in an expression")
@@ -921,7 +1246,7 @@ class Sema:
             return e.sym.readonly
         if isinstance(e, A.Index):
             bt = e.base.ty
-            if isinstance(bt, PtrType):
+            if isinstance(bt, (PtrType, ArrayType)):
                 return bt.const
             return False
         if isinstance(e, A.Unary):
@@ -1140,7 +1465,7 @@ class Sema:
             if not is_int(it):
                 raise self.error(e, f"array subscript is not an integer ('{it}')")
             if len(bt.dims) > 1:
-                return ArrayType(bt.elem, bt.dims[1:])
+                return ArrayType(bt.elem, bt.dims[1:], bt.const)
             return bt.elem
         if isinstance(bt, PtrType):
             if not is_int(it):
@@ -1158,6 +1483,13 @@ class Sema:
         if self.lookup(name) is not None:
             raise self.error(e, f"called object '{name}' is not a function")
         fs = self.functions.get(name)
+        t = self.templates.get(name)
+        if t is not None:
+            given = self.template_args(t, f.targs or [], f)
+            fs = self.instantiate(t, self.deduce(t, given, e.args, e), f)
+            name = fs.name
+        elif f.targs is not None:
+            raise self.error(f, f"'{name}' is not a template")
         if fs is not None:
             if fs.kind == "global":
                 raise self.error(e, f"cannot call kernel '{name}' from device code (kernel "
@@ -1166,9 +1498,15 @@ class Sema:
                 raise self.error(e, f"function '{name}' expects {len(fs.param_types)} "
                                     f"argument{'s' if len(fs.param_types) != 1 else ''}, "
                                     f"got {len(e.args)}")
+            e.ref_binds = []
             for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
                 self.rvalue(a, dst=pt)
-                self.convert_check(a, pt, f"argument {i + 1} of '{name}'")
+                bind = False
+                if fs.param_refs and fs.param_refs[i]:
+                    bind = self.reference_argument(a, pt, fs, i, name)
+                if not bind:
+                    self.convert_check(a, pt, f"argument {i + 1} of '{name}'")
+                e.ref_binds.append(bind)
             e.callee = fs
             if self.func is None:
                 raise self.error(e, f"a constant initialiser cannot call function '{name}'")
@@ -1181,6 +1519,21 @@ class Sema:
             e.callee = name
             return self.builtin_call(e, name)
         raise self.error(e, f"unknown function '{name}'")
+
+    def reference_argument(self, a: A.Expr, pt: Type, fs: FuncSym, i: int, name: str) -> bool:
+        """Whether reference parameter i binds to the argument itself (an lvalue of its type),
+        as C++ does; a `const T &` takes any value of a convertible type as a temporary."""
+        readonly = fs.param_ref_consts[i]
+        kind = self.lvalue_kind(a)
+        if kind in ("var", "mem") and a.ty == pt:
+            if not readonly:
+                self.check_assignable(a, a, "bind a non-const reference to")
+            return True
+        if readonly:
+            return False
+        what = "a value of type '" + str(a.ty) + "'" if kind in ("var", "mem") else "a temporary"
+        raise self.error(a, f"argument {i + 1} of '{name}': cannot bind the non-const reference "
+                            f"'{pt} &' to {what}; pass a variable of type '{pt}'")
 
     def nargs(self, e: A.Call, name: str, n: int) -> None:
         if len(e.args) != n:
@@ -1290,8 +1643,8 @@ class Sema:
         return pt.elem
 
 
-def analyse(tu: A.TranslationUnit, filename: str, source: str) -> SemaResult:
-    return Sema(filename, source).run(tu)
+def analyse(tu: A.TranslationUnit, filename: str, source: str, instantiate: tuple[str, ...] = ()) -> SemaResult:
+    return Sema(filename, source).run(tu, tuple(instantiate))
 
 
 def _double_literal(e: A.Expr):

@@ -75,13 +75,16 @@ class PtrType(Type):
 
 @dataclass(frozen=True)
 class ArrayType(Type):
-    """A static __shared__ array (1-D or 2-D), never a value by itself."""
+    """A __shared__ or __constant__ array (1-D or 2-D), never a value by itself; an extern
+    __shared__ array has dims (0,) (its size is set at launch)."""
 
     elem: "IntType | FloatType"
     dims: tuple[int, ...]
+    const: bool = False  # elements are read-only (__constant__, const __shared__)
 
     def name(self) -> str:
-        return self.elem.name() + "".join(f"[{d}]" for d in self.dims)
+        dims = "".join(f"[{d or ''}]" for d in self.dims)  # 0: extern, unsized
+        return f"{'const ' if self.const else ''}{self.elem.name()}{dims}"
 
 
 VOID = VoidType()

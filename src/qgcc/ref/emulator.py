@@ -75,10 +75,10 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
         if addr < nglobal:
             return gmem, addr
         off = addr - SPEC.shared_base
-        if 0 <= off < kernel.shared_words:
+        if 0 <= off < launch.shared_words:
             return shared, off
         what = {"ld": "load from", "st": "store to", "atom": "atomic on"}[kind]
-        raise MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({memory_map(nglobal, kernel.shared_words)})",
+        raise MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({memory_map(nglobal, launch.shared_words)})",
                           **ctx)
 
     step = 0

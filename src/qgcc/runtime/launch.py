@@ -41,6 +41,12 @@ class Launch:
     # The layers the program was linked into (a .qg or a checkpoint carries them); None: the
     # network engines link the program when they first run it.
     network: LinkedNetwork | None = None
+    dynamic_shared: int = 0  # extern __shared__ cells per block, set at launch (--shared BYTES)
+
+    @property
+    def shared_words(self) -> int:
+        """Shared cells per block: the kernel's static __shared__ cells, then the dynamic ones."""
+        return self.kernel.shared_words + self.dynamic_shared
 
     @property
     def threads_per_block(self) -> int:
@@ -87,10 +93,52 @@ def to_cells(values: np.ndarray) -> np.ndarray:
     return values.view(np.uint32).astype(np.uint32)
 
 
+def shared_cells(shared_bytes: int, kernel: Kernel) -> int:
+    """--shared BYTES (CUDA's third launch parameter) -> dynamic shared cells, checked against
+    the per-block limit together with the kernel's static __shared__ cells."""
+    if type(shared_bytes) is not int or shared_bytes < 0:
+        raise UsageError(f"--shared {shared_bytes!r}: expected a number of bytes >= 0")
+    cells = -(-shared_bytes // 4)  # a cell is 4 bytes; every element, a char too, takes one cell
+    if kernel.shared_words + cells > SPEC.shared_words:
+        raise UsageError(f"--shared {shared_bytes}: kernel '{kernel.name}' would use "
+                         f"{kernel.shared_words} static + {cells} dynamic = "
+                         f"{kernel.shared_words + cells} shared cells per block; the machine has "
+                         f"{SPEC.shared_words} ({SPEC.shared_words * 4} bytes); give --shared at most "
+                         f"{(SPEC.shared_words - kernel.shared_words) * 4}")
+    return cells
+
+
+def constant_image(program: Program, values: dict[str, np.ndarray] | None) -> np.ndarray:
+    """Global cells 0.. of the __constant__ variables: the source's initialisers, replaced by
+    --const arrays (which must have the variable's dtype and element count)."""
+    values = dict(values or {})
+    known = {c.name: c for c in program.constants}
+    for name in values:
+        if name not in known:
+            have = ", ".join(known) or "none"
+            raise UsageError(f"--const {name}: the program has no __constant__ variable '{name}' "
+                             f"(it has: {have})")
+    cells = []
+    for c in program.constants:
+        if c.name in values:
+            arr = np.asarray(values[c.name])
+            want = np.dtype(ELEM_DTYPES[c.ctype])
+            if arr.dtype != want or arr.size != c.length:
+                raise UsageError(f"--const {c.name}: {c.describe()} needs {c.length} {want} "
+                                 f"value{'s' if c.length != 1 else ''}; got {arr.dtype} of shape "
+                                 f"{tuple(arr.shape)}")
+            cells.append(to_cells(arr.reshape(-1)))
+        else:
+            cells.append(np.array(c.init, dtype=np.uint32))
+    return np.concatenate(cells).astype(np.uint32) if cells else np.zeros(0, np.uint32)
+
+
 def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
                 scalars: dict[str, int], arrays: dict[str, np.ndarray],
-                network: LinkedNetwork | None = None) -> Launch:
-    """Lay out buffers contiguously from cell 0 in parameter order and check every capacity."""
+                network: LinkedNetwork | None = None, shared_bytes: int = 0,
+                constants: dict[str, np.ndarray] | None = None) -> Launch:
+    """Lay out the __constant__ variables from cell 0, then the buffers contiguously in parameter
+    order, and check every capacity."""
     threads = block[0] * block[1] * block[2]
     if threads > SPEC.max_block_threads:
         raise UsageError(f"--block {block[0]},{block[1]},{block[2]} has {threads} threads; "
@@ -101,10 +149,13 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
     if kernel.shared_words > SPEC.shared_words:
         raise UsageError(f"kernel '{kernel.name}' uses {kernel.shared_words} shared cells; "
                          f"the machine has {SPEC.shared_words}")
+    dynamic = shared_cells(shared_bytes, kernel)
     params: list[int] = []
     buffers: dict[str, Buffer] = {}
-    chunks: list[np.ndarray] = []
-    base = 0
+    chunks: list[np.ndarray] = [constant_image(program, constants)]
+    # Local-array frames, one per thread of a block (blocks run one after another).
+    chunks.append(np.zeros(kernel.local_words * threads, np.uint32))
+    base = int(chunks[0].size + chunks[1].size)
     for p in kernel.params:
         if p.pointer:
             arr = arrays[p.name]
@@ -116,10 +167,13 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
         else:
             params.append(scalars[p.name] & 0xFFFFFFFF)
     if base > SPEC.global_words:
-        raise UsageError(f"the buffers need {base} cells of global memory; the machine has "
+        what = ("the buffers" if not program.constants and not kernel.local_words else
+                "the __constant__ variables, local arrays and buffers")
+        raise UsageError(f"{what} need {base} cells of global memory; the machine has "
                          f"{SPEC.global_words} (64 KiB)")
-    memory = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.uint32)
-    return Launch(program, kernel, grid, block, params, memory.astype(np.uint32), buffers, network)
+    memory = np.concatenate(chunks)
+    return Launch(program, kernel, grid, block, params, memory.astype(np.uint32), buffers, network,
+                  dynamic)
 
 
 def memory_map(global_cells: int, shared_cells: int) -> str:

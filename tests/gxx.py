@@ -1,0 +1,70 @@
+"""g++ as an independent model of a kernel's text: the same source compiled as C++ with a
+small host shim that runs the threads of each block one after another.
+
+Only for kernels whose threads do not communicate (no __syncthreads, no shared data, no
+overlapping writes): then running them in sequence gives CUDA's result.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+need_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the independent model")
+
+SHIM = r"""
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+struct qg_dim3 { unsigned x, y, z; };
+static qg_dim3 threadIdx, blockIdx, blockDim, gridDim;
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __restrict__
+#define __constant__
+#define __shared__ static  // compiled only: the kernels run by the shim do not share data
+static void __syncthreads() {}
+"""
+
+CTYPES = {np.dtype(np.int32): "int", np.dtype(np.uint32): "unsigned", np.dtype(np.float32): "float"}
+
+
+def gxx_model(tmp_path, src: str, kernel: str, grid: int, block: int, args: list) -> dict:
+    """Run `kernel` as C++ on the host, thread by thread; args are (name, array) or (name, int)."""
+    decls, call, prints = [], [], []
+    for name, v in args:
+        if isinstance(v, np.ndarray):
+            bits = ", ".join(str(int(x)) for x in v.view(np.uint32))
+            decls.append(f"static unsigned {name}_bits[] = {{{bits}}};")
+            decls.append(f"static {CTYPES[v.dtype]} *{name} = ({CTYPES[v.dtype]} *){name}_bits;")
+            prints.append(f'for (unsigned i = 0; i < {v.size}; i++) printf("%u ", {name}_bits[i]); printf("\\n");')
+        else:
+            decls.append(f"static int {name} = {int(v)};")
+        call.append(name)
+    main = "\n".join(decls) + f"""
+int main() {{
+    gridDim = {{{grid}, 1, 1}}; blockDim = {{{block}, 1, 1}};
+    for (unsigned b = 0; b < {grid}; b++)
+        for (unsigned t = 0; t < {block}; t++) {{
+            blockIdx = {{b, 0, 0}}; threadIdx = {{t, 0, 0}};
+            {kernel}({", ".join(call)});
+        }}
+    {" ".join(prints)}
+    return 0;
+}}
+"""
+    cpp = tmp_path / "model.cpp"
+    cpp.write_text(SHIM + src + main)
+    exe = tmp_path / "model"
+    subprocess.run(["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-strict-aliasing", "-o", str(exe),
+                    str(cpp)], check=True, capture_output=True)
+    lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
+    arrays = [(n, v) for n, v in args if isinstance(v, np.ndarray)]
+    return {n: np.array([int(x) for x in line.split()], np.uint32).view(v.dtype) for (n, v), line in zip(arrays, lines)}
+
+
