@@ -47,14 +47,23 @@ def _compile(pp, filename: str) -> Program:
     kernels = []
     for fs in result.kernels:
         entry = len(code)
-        gen = KernelGen(fs, filename, lines)
-        ir, params = gen.run()
-        instrs, nregs = allocate(ir, fs.line, entry)
-        if nregs > SPEC.num_regs:
-            # Short of registers: re-read parameters at each use instead of holding them.
-            gen = KernelGen(fs, filename, lines, remat_params=True)
+        fused = False
+        while True:
+            gen = KernelGen(fs, filename, lines, fma_arith=fused)
             ir, params = gen.run()
             instrs, nregs = allocate(ir, fs.line, entry)
+            if nregs > SPEC.num_regs:
+                # Short of registers: re-read parameters at each use instead of holding them.
+                gen = KernelGen(fs, filename, lines, remat_params=True, fma_arith=fused)
+                ir, params = gen.run()
+                instrs, nregs = allocate(ir, fs.line, entry)
+            if (not fused and len(code) + len(instrs) > SPEC.max_instrs and "__qg_fma" in gen.routines
+                    and {"__qg_fadd", "__qg_fsub", "__qg_fmul"} & set(gen.routines)):
+                # Too long, with the fma routine linked anyway (the math library uses it):
+                # compute + - * through it as well (the same results; fewer routines).
+                fused = True
+                continue
+            break
         if nregs > SPEC.num_regs:
             raise error(fs.line, fs.col, f"kernel '{fs.name}' needs {nregs} registers; the "
                                          f"machine has {SPEC.num_regs}")
