@@ -49,8 +49,8 @@ fit("EXP2", lambda t: (mp.power(2, t) - 1) / t if abs(t) > small else ln2, -0.5,
 h10 = mp.log10(2) / 2
 fit("EXP10", lambda t: (mp.power(10, t) - 1) / t if abs(t) > small else mp.log(10), -h10, h10, 6,
     lambda t: abs(t) / mp.power(10, t))
-# expm1(r) = r + r^2 P(r)
-fit("EXPM1", lambda r: (mp.expm1(r) - r) / r**2 if abs(r) > small else mp.mpf(0.5), -ln2 / 2, ln2 / 2, 4,
+# expm1(r) = r + r^2 P(r), |r| <= 0.75 (k = 0 up to there: no cancellation in 2^k (1 + p) - 1)
+fit("EXPM1", lambda r: (mp.expm1(r) - r) / r**2 if abs(r) > small else mp.mpf(0.5), -0.75, 0.75, 6,
     lambda r: r * r / abs(mp.expm1(r)) if abs(r) > small else 0)
 # log(1+f) = f - s (f - R(z)), s = f/(2+f), z = s^2, R(z) = z L(z); |s| <= 3-2sqrt2
 smax = 3 - 2 * mp.sqrt(2)
@@ -73,3 +73,6 @@ fit("SINH", lambda z: (mp.sinh(mp.sqrt(z)) - mp.sqrt(z)) / z**1.5 if z > small e
     lambda z: z)
 fit("TANH", lambda z: (mp.tanh(mp.sqrt(z)) - mp.sqrt(z)) / z**1.5 if z > small else -mp.mpf(1) / 3, 0,
     mp.mpf(0.55) ** 2, 6, lambda z: z * mp.sqrt(z) / mp.tanh(mp.sqrt(z)) if z > small else 0)
+# cosh x = 1 + x^2/2 + x^4 C(x^2), |x| <= 1
+fit("COSH", lambda z: (mp.cosh(mp.sqrt(z)) - 1 - z / 2) / z**2 if z > small else mp.mpf(1) / 24, 0, 1, 3,
+    lambda z: z * z / mp.cosh(mp.sqrt(z)))

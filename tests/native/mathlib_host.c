@@ -26,7 +26,7 @@ void qgm_eval(const char *name, const float *x, const float *y, const int *n_in,
 #define I1(N) if (!strcmp(name, #N)) k = __qgm_##N(a); else
 #define C1(N, CALL) if (!strcmp(name, #N)) r = CALL; else
         F1(floorf) F1(ceilf) F1(truncf) F1(roundf) F1(rintf) F1(rsqrtf) F1(cbrtf) F1(saturatef)
-        F1(expm1f) F1(log1pf) F1(atanf) F1(sinhf) F1(coshf) F1(tanhf)
+        F1(expm1f) F1(log1pf) F1(atanf) F1(tanhf)
         F2(copysignf) F2(fdimf) F2(hypotf) F2(atan2f)
         I1(isnan) I1(isinf) I1(isfinite) I1(signbit)
         /* the routines and constant arguments of sema.MATH_FUNCS */
@@ -34,6 +34,7 @@ void qgm_eval(const char *name, const float *x, const float *y, const int *n_in,
         C1(logf, __qgm_logk(a, 0.0f, 0)) C1(log2f, __qgm_logk(a, 0.0f, 1)) C1(log10f, __qgm_logk(a, 0.0f, 2))
         C1(sinf, __qgm_trig(a, 0)) C1(cosf, __qgm_trig(a, 1)) C1(tanf, __qgm_trig(a, 2))
         C1(asinf, __qgm_asincos(a, 0)) C1(acosf, __qgm_asincos(a, 1))
+        C1(sinhf, __qgm_sinhcosh(a, 0)) C1(coshf, __qgm_sinhcosh(a, 1))
         C1(fmodf, __qgm_fmodrem(a, b, 0)) C1(remainderf, __qgm_fmodrem(a, b, 1))
         C1(ldexpf, __qgm_ldexp(a, n_in[i]))
         if (!strcmp(name, "frexpf")) r = __qgm_frexpf(a, &k);

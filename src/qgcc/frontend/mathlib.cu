@@ -426,8 +426,9 @@ __device__ float __qgm_expk(float x, int scale, unsigned base) {
     return __qgm_ldexp(p, k + scale);
 }
 
-/* e^x - 1 without cancellation: x = k*ln2 + r, e^r - 1 by a polynomial,
-   then 2^k (1 + p) - 1 = (2^k - 1) + 2^k p, both parts exact before one fma. */
+/* e^x - 1 without cancellation: e^r - 1 by a polynomial for |r| <= 3/4; beyond,
+   x = k*ln2 + r and 2^k (1 + p) - 1 = (2^k - 1) + 2^k p (|k| >= 1: no
+   cancellation), both parts exact before one fma. */
 __device__ float __qgm_expm1f(float x) {
     unsigned u = __float_as_uint(x);
     unsigned a = u & 0x7FFFFFFFu;
@@ -439,60 +440,97 @@ __device__ float __qgm_expm1f(float x) {
         return -1.0f;
     if (u < 0x80000000u && a > 0x42A00000u) /* x > 80: e^x - 1 rounds like e^x */
         return __qgm_expk(x, 0, 0u);
-    float t = fmaf(x, 1.44269502f, 12582912.0f);
-    float kf = t - 12582912.0f;
-    int k = (int)(__float_as_uint(t) - 0x4B400000u);
     float r = x;
-    if (k != 0)
+    int k = 0;
+    if (a > 0x3F400000u) { /* |x| > 3/4 */
+        float t = fmaf(x, 1.44269502f, 12582912.0f);
+        float kf = t - 12582912.0f;
+        k = (int)(__float_as_uint(t) - 0x4B400000u);
         r = fmaf(-kf, -1.90465421e-09f, fmaf(-kf, 0.693147182f, x));
-    float q = 0.00138825201f;
-    q = fmaf(q, r, 0.008366514f);
-    q = fmaf(q, r, 0.0416672006f);
-    q = fmaf(q, r, 0.166665435f);
-    q = fmaf(q, r, 0.49999997f);
+    }
+    float q = 2.47777843e-05f;
+    q = fmaf(q, r, 0.000201389179f);
+    q = fmaf(q, r, 0.00138909905f);
+    q = fmaf(q, r, 0.00833237078f);
+    q = fmaf(q, r, 0.0416665934f);
+    q = fmaf(q, r, 0.166666761f);
+    q = fmaf(q, r, 0.5f);
     float p = fmaf(r * r, q, r);
     if (k == 0)
         return p;
     float two_k = __uint_as_float((unsigned)(127 + k) << 23);
+    if (k > 24) /* 2^k - 1 is not a float: 2^k (1 + (p - 2^-k)) */
+        return fmaf(two_k, p - __uint_as_float((unsigned)(127 - k) << 23), two_k);
     return fmaf(two_k, p, two_k - 1.0f);
 }
 
-__device__ float __qgm_sinhf(float x) {
+/* sinh (fn 0) or cosh (fn 1).  Below 1, minimax polynomials; up to 12,
+   e^|x| = 2^k (ph + pl) and its reciprocal in two floats each, combined with
+   one rounding; beyond, e^|x| / 2. */
+__device__ float __qgm_sinhcosh(float x, unsigned fn) {
     unsigned u = __float_as_uint(x);
     unsigned a = u & 0x7FFFFFFFu;
+    unsigned sign = fn == 0u ? (u & 0x80000000u) : 0u;
     if (a > 0x7F800000u)
         return __qgm_nan();
-    if (a < 0x39800000u) /* |x| < 2^-12 */
-        return x;
+    if (a > 0x42C80000u) /* |x| > 100: the result is inf */
+        a = 0x42C80000u;
     float ax = __uint_as_float(a);
     float r;
-    if (a < 0x3F800000u) { /* |x| < 1: sinh x = x + x^3 H(x^2) */
+    if (a < 0x3F800000u) { /* |x| < 1 */
+        if (a < 0x39800000u) /* |x| < 2^-12 */
+            return fn == 0u ? x : 1.0f;
         float z = ax * ax;
-        float p = 2.552982e-08f;
-        p = fmaf(p, z, 2.75520642e-06f);
-        p = fmaf(p, z, 0.000198412963f);
-        p = fmaf(p, z, 0.00833333284f);
-        p = fmaf(p, z, 0.166666672f);
-        r = fmaf(ax * z, p, ax);
-    } else if (a < 0x41100000u) { /* |x| < 9 */
-        float e = __qgm_expm1f(ax);
-        r = 0.5f * (e + e / (e + 1.0f));
+        if (fn == 0u) { /* sinh x = x + x^3 H(x^2) */
+            float p = 2.552982e-08f;
+            p = fmaf(p, z, 2.75520642e-06f);
+            p = fmaf(p, z, 0.000198412963f);
+            p = fmaf(p, z, 0.00833333284f);
+            p = fmaf(p, z, 0.166666672f);
+            r = fmaf(ax * z, p, ax);
+        } else { /* cosh x = 1 + x^2/2 + x^4 C(x^2) */
+            float p = 2.81197316e-07f;
+            p = fmaf(p, z, 2.47962362e-05f);
+            p = fmaf(p, z, 0.00138889102f);
+            p = fmaf(p, z, 0.0416666679f);
+            r = 1.0f + fmaf(z * z, p, 0.5f * z);
+        }
     } else {
-        r = __qgm_expk(ax, -1, 0u);
+        float t = fmaf(ax, 1.44269502f, 12582912.0f);
+        float kf = t - 12582912.0f;
+        int k = (int)(__float_as_uint(t) - 0x4B400000u);
+        float r1 = fmaf(-kf, 0.693147182f, ax); /* exact */
+        float mh = kf * -1.90465421e-09f;
+        float ml = fmaf(kf, -1.90465421e-09f, -mh);
+        float rr = r1 - mh;
+        float rl = ((r1 - rr) - mh) - ml;
+        float q = 0.00138146104f;
+        q = fmaf(q, rr, 0.00836871006f);
+        q = fmaf(q, rr, 0.041668389f);
+        q = fmaf(q, rr, 0.166665211f);
+        q = fmaf(q, rr, 0.49999994f);
+        float h = 1.0f + rr;
+        float l = ((1.0f - h) + rr) + fmaf(rr * rr, q, rl);
+        float ph = h + l; /* e^rr = ph + pl */
+        float pl = (h - ph) + l;
+        if (a >= 0x41400000u) /* |x| >= 12: e^-|x| is below 2^-34 of the result */
+            return __uint_as_float(__float_as_uint(__qgm_ldexp(ph, k - 1)) | sign);
+        float ih = __qgm_recip_est(ph);
+        ih = fmaf(ih, fmaf(-ph, ih, 1.0f), ih);
+        float il = ih * (fmaf(-ih, ph, 1.0f) - ih * pl); /* 1/(ph + pl) = ih + il */
+        float two = __uint_as_float((unsigned)(126 + k) << 23); /* 2^(k-1) */
+        float itwo = __uint_as_float((unsigned)(126 - k) << 23); /* 2^(-k-1) */
+        float bh = ih * itwo;
+        float bl = il * itwo;
+        if (fn == 0u) {
+            bh = -bh;
+            bl = -bl;
+        }
+        float ah = ph * two;
+        float s1 = ah + bh; /* Fast2Sum: |ah| > |bh| */
+        r = s1 + (((ah - s1) + bh) + fmaf(pl, two, bl));
     }
-    return __uint_as_float(__float_as_uint(r) | (u & 0x80000000u));
-}
-
-__device__ float __qgm_coshf(float x) {
-    unsigned a = __float_as_uint(x) & 0x7FFFFFFFu;
-    if (a > 0x7F800000u)
-        return __qgm_nan();
-    float ax = __uint_as_float(a);
-    if (a < 0x41100000u) {
-        float e = __qgm_expk(ax, 0, 0u);
-        return fmaf(0.5f, e, 0.5f / e);
-    }
-    return __qgm_expk(ax, -1, 0u);
+    return __uint_as_float(__float_as_uint(r) | sign);
 }
 
 __device__ float __qgm_tanhf(float x) {
@@ -518,8 +556,11 @@ __device__ float __qgm_tanhf(float x) {
         float e = __qgm_expm1f(__uint_as_float(a + 0x800000u)); /* 2|x| */
         float d = e + 2.0f;
         float dl = (e - d) + 2.0f; /* e >= 2 here: exact */
-        r = e / d;
-        r = fmaf(fmaf(-r, d, e) - r * dl, __qgm_recip_est(d), r);
+        /* e / (d + dl) by Newton's reciprocal and one exact residual (no division routine) */
+        float inv = __qgm_recip_est(d);
+        inv = fmaf(inv, fmaf(-d, inv, 1.0f), inv);
+        r = e * inv;
+        r = fmaf(fmaf(-r, d, e) - r * dl, inv, r);
     }
     return __uint_as_float(__float_as_uint(r) | (u & 0x80000000u));
 }
@@ -608,6 +649,11 @@ __device__ float __qgm_log1pf(float x) {
         return x;
     if (a < 0x33800000u) /* |x| < 2^-24 */
         return x;
+    if (a < 0x3C000000u) { /* |x| < 2^-7: x - x^2/2 + x^3/3 - x^4/4 */
+        float p = fmaf(x, -0.25f, 0.333333343f);
+        p = fmaf(p, x, -0.5f);
+        return fmaf(x * x, p, x);
+    }
     float v = 1.0f + x;
     float c;
     if (u >= 0x3F800000u && u < 0x80000000u) /* x >= 1: v - x is exact */
@@ -753,7 +799,8 @@ __device__ float __qgm_trig(float x, unsigned fn) {
         p = fmaf(p, z, 0.0416666679f);
         float hz = 0.5f * z;
         float w = 1.0f - hz;
-        float ct = ((1.0f - w) - hz) + fmaf(z * z, p, -(rh * rl));
+        float zl = fmaf(rh, rh, -z); /* rh^2 = z + zl */
+        float ct = ((1.0f - w) - hz) + (fmaf(z * z, p, -(rh * rl)) - 0.5f * zl);
         c = w + ct;
         cl = (w - c) + ct;
     }

@@ -84,7 +84,7 @@ FLOAT_FUNCS = {"sqrtf": 1, "fabsf": 1, "fminf": 2, "fmaxf": 2, "fmaf": 3, "__fad
 # result.  The fast intrinsics (__expf, ...) are the accurate functions (docs/subset.md).
 MATH_FUNCS = {n: ("__qgm_" + n, "f:f", ()) for n in (
     "floorf", "ceilf", "truncf", "roundf", "rintf", "rsqrtf", "cbrtf", "expm1f", "log1pf", "atanf",
-    "sinhf", "coshf", "tanhf")}
+    "tanhf")}
 MATH_FUNCS.update({n: ("__qgm_" + n, "ff:f", ()) for n in ("copysignf", "fdimf", "hypotf", "atan2f")})
 MATH_FUNCS.update({n: ("__qgm_" + n, "f:i", ()) for n in ("isnan", "isinf", "isfinite", "signbit")})
 for _i, _n in enumerate(("exp", "exp2", "exp10")):  # __qgm_expk(x, scale, base)
@@ -95,6 +95,7 @@ for _i, _n in enumerate(("sin", "cos", "tan")):
     MATH_FUNCS[_n + "f"] = MATH_FUNCS["__" + _n + "f"] = ("__qgm_trig", "f:f", (_i,))
 MATH_FUNCS.update({
     "asinf": ("__qgm_asincos", "f:f", (0,)), "acosf": ("__qgm_asincos", "f:f", (1,)),
+    "sinhf": ("__qgm_sinhcosh", "f:f", (0,)), "coshf": ("__qgm_sinhcosh", "f:f", (1,)),
     "fmodf": ("__qgm_fmodrem", "ff:f", (0,)), "remainderf": ("__qgm_fmodrem", "ff:f", (1,)),
     "nearbyintf": ("__qgm_rintf", "f:f", ()), "__saturatef": ("__qgm_saturatef", "f:f", ()),
     "__frsqrt_rn": ("__qgm_rsqrtf", "f:f", ()), "ldexpf": ("__qgm_ldexp", "fi:f", ()),
