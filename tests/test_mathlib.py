@@ -108,8 +108,9 @@ def emulator_matches_host(name, n, seed):
     np.testing.assert_array_equal(_canon(r), _canon(hr), err_msg=f"{name}({x}, {y})")
     np.testing.assert_array_equal(_canon(r2), _canon(hr2))
     np.testing.assert_array_equal(ir, hir)
-    # every NaN qgcc produces is CUDA's canonical one
-    assert np.all(r.view(np.uint32)[np.isnan(r)] == 0x7FFFFFFF)
+    # every NaN qgcc produces is CUDA's canonical one (copysignf only moves a sign bit, as fabsf)
+    if name != "copysignf":
+        assert np.all(r.view(np.uint32)[np.isnan(r)] == 0x7FFFFFFF)
     if name == "frexpf" or name in M.INT_RESULT or name in ("floorf", "fmodf"):
         check_exact(host_of(name), x, y, n_in, r, ir)
 
