@@ -158,6 +158,7 @@ def test_fused_arithmetic_gives_the_same_results():
     ("sincosf(x[0], r, n);", "argument 3 of 'sincosf' must be a 'float *' pointer (got 'int *')"),
     ("r[0] = ldexpf(x[0]);", "'ldexpf' expects 2 arguments, got 1"),
     ("r[0] = powf(x[0], 2.0f);", "'powf' is not supported"),
+    ("r[0] = __fadd_rz(x[0], x[1]);", "'__fadd_rz' is not supported (only round to nearest: '__fadd_rn')"),
     ("r[0] = sin(x[0]);", "'sin' is a double function and qgcc has no double; use 'sinf'"),
     ("r[0] = expf(r);", "argument 1 of 'expf' must be a number (got 'float *')"),
 ])

@@ -122,6 +122,10 @@ for _n in ("atomicInc", "atomicDec", "atomicAdd_block", "atomicAdd_system", "__s
            "__syncthreads_or", "__popc", "__clz", "__ffs", "__brev", "__mul24", "__umul24",
            "__mulhi", "__umulhi", "clock", "clock64", "__ldg"):
     UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported"
+for _n in ("fadd", "fsub", "fmul", "fdiv", "fmaf", "frcp", "fsqrt"):
+    for _m in ("rz", "ru", "rd"):
+        UNSUPPORTED_FUNCS[f"__{_n}_{_m}"] = (f"'__{_n}_{_m}' is not supported (only round to nearest: "
+                                            f"'__{_n}_rn')")
 for _n in ("powf", "__powf"):
     UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported (docs/subset.md lists the float functions)"
 for _n in ("sqrt", "fabs", "fmin", "fmax", "fma", "sin", "cos", "tan", "exp", "exp2", "log", "log2",
