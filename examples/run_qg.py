@@ -32,7 +32,9 @@ for i in range(config.num_hidden_layers):                      # dense = zeros(s
         dense = np.zeros(int(np.prod(shape)), np.float32)
         dense[tensors[f"layers.{i}.{name}.idx"]] = tensors[f"layers.{i}.{name}.val"]
         sd[name] = torch.from_numpy(dense.reshape(shape))
-    layer = Qwen3_5DecoderLayer(config, i); layer.load_state_dict(sd); layers.append(layer.eval())
+    with torch.device("meta"):                                 # no random init: every tensor is loaded
+        layer = Qwen3_5DecoderLayer(config, i)
+    layer.load_state_dict(sd, assign=True); layers.append(layer.eval())
 # Launch: buffers laid out from cell 0 in parameter order; scalars and buffer bases are the parameter words.
 params, memory, bases = [], [], {}
 values = dict(s.split("=", 1) for s in a.arg)

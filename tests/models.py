@@ -401,3 +401,26 @@ def mandelbrot(arrays, scalars, grid, block):
 
 
 MODELS.update({"saxpy": saxpy, "dot": dot, "mandelbrot": mandelbrot})
+
+
+def warpreduce(arrays, scalars, grid, block):
+    """partial[b] = sum of x over block b's indices below n (blockDim a multiple of 4)."""
+    out = _copy(arrays)
+    x, n, bs = arrays["x"], scalars["n"], block[0]
+    for blk in range(grid[0]):
+        out["partial"][blk] = s32(sum(int(x[i]) for i in range(blk * bs, min((blk + 1) * bs, n))))
+    return out
+
+
+def compact(arrays, scalars, grid, block):
+    """Block b writes its elements above the threshold, in order, to out[b*B ...]; counts[b] = how many."""
+    out = _copy(arrays)
+    x, n, thr, bs = arrays["x"], scalars["n"], scalars["threshold"], block[0]
+    for blk in range(grid[0]):
+        kept = [int(x[i]) for i in range(blk * bs, min((blk + 1) * bs, n)) if int(x[i]) > thr]
+        out["out"][blk * bs:blk * bs + len(kept)] = kept
+        out["counts"][blk] = len(kept)
+    return out
+
+
+MODELS.update({"warpreduce": warpreduce, "compact": compact})

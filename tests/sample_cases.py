@@ -152,4 +152,20 @@ def case_bitops(rng):
     return _blocks(n, bs), (bs, 1, 1), {"n": n}, {"x": _i32(rng, n).view(np.uint32), "r": _i32(rng, n), **z}
 
 
+def case_warpreduce(rng):
+    bs = int(rng.choice([4, 8, 16, 32, 64]))
+    n = int(rng.integers(1, 150))
+    grid = _blocks(n, bs, int(rng.integers(0, 2)))
+    return grid, (bs, 1, 1), {"n": n}, {"x": _i32(rng, max(n, 1)), "partial": _i32(rng, grid[0])}
+
+
+def case_compact(rng):
+    bs = int(rng.choice([4, 8, 12, 16, 64]))
+    n = int(rng.integers(1, 100))
+    grid = _blocks(n, bs)
+    return grid, (bs, 1, 1), {"n": n, "threshold": int(rng.choice([-1000, -5, 0, 3, 2000]))}, {
+        "x": _i32(rng, n, -10, 10, edges=rng.random() < 0.3), "out": _i32(rng, grid[0] * bs),
+        "counts": np.zeros(grid[0], np.int32)}
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

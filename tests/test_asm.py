@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from qgcc.asm import assemble, check_program, disassemble, instr_text
 from qgcc.diagnostics import CompileError
-from qgcc.isa import FORMATS, AtomOp, Fmt, Instr, Op, SReg, encode
+from qgcc.isa import FORMATS, AtomOp, Fmt, Instr, Op, SReg, encode, xlane_valid
 from qgcc.spec import SPEC
 from qgcc.program import ELEM_DTYPES, Kernel, Param, Program
 
@@ -311,7 +311,7 @@ def test_instr_text():
     (Program([Instr(Op.NOP)], [Kernel("k", 0, 1), Kernel("k", 1, 1)]), "duplicate kernel 'k'"),
     (Program([Instr(Op.NOP)], [Kernel("k", 1, 1)]), "must tile the code"),
     (Program([Instr(Op.NOP, rd=40)], [Kernel("k", 0, 1)]), "does not encode"),
-    (Program([Instr(Op.S2R, mod=14)], [Kernel("k", 0, 1)]), "S2R special register 14 does not exist"),
+    (Program([Instr(Op.S2R, mod=15)], [Kernel("k", 0, 1)]), "S2R special register 15 does not exist"),
     (Program([Instr(Op.NOP, line=-1)], [Kernel("k", 0, 1)]), "has line -1"),
     (Program([Instr(Op.NOP, line=10**7)], [Kernel("k", 0, 1)]), "has line 10000000 (0..1000000 or None)"),
     (Program([], [Kernel("k", 0, 0, [Param("a", "double")])]), "unknown type 'double'"),
@@ -342,13 +342,16 @@ def instrs(draw, entry: int, end: int):
             mod = draw(st.sampled_from([int(s) for s in SReg]))
         if op is Op.ATOM:
             mod = draw(st.sampled_from([int(a) for a in AtomOp]))
+        if op in (Op.SHFL, Op.VOTE):
+            mod = draw(st.sampled_from([m for m in range(16) if xlane_valid(op, m)]))
         return Instr(op, rd=draw(regs), rs1=draw(regs), rs2=draw(regs), imm=draw(imm32),
                      use_imm=draw(st.booleans()), mod=mod, line=line)
     if f is Fmt.NONE:
         ins = Instr(op)
-    elif f is Fmt.ALU:
-        ins = Instr(op, rd=draw(regs), rs1=draw(regs), imm=draw(imm32), use_imm=True) if draw(st.booleans()) \
-            else Instr(op, rd=draw(regs), rs1=draw(regs), rs2=draw(regs))
+    elif f in (Fmt.ALU, Fmt.XLANE):
+        mod = draw(st.sampled_from([m for m in range(16) if xlane_valid(op, m)])) if f is Fmt.XLANE else 0
+        ins = Instr(op, rd=draw(regs), rs1=draw(regs), imm=draw(imm32), use_imm=True, mod=mod) \
+            if draw(st.booleans()) else Instr(op, rd=draw(regs), rs1=draw(regs), rs2=draw(regs), mod=mod)
     elif f is Fmt.MOV:
         ins = Instr(op, rd=draw(regs), imm=draw(imm32), use_imm=True) if draw(st.booleans()) \
             else Instr(op, rd=draw(regs), rs1=draw(regs))

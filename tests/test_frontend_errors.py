@@ -76,8 +76,14 @@ IN_KERNEL = [
                                  "('int *' to 'char *'): memory is addressed in 32-bit cells, so "
                                  "only 'int *', 'unsigned *' and 'float *' convert to each other"),
     ("int *q = (int *)n;", 10, "cast from integer to pointer is not supported ('int' to 'int *')"),
-    ("__syncwarp();", 1, "'__syncwarp' is not supported"),
-    ("atomicInc(u, 3u);", 1, "'atomicInc' is not supported"),
+    ("__threadfence();", 1, "'__threadfence' is not supported"),
+    ("atomicInc(a, 3u);", 11, "first argument of 'atomicInc' must be an 'unsigned int *' pointer (got 'int *')"),
+    ("int x = __shfl_down_sync(0xffffffff, n, 1, 3);", 44,
+     "the width of '__shfl_down_sync' must be a constant power of two (1, 2 or 4; larger widths mean the whole warp)"),
+    ("int x = __ballot_sync(0xffffffff);", 9, "'__ballot_sync' expects 2 arguments, got 1"),
+    ("int x = __shfl_down(n, 1);", 9, "'__shfl_down' was removed in CUDA 9; use __shfl_down_sync(0xffffffff, ...)"),
+    ("int x = __reduce_add_sync(0xffffffff, n);", 9, "'__reduce_add_sync' is not supported (warp intrinsics: "
+     "__shfl*_sync, __ballot_sync, __any_sync, __all_sync, __match_any_sync, __activemask, __syncwarp)"),
     ("int x = 'ab';", 9, "multi-character character constants are not supported"),
     ('int x = "s"[0];', 9, "string literals are not supported"),
     ("int x = a->y;", 12, "'->' is not supported (structs are not supported)"),

@@ -1,7 +1,8 @@
 """The qsass instruction set: opcodes, operand formats and the 64-bit encoding.
 
 The set is deliberately small and orthogonal (one ALU shape, one load, one
-store, one atomic, three branches and an indirect jump) with fixed-width fields, because the linker
+store, one atomic, three branches, an indirect jump, and two lane-crossing instructions, SHFL and
+VOTE) with fixed-width fields, because the linker
 turns each field into a few residual-stream bits of the compiled network.  C
 operators with no instruction (division, remainder, atomicSub, ...) are
 lowered by the compiler to sequences of these.
@@ -17,7 +18,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from .spec import SPEC
+
 MASK32 = 0xFFFFFFFF
+WARP = SPEC.warp_size  # lanes per warp: SHFL and VOTE cross them
 
 
 class Fmt(enum.Enum):
@@ -34,6 +38,7 @@ class Fmt(enum.Enum):
     BRA = "bra"  # BRA target
     BRC = "brc"  # BRZ/BRNZ rs1, target
     JR = "jr"  # JR rs1  (jump to the address in rs1, lane by lane)
+    XLANE = "xlane"  # SHFL.mode[.Wn] / VOTE.mode rd, rs1, rs2|#imm  (lanes read each other's rs1)
 
 
 class Op(enum.IntEnum):
@@ -63,6 +68,8 @@ class Op(enum.IntEnum):
     BAR = 23
     EXIT = 24
     JR = 25
+    SHFL = 26
+    VOTE = 27
 
 
 FORMATS: dict[Op, Fmt] = {
@@ -81,13 +88,15 @@ FORMATS: dict[Op, Fmt] = {
     Op.BAR: Fmt.NONE,
     Op.EXIT: Fmt.NONE,
     Op.JR: Fmt.JR,
+    Op.SHFL: Fmt.XLANE,
+    Op.VOTE: Fmt.XLANE,
 }
 
 ALU_OPS = frozenset(op for op, f in FORMATS.items() if f is Fmt.ALU)
 BRANCH_OPS = frozenset({Op.BRA, Op.BRZ, Op.BRNZ})
 MEMORY_OPS = frozenset({Op.LD, Op.ST, Op.ATOM})
 # Instructions that write rd.
-WRITES_RD = frozenset(ALU_OPS | {Op.MOV, Op.S2R, Op.LDC, Op.LD, Op.ATOM})
+WRITES_RD = frozenset(ALU_OPS | {Op.MOV, Op.S2R, Op.LDC, Op.LD, Op.ATOM, Op.SHFL, Op.VOTE})
 
 
 class SReg(enum.IntEnum):
@@ -107,6 +116,8 @@ class SReg(enum.IntEnum):
     NCTAID_Z = 11
     LANEID = 12
     WARPID = 13
+    CLOCK = 14  # warp instructions completed so far in the launch, mod 2^32
+
 
     @property
     def asm(self) -> str:
@@ -142,6 +153,86 @@ class AtomOp(enum.IntEnum):
     XOR = 9
 
 
+class ShflMode(enum.IntEnum):
+    """Source-lane rule of SHFL (bits 1..0 of `mod`; bits 3..2 hold log2 of the width)."""
+
+    IDX = 0
+    UP = 1
+    DOWN = 2
+    XOR = 3
+
+
+class VoteMode(enum.IntEnum):
+    """What VOTE computes over the active lanes named in its mask operand (the `mod` field)."""
+
+    BALLOT = 0
+    ANY = 1
+    ALL = 2
+    MATCH = 3  # __match_any_sync: the lanes whose rs1 equals this lane's
+
+
+def xlane_valid(op: Op, mod: int) -> bool:
+    """Whether `mod` names a SHFL mode and width (1, 2 or 4 lanes) or a VOTE mode."""
+    return (mod >> 2) <= 2 if op is Op.SHFL else mod in VoteMode._value2member_map_
+
+
+def xlane_name(op: Op, mod: int) -> str:
+    """The mnemonic of a SHFL or VOTE: SHFL.DOWN, SHFL.XOR.W2, VOTE.BALLOT, ..."""
+    if op is Op.VOTE:
+        return f"VOTE.{VoteMode(mod).name}"
+    w = 1 << (mod >> 2)
+    return f"SHFL.{ShflMode(mod & 3).name}" + ("" if w == WARP else f".W{w}")
+
+
+def shfl_source(mod: int, lane: int, b: int) -> tuple[int, bool]:
+    """(source lane, in range) of SHFL for `lane` with operand b (PTX's shfl rules, warp of 4).
+
+    b is taken mod the warp size (as CUDA takes it mod 32).  The width w splits the warp
+    into segments of w lanes; a lane whose source is out of range keeps its own value.
+    """
+    mode, w = ShflMode(mod & 3), 1 << (mod >> 2)
+    b &= WARP - 1
+    base = lane & ~(w - 1)
+    top = base + w - 1
+    if mode is ShflMode.IDX:
+        return base | (b & (w - 1)), True
+    if mode is ShflMode.UP:
+        return lane - b, lane - b >= base
+    if mode is ShflMode.DOWN:
+        return lane + b, lane + b <= top
+    return lane ^ b, (lane ^ b) <= top
+
+
+def xlane(op: Op, mod: int, rs1: list[int], src2: list[int], active: int) -> list[int | None]:
+    """Results of SHFL/VOTE for the four lanes (None for inactive lanes).
+
+    rs1 and src2 are every lane's operands (u32), `active` the active mask.  A lane reads
+    another lane only if that lane is active; otherwise (an inactive or out-of-range
+    source) it gets its own rs1.  A VOTE counts the active lanes named in its own
+    mask operand (src2's low 4 bits).
+    """
+    out: list[int | None] = []
+    for l in range(WARP):
+        if not (active >> l) & 1:
+            out.append(None)
+            continue
+        if op is Op.SHFL:
+            j, ok = shfl_source(mod, l, src2[l])
+            out.append(rs1[j] & MASK32 if ok and (active >> j) & 1 else rs1[l] & MASK32)
+            continue
+        lanes = [j for j in range(WARP) if (active >> j) & 1 and (src2[l] >> j) & 1]
+        mode = VoteMode(mod)
+        if mode is VoteMode.BALLOT:
+            out.append(sum(1 << j for j in lanes if rs1[j] & MASK32))
+        elif mode is VoteMode.ANY:
+            out.append(int(any(rs1[j] & MASK32 for j in lanes)))
+        elif mode is VoteMode.ALL:
+            out.append(int(all(rs1[j] & MASK32 for j in lanes)))
+        else:
+            out.append(sum(1 << j for j in lanes if (rs1[j] ^ rs1[l]) & MASK32 == 0))
+    return out
+
+
 @dataclass
 class Instr:
     op: Op
@@ -165,7 +256,7 @@ class Instr:
 def registers_read(ins) -> tuple[int, ...]:
     """Registers an instruction-shaped object (op, rs1, rs2, rd, use_imm, mod) reads, in operand order."""
     f = FORMATS[ins.op]
-    if f is Fmt.ALU:
+    if f in (Fmt.ALU, Fmt.XLANE):
         return (ins.rs1,) if ins.use_imm else (ins.rs1, ins.rs2)
     if f is Fmt.MOV:
         return () if ins.use_imm else (ins.rs1,)

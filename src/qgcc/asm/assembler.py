@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..diagnostics import CompileError
-from ..isa import FORMATS, WRITES_RD, AtomOp, Fmt, Instr, Op, SReg, decode, to_s32
+from ..isa import (FORMATS, WRITES_RD, AtomOp, Fmt, Instr, Op, SReg, VoteMode, decode, to_s32, xlane_name,
+                   xlane_valid)
 from ..spec import SPEC
 from ..program import ELEM_DTYPES, Kernel, Param, Program
 
@@ -53,9 +54,14 @@ _REG_RE = re.compile(r"[rR]([0-9]+)\Z")
 _DEC_RE = re.compile(r"[0-9]+\Z")
 _HEX_RE = re.compile(r"0[xX][0-9A-Fa-f]+\Z")
 
-_MNEMONICS: dict[str, tuple[Op, int]] = {op.name: (op, 0) for op in Op if op is not Op.ATOM}
+_MNEMONICS: dict[str, tuple[Op, int]] = {op.name: (op, 0) for op in Op
+                                          if op not in (Op.ATOM, Op.SHFL, Op.VOTE)}
 for _a in AtomOp:
     _MNEMONICS[f"ATOM.{_a.name}"] = (Op.ATOM, int(_a))
+for _op in (Op.SHFL, Op.VOTE):
+    for _m in range(16):
+        if xlane_valid(_op, _m):
+            _MNEMONICS[xlane_name(_op, _m)] = (_op, _m)
 
 
 @dataclass
@@ -418,20 +424,23 @@ class _Assembler:
         if key not in _MNEMONICS:
             if key == "ATOM" or key.startswith("ATOM."):
                 ln.error(t.col, f"unknown atomic '{t.text}' (ATOM.{{{','.join(a.name for a in AtomOp)}}})")
+            if key.split(".")[0] in ("SHFL", "VOTE"):
+                ln.error(t.col, f"unknown lane-crossing mnemonic '{t.text}' (SHFL.{{IDX,UP,DOWN,XOR}}[.W1|.W2], "
+                                f"VOTE.{{{','.join(m.name for m in VoteMode)}}})")
             ln.error(t.col, f"unknown mnemonic '{t.text}'")
         op, mod = _MNEMONICS[key]
         fmt = FORMATS[op]
         label: Tok | None = None
         if fmt is Fmt.NONE:
             ins = Instr(op)
-        elif fmt is Fmt.ALU:
+        elif fmt in (Fmt.ALU, Fmt.XLANE):
             rd = ln.reg()
             ln.comma()
             rs1 = ln.reg()
             ln.comma()
             rs2, imm = ln.reg_or_imm()
-            ins = Instr(op, rd=rd, rs1=rs1, rs2=rs2) if imm is None else \
-                Instr(op, rd=rd, rs1=rs1, imm=imm, use_imm=True)
+            ins = Instr(op, rd=rd, rs1=rs1, rs2=rs2, mod=mod) if imm is None else \
+                Instr(op, rd=rd, rs1=rs1, imm=imm, use_imm=True, mod=mod)
         elif fmt is Fmt.MOV:
             rd = ln.reg()
             ln.comma()
@@ -524,6 +533,8 @@ def invalid_fields(ins: Instr) -> str | None:
         return f"S2R special register {ins.mod} does not exist"
     if ins.op is Op.ATOM and ins.mod not in AtomOp._value2member_map_:
         return f"atomic operation {ins.mod} does not exist"
+    if ins.op in (Op.SHFL, Op.VOTE) and not xlane_valid(ins.op, ins.mod):
+        return f"{ins.op.name} mode {ins.mod} does not exist"
     return None
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from ..isa import FORMATS, AtomOp, Fmt, Instr, Op, SReg, encode
+from ..isa import FORMATS, AtomOp, Fmt, Instr, Op, SReg, encode, xlane_name
 from ..spec import SPEC
 from ..program import ELEM_DTYPES, Program
 from .assembler import IDENT_RE, MAX_LINE, RESERVED_PARAM_NAMES, invalid_fields
@@ -108,10 +108,11 @@ def canonical(ins: Instr) -> Instr:
     op = ins.op
     if f is Fmt.NONE:
         return Instr(op)
-    if f is Fmt.ALU:
+    if f in (Fmt.ALU, Fmt.XLANE):
+        mod = ins.mod if f is Fmt.XLANE else 0
         if ins.use_imm:
-            return Instr(op, rd=ins.rd, rs1=ins.rs1, imm=ins.imm, use_imm=True)
-        return Instr(op, rd=ins.rd, rs1=ins.rs1, rs2=ins.rs2)
+            return Instr(op, rd=ins.rd, rs1=ins.rs1, imm=ins.imm, use_imm=True, mod=mod)
+        return Instr(op, rd=ins.rd, rs1=ins.rs1, rs2=ins.rs2, mod=mod)
     if f is Fmt.MOV:
         if ins.use_imm:
             return Instr(op, rd=ins.rd, imm=ins.imm, use_imm=True)
@@ -139,8 +140,10 @@ def format_instr(ins: Instr, label: str | None = None) -> tuple[str, str]:
     name = ins.op.name
     if f is Fmt.NONE:
         return name, ""
-    if f is Fmt.ALU:
+    if f in (Fmt.ALU, Fmt.XLANE):
         src = fmt_imm(ins.imm) if ins.use_imm else f"r{ins.rs2}"
+        if f is Fmt.XLANE:
+            name = xlane_name(ins.op, ins.mod)
         return name, f"r{ins.rd}, r{ins.rs1}, {src}"
     if f is Fmt.MOV:
         src = fmt_imm(ins.imm) if ins.use_imm else f"r{ins.rs1}"

@@ -36,7 +36,8 @@ from ..program import Param
 from . import ast as A
 from .ir import VI
 from . import floatconst
-from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, MATH_FUNCS, FuncSym, VarSym
+from . import intrinsics
+from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS, FuncSym, VarSym
 from .softfloat import library
 from .types import (BOOL, CHAR, FLOAT, INT, UINT, ArrayType, IntType, PtrType, Type,
                     VoidType, fold_binary, is_float, is_ptr, wrap)
@@ -895,6 +896,10 @@ class KernelGen:
             return self.alu(Op.SUB, self.alu(Op.XOR, v, s), s)
         if callee in ATOMICS:
             return self.atomic(e, callee)
+        if callee in WARP_FUNCS:
+            return intrinsics.warp(self, e, callee)
+        if callee in INT_FUNCS:
+            return intrinsics.integer(self, e, callee)
         raise AssertionError(callee)  # pragma: no cover
 
     def atomic(self, e: A.Call, name: str):
@@ -906,6 +911,8 @@ class KernelGen:
             off = 0
         if is_float(elem) and name == "atomicAdd":
             return self.float_atomic_add(base, off, vals[0])
+        if name in ("atomicInc", "atomicDec"):
+            return intrinsics.atomic_inc_dec(self, base, off, vals[0], name)
         rd = self.new()
         if name == "atomicCAS":
             cmp, new = vals

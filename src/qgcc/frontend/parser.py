@@ -17,6 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 
 from ..diagnostics import CompileError
 from . import ast as A
+from .coopgroups import Lowering
 from .macros import HASH, HASHHASH, Expander
 from .preprocess import Preprocessed, preprocess
 from .types import BUILTIN_TYPEDEFS
@@ -89,7 +90,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "int16_t": "'int16_t' is not supported ('short' is not supported)",
     "uint16_t": "'uint16_t' is not supported ('short' is not supported)",
     "uint64_t": "'uint64_t' is not supported (no 64-bit integers)",
-    "clock_t": "'clock_t' is not supported (clock() and clock64() are not supported)",
 }
 
 _REGEX_TERMINAL_NAMES = {
@@ -221,7 +221,8 @@ class _Stream:
     def tokens(self):
         exp = Expander(self.pp.lookup, lambda t, msg: self.ctx.error(t.line, t.column, msg))
         prev = None
-        for tok in self._drop_hints(exp.expand(self._placed())):  # one token of lookahead, for '::'
+        cg = Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
+        for tok in cg.run(self._drop_hints(exp.expand(self._placed()))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):

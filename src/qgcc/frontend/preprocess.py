@@ -38,7 +38,7 @@ BUILTIN_HEADERS = frozenset({
     "stdio.h", "stdlib.h", "math.h", "string.h", "stddef.h", "limits.h", "float.h", "assert.h",
     "stdint.h", "cstdio", "cstdlib", "cmath", "cstring", "cstddef", "climits", "cfloat",
     "cassert", "cstdint",
-    "iostream",
+    "iostream", "cooperative_groups.h", "cooperative_groups/reduce.h",  # (frontend/coopgroups.py)
 })
 # The macros that built-in headers define, for this machine (32-bit int, signed 8-bit char).
 _LIMITS = ["CHAR_BIT 8", "SCHAR_MIN (-128)", "SCHAR_MAX 127", "UCHAR_MAX 255", "CHAR_MIN (-128)",
@@ -50,8 +50,6 @@ HEADER_MACROS = {"limits.h": _LIMITS, "climits": _LIMITS, "float.h": _FLOATS, "c
 # Headers that enable constructs qgcc does not have: accepted, and their types are named.
 FP16_HEADERS = frozenset({"cuda_fp16.h"})
 REJECTED_HEADERS = {
-    "cooperative_groups.h": "cooperative groups ('cooperative_groups.h') are not supported; use "
-                            "__syncthreads() and threadIdx/blockIdx",
     "helper_cuda.h": "'helper_cuda.h' is host-side helper code of the CUDA samples and is not built "
                      "in (qgcc compiles device code only); remove the #include, or give its "
                      "directory with -I",

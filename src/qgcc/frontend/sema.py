@@ -103,8 +103,25 @@ MATH_FUNCS.update({
     "sincosf": ("__qgm_sincosf", "fFF:v", ()), "__sincosf": ("__qgm_sincosf", "fFF:v", ())})
 BIT_CASTS = {"__float_as_int": INT, "__float_as_uint": UINT, "__int_as_float": FLOAT,
              "__uint_as_float": FLOAT}
-BUILTIN_FUNCS = (ATOMICS | {"__syncthreads", "min", "max", "abs"} | set(FLOAT_FUNCS) | set(BIT_CASTS)
-                 | set(MATH_FUNCS))
+# ---- warp, integer and clock intrinsics (compiled by frontend/intrinsics.py) ----
+# Warp intrinsics: name -> accepted argument counts.
+WARP_FUNCS = {"__shfl_sync": (3, 4), "__shfl_up_sync": (3, 4), "__shfl_down_sync": (3, 4),
+              "__shfl_xor_sync": (3, 4), "__ballot_sync": (2,), "__any_sync": (2,), "__all_sync": (2,),
+              "__match_any_sync": (2,), "__activemask": (0,), "__syncwarp": (0, 1), "clock": (0,),
+              # cg::reduce over a tile (frontend/coopgroups.py): (value, tile size)
+              "__qg_reduce_add": (2,), "__qg_reduce_max": (2,), "__qg_reduce_min": (2,)}
+# Integer intrinsics: name -> (parameter types, result type), as CUDA declares them.
+INT_FUNCS = {"__popc": ((UINT,), INT), "__clz": ((INT,), INT), "__ffs": ((INT,), INT),
+             "__brev": ((UINT,), UINT), "__byte_perm": ((UINT, UINT, UINT), UINT),
+             "__mul24": ((INT, INT), INT), "__umul24": ((UINT, UINT), UINT),
+             "__mulhi": ((INT, INT), INT), "__umulhi": ((UINT, UINT), UINT),
+             "__sad": ((INT, INT, UINT), UINT), "__usad": ((UINT, UINT, UINT), UINT)}
+# atomicInc/atomicDec, and the _block/_system scopes of every atomic (one block runs at a time,
+# so every scope is the same).
+ATOMICS |= {"atomicInc", "atomicDec"}
+ATOMIC_SCOPES = {f"{a}{sfx}": a for a in ATOMICS for sfx in ("_block", "_system")}
+BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs"} | set(FLOAT_FUNCS) | set(BIT_CASTS) | \
+    set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES) | set(MATH_FUNCS)
 
 UNSUPPORTED_FUNCS = {
     "printf": "'printf' is not supported (there is no host I/O)",
@@ -115,13 +132,17 @@ UNSUPPORTED_FUNCS = {
     "cudaMalloc": "dynamic memory allocation ('cudaMalloc') is not supported",
     "assert": "'assert' is not supported",
 }
-for _n in ("atomicInc", "atomicDec", "atomicAdd_block", "atomicAdd_system", "__syncwarp",
-           "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
-           "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "__threadfence",
-           "__threadfence_block", "__syncthreads_count", "__syncthreads_and",
-           "__syncthreads_or", "__popc", "__clz", "__ffs", "__brev", "__mul24", "__umul24",
-           "__mulhi", "__umulhi", "clock", "clock64", "__ldg"):
+for _n in ("__threadfence", "__threadfence_block", "__syncthreads_count", "__syncthreads_and",
+           "__syncthreads_or", "__ldg"):
     UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported"
+for _n in ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__ballot", "__any", "__all"):
+    UNSUPPORTED_FUNCS[_n] = f"'{_n}' was removed in CUDA 9; use {_n}_sync(0xffffffff, ...)"
+for _n in ("__match_all_sync", "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync",
+           "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync"):
+    UNSUPPORTED_FUNCS[_n] = (f"'{_n}' is not supported (warp intrinsics: __shfl*_sync, __ballot_sync, "
+                             "__any_sync, __all_sync, __match_any_sync, __activemask, __syncwarp)")
+UNSUPPORTED_FUNCS["clock64"] = ("'clock64' is not supported (no 64-bit integers); clock() counts the same "
+                                "warp instructions in 32 bits")
 for _n in ("fadd", "fsub", "fmul", "fdiv", "fmaf", "frcp", "fsqrt"):
     for _m in ("rz", "ru", "rd"):
         UNSUPPORTED_FUNCS[f"__{_n}_{_m}"] = (f"'__{_n}_{_m}' is not supported (only round to nearest: "
@@ -1182,6 +1203,7 @@ class Sema:
         if name in UNSUPPORTED_FUNCS:
             raise self.error(e, UNSUPPORTED_FUNCS[name])
         if name in BUILTIN_FUNCS:
+            name = ATOMIC_SCOPES.get(name, name)
             e.callee = name
             return self.builtin_call(e, name)
         raise self.error(e, f"unknown function '{name}'")
@@ -1190,6 +1212,38 @@ class Sema:
         if len(e.args) != n:
             raise self.error(e, f"'{name}' expects {n} argument{'s' if n != 1 else ''}, "
                                 f"got {len(e.args)}")
+
+    def warp_call(self, e: A.Call, name: str) -> Type:
+        """Warp intrinsics: masks are 4 bits (0xffffffff is every lane); a shuffle's width is a constant."""
+        counts = WARP_FUNCS[name]
+        if len(e.args) not in counts:
+            want = " or ".join(str(c) for c in counts)
+            raise self.error(e, f"'{name}' expects {want} argument{'s' if counts[-1] != 1 else ''}, "
+                                f"got {len(e.args)}")
+        for i, a in enumerate(e.args, start=1):
+            t = self.rvalue(a)
+            if not is_arith(t):
+                raise self.error(a, f"argument {i} of '{name}' must be a number (got '{t}')")
+            if i != 2 and is_float(t):
+                raise self.error(a, f"argument {i} of '{name}' must be an integer (got '{t}')")
+        if name.startswith("__qg_reduce"):
+            if not is_int(e.args[0].ty):
+                raise self.error(e.args[0], f"cg::reduce of '{e.args[0].ty}' is not supported (integers only)")
+            return UINT if e.args[0].ty == UINT else INT
+        if name.startswith("__shfl"):
+            if len(e.args) == 4:
+                w = e.args[3].const
+                if w is None or w <= 0 or w & (w - 1):
+                    raise self.error(e.args[3], f"the width of '{name}' must be a constant power of two "
+                                                f"(1, 2 or {SPEC.warp_size}; larger widths mean the whole warp)")
+            if is_float(e.args[1].ty):
+                return FLOAT
+            return UINT if e.args[1].ty == UINT else INT
+        if name in ("__ballot_sync", "__activemask", "__match_any_sync"):
+            return UINT
+        if name == "__syncwarp":
+            return VOID
+        return INT  # __any_sync, __all_sync, clock
 
     def math_call(self, e: A.Call, name: str) -> Type:
         args, ret = MATH_FUNCS[name][1].split(":")
@@ -1209,6 +1263,16 @@ class Sema:
         return {"f": FLOAT, "i": INT, "v": VOID}[ret]
 
     def builtin_call(self, e: A.Call, name: str) -> Type:
+        if name in WARP_FUNCS:
+            return self.warp_call(e, name)
+        if name in INT_FUNCS:
+            ptypes, ret = INT_FUNCS[name]
+            self.nargs(e, name, len(ptypes))
+            for i, (a, pt) in enumerate(zip(e.args, ptypes), start=1):
+                t = self.rvalue(a, dst=pt)
+                if not is_int(t):
+                    raise self.error(a, f"argument {i} of '{name}' must be an integer (got '{t}')")
+            return ret
         if name == "__syncthreads":
             self.nargs(e, name, 0)
             return VOID
@@ -1256,6 +1320,9 @@ class Sema:
         self.nargs(e, name, 3 if name == "atomicCAS" else 2)
         pt = self.rvalue(e.args[0])
         float_ok = name in ("atomicAdd", "atomicExch")
+        if name in ("atomicInc", "atomicDec") and isinstance(pt, PtrType) and pt.elem != UINT:
+            raise self.error(e.args[0], f"first argument of '{name}' must be an 'unsigned int *' pointer "
+                                        f"(got '{pt}')")
         if not isinstance(pt, PtrType) or pt.elem not in ((INT, UINT, FLOAT) if float_ok else (INT, UINT)):
             kinds = "an 'int *', 'unsigned int *' or 'float *'" if float_ok else \
                 "an 'int *' or 'unsigned int *'"

@@ -95,7 +95,7 @@ FLOAT = FloatType()
 # Typedef names every file has.  size_t is 32 bits because this machine's addresses are; the
 # stdint.h names are the types of those widths that the machine has.
 BUILTIN_TYPEDEFS = {"size_t": UINT, "ptrdiff_t": INT, "int32_t": INT, "uint32_t": UINT,
-                    "int8_t": CHAR, "uint8_t": UCHAR}
+                    "int8_t": CHAR, "uint8_t": UCHAR, "clock_t": INT}  # clock(): 32 bits here
 
 
 def is_int(t: Type) -> bool:

@@ -139,6 +139,16 @@ def increment(n: Netlist, x: list[Sig], name: str = "inc") -> list[Sig]:
     return out
 
 
+def increment_if(n: Netlist, x: list[Sig], en, name: str = "cnt") -> list[Sig]:
+    """x + en mod 2^len in one level: bit i flips when en and all lower bits are 1."""
+    out = []
+    for i in range(len(x)):
+        k = i + 1  # literals below bit i, en included
+        pairs = [(x[i], k + 1), (en, 1)] + [(x[j], 1) for j in range(i)]
+        out.append(n.gate([step(pairs, k), step(pairs, 2 * k + 1, -1)], f"{name}{i}"))
+    return out
+
+
 def eq_plus(n: Netlist, x: list[Sig], plus: int, y: list[Sig], name: str = "eqp") -> Sig:
     """[x + plus == y] (plus is 0 or 1).  One level for buses up to 10 bits; wider buses are
     split at bit 8 and combined in a second level, so that no weighted sum gets large

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from ..isa import encode
 from ..program import Program
 from .blocks import (alu, commit, control, fetch, launch, lsu, mul, params, regfile, scheduler, trace, warptable,
-                     writeback)
+                     writeback, xlane)
 from .blocks.state import declare_state
 from .netlist import Netlist, Sig
 
@@ -55,7 +55,8 @@ def build_core(program: Program) -> Core:
     res = alu.build(n, st, dec, ops, row, const)
     mem = lsu.build(n, st, dec, ops, row, heads)  # layers 5-13
     prod = mul.build(n, mem.Ams, mem.Bms, dec.op["MUL"])
-    wb = writeback.build(n, st, dec, row, res, mem, prod)
+    xl = xlane.build(n, dec, ops, row)  # SHFL and VOTE: lanes read each other's operands
+    wb = writeback.build(n, st, dec, row, res, mem, prod, xl)
     ctl = control.build(n, st, dec, row, ops, mem)
     sch = scheduler.build(n, st, dec, wb.complete, ctl.warp_alive)
     lb = launch.build(n, st, sch.block_done, ctl.any_fault, mem.oob, ctl.bar_div, ctl.pc_bad, ctl.par_bad)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..isa import MASK32, WRITES_RD, AtomOp, Fmt, Op, SReg, alu, atom_apply
+from ..isa import MASK32, WRITES_RD, AtomOp, Fmt, Op, SReg, alu, atom_apply, xlane
 from ..spec import SPEC
 from ..runtime.launch import Launch, memory_map
 from ..trace import BarrierFault, MemAccess, MemoryFault, RegWrite, Stats, StepRecord, step_limit_fault
@@ -121,6 +121,10 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
             def src2(lane_regs: list[int]) -> int:
                 return ins.imm & MASK32 if ins.use_imm else lane_regs[ins.rs2]
 
+            if ins.fmt is Fmt.XLANE:  # lanes read each other's rs1 (inactive lanes' too, then ignore them)
+                lane_regs = regs[w]
+                crossed = xlane(op, ins.mod, [lane_regs[j][ins.rs1] for j in range(ws)],
+                                [src2(lane_regs[j]) for j in range(ws)], mask)
             for t in active:
                 lane = t % ws
                 r = regs[w][lane]
@@ -131,8 +135,10 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                     results[t] = ins.imm & MASK32 if ins.use_imm else r[ins.rs1]
                 elif ins.fmt is Fmt.ALU:
                     results[t] = alu(op, r[ins.rs1], src2(r))
+                elif ins.fmt is Fmt.XLANE:
+                    results[t] = crossed[lane]
                 elif op is Op.S2R:
-                    results[t] = _sreg(SReg(ins.mod), t, w, lane, launch.block, launch.grid, ctaid)
+                    results[t] = _sreg(SReg(ins.mod), t, w, lane, launch.block, launch.grid, ctaid, step)
                 elif op is Op.LDC:
                     if not 0 <= ins.imm < len(launch.params):
                         raise MemoryFault(f"parameter c[{ins.imm}] does not exist "
@@ -212,7 +218,7 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
     return RunResult(np.array(gmem, dtype=np.uint32), stats)
 
 
-def _sreg(s: SReg, t: int, w: int, lane: int, block, grid, ctaid) -> int:
+def _sreg(s: SReg, t: int, w: int, lane: int, block, grid, ctaid, clock: int) -> int:
     bx, by, _ = block
     tid = (t % bx, (t // bx) % by, t // (bx * by))
     table = {
@@ -220,6 +226,6 @@ def _sreg(s: SReg, t: int, w: int, lane: int, block, grid, ctaid) -> int:
         SReg.NTID_X: block[0], SReg.NTID_Y: block[1], SReg.NTID_Z: block[2],
         SReg.CTAID_X: ctaid[0], SReg.CTAID_Y: ctaid[1], SReg.CTAID_Z: ctaid[2],
         SReg.NCTAID_X: grid[0], SReg.NCTAID_Y: grid[1], SReg.NCTAID_Z: grid[2],
-        SReg.LANEID: lane, SReg.WARPID: w,
+        SReg.LANEID: lane, SReg.WARPID: w, SReg.CLOCK: clock & MASK32,
     }
     return table[s]

@@ -33,7 +33,7 @@ def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, C
         sreg_src = {
             "TID_X": TIDL[l][0:6], "TID_Y": TIDL[l][6:12], "TID_Z": TIDL[l][12:18],
             "NTID_X": BX, "NTID_Y": BY, "NTID_Z": BZ, "CTAID_X": CX, "CTAID_Y": CY, "CTAID_Z": CZ,
-            "NCTAID_X": GX, "NCTAID_Y": GY, "NCTAID_Z": GZ, "WARPID": CUR,
+            "NCTAID_X": GX, "NCTAID_Y": GY, "NCTAID_Z": GZ, "WARPID": CUR, "CLOCK": s_.CLK,
         }
         res = []
         for i in range(32):

@@ -50,6 +50,7 @@ def build(n: Netlist, st: State, dec: Decoded, mem: MemoryAccess, wb: Writeback,
     n.output_bus(READY, [n.gate([and_step([run_ok, R2[w]]), and_step([BLK, blk_done, ready_init[w]])], f"nready{w}")
                          for w in range(NWARP)])
     n.output_bus(WAIT, [n.and_([run_ok, W2[w]], f"nwait{w}") for w in range(NWARP)])
+    n.output_bus(st.CLK, C.increment_if(n, st.CLK, n.and_([run_ok, complete], "clktick"), "nclk"))
     ms_inc = C.increment(n, MS, "msinc")
     n.output_bus(MS, [n.and_([run_ok, R("ismem"), neg(complete), ms_inc[i]], f"nms{i}") for i in range(2)])
     n.output_bus(WB_EN, [n.and_([run_ok, new_wb_en[l]], f"nwben{l}") for l in range(W)])

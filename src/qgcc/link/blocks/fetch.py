@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...isa import WRITES_RD, AtomOp, Fmt, Op, SReg
+from ...isa import WRITES_RD, AtomOp, Fmt, Op, ShflMode, SReg, VoteMode
 from ...program import Program
 from ..circuits import and_step, eq_lits
 from ..layout import PCB
@@ -39,7 +39,9 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
     rom_fields: dict[str, int] = {}
     widths = WIDTHS
     flags = [f"op_{op.name}" for op in Op] + [f"atom_{a.name}" for a in AtomOp] + \
-        [f"sreg_{s.name}" for s in SReg] + ["rs1en", "rs2en", "rden", "wrd", "ismem", "ismul"]
+        [f"sreg_{s.name}" for s in SReg] + [f"shfl_{m.name}" for m in ShflMode] + \
+        [f"shfl_w{1 << k}" for k in range(3)] + [f"vote_{m.name}" for m in VoteMode] + \
+        ["rs1en", "rs2en", "rden", "wrd", "ismem", "ismul"]
     cols = []
     for f_ in flags:
         rom_fields[f_] = len(cols)
@@ -57,10 +59,14 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
             on.add(f"atom_{AtomOp(ins.mod).name}")
         if ins.op is Op.S2R:
             on.add(f"sreg_{SReg(ins.mod).name}")
+        if ins.op is Op.SHFL:
+            on |= {f"shfl_{ShflMode(ins.mod & 3).name}", f"shfl_w{1 << (ins.mod >> 2)}"}
+        if ins.op is Op.VOTE:
+            on.add(f"vote_{VoteMode(ins.mod).name}")
         f = ins.fmt
-        if f in (Fmt.ALU, Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.BRC, Fmt.JR) or (f is Fmt.MOV and not ins.use_imm):
+        if f in (Fmt.ALU, Fmt.XLANE, Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.BRC, Fmt.JR) or (f is Fmt.MOV and not ins.use_imm):
             on.add("rs1en")
-        if (f is Fmt.ALU and not ins.use_imm) or f in (Fmt.ST, Fmt.ATOM):
+        if (f in (Fmt.ALU, Fmt.XLANE) and not ins.use_imm) or f in (Fmt.ST, Fmt.ATOM):
             on.add("rs2en")
         if ins.op is Op.ATOM and ins.mod == AtomOp.CAS:
             on.add("rden")
@@ -71,7 +77,7 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
         if ins.op is Op.MUL:
             on.add("ismul")
         vals = {"rd": ins.rd, "rs1": ins.rs1, "rs2": ins.rs2,
-                "immv": ins.imm & 0xFFFFFFFF if ins.use_imm and f in (Fmt.ALU, Fmt.MOV) else 0,
+                "immv": ins.imm & 0xFFFFFFFF if ins.use_imm and f in (Fmt.ALU, Fmt.XLANE, Fmt.MOV) else 0,
                 "off": ins.imm & 0xFFFFFFFF if f in (Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.LDC) else 0,
                 "tgt": ins.imm & (2 ** PCB - 1) if f in (Fmt.BRA, Fmt.BRC) else 0,
                 "nxt": (pc + 1) & (2 ** PCB - 1)}

@@ -46,6 +46,7 @@ def declare_state(n: Netlist) -> State:
     st.CUR = fld("cur", 4)
     st.READY, st.WAIT = fld("ready", NWARP), fld("wait", NWARP)
     st.MS = fld("ms", 2)
+    st.CLK = fld("clk", 32)  # warp instructions completed in the launch (S2R %clock)
     st.WB_EN, st.WB_W, st.WB_RD = fld("wb_en", W), fld("wb_w", 4), fld("wb_rd", 5)
     st.WB_VAL = [fld(f"wb_val{l}", 32) for l in range(W)]
     st.MW_EN, st.MW_IDX, st.MW_VAL = fld("mw_en", 1)[0], fld("mw_idx", 15), fld("mw_val", 32)

@@ -1,6 +1,7 @@
 """Writeback: which lanes write rd this step, and the value each writes.
 
-ALU-class instructions write every active lane at once; micro-stepped ones (LD,
+ALU-class instructions (and SHFL/VOTE, whose results come from qgcc.link.blocks.xlane) write
+every active lane at once; micro-stepped ones (LD,
 ATOM, MUL) write lane `ms` in its micro-step.  The write is not done here: it
 becomes the pending writeback (wb_*) that every register-file copy commits at the
 start of the next step.
@@ -27,11 +28,12 @@ class Writeback:
 
 
 def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, RES: list[list[Sig]], mem: MemoryAccess,
-          prod: list[Sig]) -> Writeback:
+          prod: list[Sig], XL: list[list]) -> Writeback:
     RUN, MS, R, op, R_ACT, ldatom, MEMOUT = st.RUN, st.MS, dec.flag, dec.op, row.act, mem.ldatom, mem.MEMOUT
     complete = n.gate([and_step([neg(R("ismem"))]), and_step([R("ismem")] + eq_lits(MS, 3))], "complete")
     new_wb_val = [[n.gate([step([(RES[l][i], 1)], 1), and_step([ldatom, MEMOUT[i]]),
-                           and_step([op["MUL"], prod[i]])], f"wbv{l}.{i}") for i in range(32)] for l in range(W)]
+                           and_step([op["MUL"], prod[i]]), step([(XL[l][i], 1)], 1)], f"wbv{l}.{i}")
+                   for i in range(32)] for l in range(W)]
     # Lane writes: ALU-like instructions write every active lane; micro-stepped ones lane MS.
     new_wb_en = []
     for l in range(W):

@@ -1,0 +1,228 @@
+"""Cooperative groups, lowered on the token stream onto the built-ins and warp intrinsics.
+
+The part of `cooperative_groups.h` that kernels use has no state worth keeping at run
+time: a thread block is the block, and a tile of N <= 4 threads is a segment of a warp.
+So this pass (run after macro expansion, before parsing) rewrites:
+
+* `namespace cg = cooperative_groups;` and `using namespace cooperative_groups;`:
+  dropped, remembering the alias (or that names may come unqualified);
+* a group declaration `cg::thread_block b = cg::this_thread_block();`,
+  `cg::thread_block_tile<4> t = cg::tiled_partition<4>(b);`,
+  `cg::thread_group t = cg::tiled_partition(b, 4);` or `auto t = ...;` into
+  `const int b = 0;` / `const int t = (4);` (a tile is its size, a constant);
+* member calls on a declared group into C: `b.sync()` -> `__syncthreads()`,
+  `t.sync()` -> `__syncwarp()`, `thread_rank()`, `size()`/`num_threads()`,
+  `meta_group_rank()`, `meta_group_size()`, `group_index()` -> `blockIdx`,
+  `thread_index()` -> `threadIdx`, `group_dim()`/`dim_threads()` -> `blockDim`, and on
+  tiles `shfl`, `shfl_up`, `shfl_down`, `shfl_xor` (the tile size is the width), `any`,
+  `all` and `ballot` (over the tile's lanes; a ballot's bits are tile ranks);
+* `cg::sync(g)` and `cg::reduce(t, v, cg::plus<T>())` / `cg::greater<T>()` /
+  `cg::less<T>()` (a butterfly of SHFL.XOR and adds, maxima or minima).
+
+Anything else named in the namespace is an error naming the construct.
+"""
+
+from __future__ import annotations
+
+from lark import Token
+
+NS = "cooperative_groups"
+LIN = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
+SIZE = "(blockDim.x * blockDim.y * blockDim.z)"
+GROUP_TYPES = {"thread_block": "block", "thread_block_tile": "tile", "thread_group": None}
+REDUCE_OPS = {"plus": "__qg_reduce_add", "greater": "__qg_reduce_max", "less": "__qg_reduce_min"}
+
+
+class Lowering:
+    def __init__(self, lex, error):
+        self.lex = lex  # text -> tokens (the parser's lexer)
+        self.error = error  # (token, message) -> exception
+        self.aliases = {NS}
+        self.unqualified = False
+        self.kinds: dict[str, str] = {}  # group variable -> "block" or "tile"
+
+    # -- helpers -------------------------------------------------------------------
+    def emit(self, text: str, at: Token):
+        """Tokens of `text`, all placed at `at` (diagnostics point at the construct)."""
+        for t in self.lex(text):
+            yield Token(t.type, t.value, start_pos=at.start_pos, line=at.line, column=at.column,
+                        end_line=at.end_line, end_column=at.end_column, end_pos=at.end_pos)
+
+    def cg_name(self, toks: list, i: int):
+        """(name, next index) when toks[i:] starts a cooperative-groups name, else None."""
+        t = toks[i]
+        if t.type != "NAME":
+            return None
+        if t.value in self.aliases and i + 2 < len(toks) and toks[i + 1].value == ":" and \
+                toks[i + 2].value == ":" and i + 3 < len(toks) and toks[i + 3].type == "NAME":
+            return toks[i + 3].value, i + 4
+        if self.unqualified and (t.value in GROUP_TYPES or t.value in ("this_thread_block", "tiled_partition")):
+            if i == 0 or toks[i - 1].value != ".":
+                return t.value, i + 1
+        return None
+
+    @staticmethod
+    def balanced(toks: list, i: int, open_: str, close: str) -> int:
+        """Index just past the bracket that closes toks[i] (== open_)."""
+        depth = 0
+        for j in range(i, len(toks)):
+            if toks[j].value == open_:
+                depth += 1
+            elif toks[j].value == close:
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+        raise IndexError
+
+    @staticmethod
+    def text(toks) -> str:
+        return " ".join(t.value for t in toks)
+
+    @staticmethod
+    def split_args(toks: list) -> list[list]:
+        """Top-level comma-separated arguments of toks (without the outer parentheses)."""
+        args, cur, depth = [], [], 0
+        for t in toks:
+            if t.value in ("(", "[", "{"):
+                depth += 1
+            elif t.value in (")", "]", "}"):
+                depth -= 1
+            if t.value == "," and depth == 0:
+                args.append(cur)
+                cur = []
+            else:
+                cur.append(t)
+        if cur or args:
+            args.append(cur)
+        return args
+
+    # -- the pass ------------------------------------------------------------------
+    def run(self, tokens):
+        toks = list(tokens)
+        if not any(t.type == "NAME" and t.value == NS for t in toks):
+            yield from toks
+            return
+        i = 0
+        while i < len(toks):
+            try:
+                out, i = self.step(toks, i)
+            except IndexError:
+                raise self.error(toks[min(i, len(toks) - 1)], "incomplete cooperative-groups construct") from None
+            yield from out
+
+    def step(self, toks: list, i: int):
+        t = toks[i]
+        v = t.value
+        # namespace cg = cooperative_groups;   using namespace cooperative_groups;
+        if t.type == "NAME" and v == "namespace" and toks[i + 2].value == "=" and toks[i + 3].value == NS:
+            self.aliases.add(toks[i + 1].value)
+            return [], i + 5
+        if v == "using" and toks[i + 1].value == "namespace" and toks[i + 2].value == NS:
+            self.unqualified = True
+            return [], i + 4
+        # auto g = cg::...;
+        if v == "auto" and toks[i + 2].value == "=":
+            nm = self.cg_name(toks, i + 3)
+            if nm is not None:
+                kind = "block" if nm[0] == "this_thread_block" else "tile"
+                self.kinds[toks[i + 1].value] = kind
+                return list(self.emit("const int", t)), i + 1
+        # member calls on a group variable
+        if t.type == "NAME" and v in self.kinds and i + 3 < len(toks) and toks[i + 1].value == "." \
+                and toks[i + 2].type == "NAME" and toks[i + 3].value == "(" and (i == 0 or toks[i - 1].value != "."):
+            end = self.balanced(toks, i + 3, "(", ")")
+            args = self.split_args(toks[i + 4:end - 1])
+            meth = toks[i + 2]
+            return list(self.emit(self.member(t, v, meth.value, meth, [self.text(a) for a in args]), t)), end
+        nm = self.cg_name(toks, i)
+        if nm is None:
+            return [t], i + 1
+        name, j = nm
+        if name in GROUP_TYPES:
+            kind = GROUP_TYPES[name]
+            if name == "thread_block_tile":
+                if toks[j].value != "<":
+                    raise self.error(t, "'thread_block_tile' needs its size: thread_block_tile<N>")
+                j = self.balanced(toks, j, "<", ">")
+            if j < len(toks) and toks[j].type == "NAME":
+                var = toks[j].value
+                if kind is None and j + 2 < len(toks) and toks[j + 1].value == "=":
+                    init = self.cg_name(toks, j + 2)
+                    kind = "block" if init is not None and init[0] == "this_thread_block" else "tile"
+                if kind is not None:
+                    self.kinds[var] = kind
+            return list(self.emit("const int", t)), j
+        if name == "this_thread_block":
+            end = self.balanced(toks, j, "(", ")")
+            return list(self.emit("0", t)), end
+        if name == "tiled_partition":
+            if toks[j].value == "<":
+                k = self.balanced(toks, j, "<", ">")
+                size = self.text(toks[j + 1:k - 1])
+                end = self.balanced(toks, k, "(", ")")
+            else:
+                end = self.balanced(toks, j, "(", ")")
+                args = self.split_args(toks[j + 1:end - 1])
+                if len(args) != 2:
+                    raise self.error(t, "'tiled_partition' expects (group, size)")
+                size = self.text(args[1])
+            if not size.strip().isdigit():
+                raise self.error(t, f"the size of a tile must be a number (1, 2 or 4) or a macro for one, "
+                                    f"not '{size}'")
+            if size.strip() not in ("1", "2", "4"):
+                raise self.error(t, f"tiles of {size} threads are not supported: a tile is 1, 2 or 4 threads "
+                                    "(a warp has 4 lanes here)")
+            return list(self.emit(f"({size})", t)), end
+        if name == "sync":
+            end = self.balanced(toks, j, "(", ")")
+            return list(self.emit(self.member(t, toks[j + 1].value, "sync", t, []), t)), end
+        if name == "reduce":
+            end = self.balanced(toks, j, "(", ")")
+            args = self.split_args(toks[j + 1:end - 1])
+            if len(args) != 3:
+                raise self.error(t, "'cg::reduce' expects (group, value, operation)")
+            g = args[0][0].value
+            op = self.cg_name(args[2], 0)
+            if op is None or op[0] not in REDUCE_OPS:
+                raise self.error(t, "'cg::reduce' supports cg::plus, cg::greater and cg::less")
+            if self.kinds.get(g) != "tile":
+                raise self.error(t, "'cg::reduce' needs a tile (cg::tiled_partition<N>) declared in this file")
+            return list(self.emit(f"{REDUCE_OPS[op[0]]}({self.text(args[1])}, {g})", t)), end
+        raise self.error(t, f"'{name}' from cooperative groups is not supported (this_thread_block, "
+                            "tiled_partition, sync and reduce are)")
+
+    def member(self, at: Token, g: str, m: str, meth: Token, args: list[str]) -> str:
+        kind = self.kinds.get(g)
+        if kind is None:
+            raise self.error(at, f"'{g}' is not a cooperative group declared in this file")
+        lane = f"({LIN} % warpSize)"
+        tmask = f"((((1u << {g}) - 1u)) << ({lane} & ~({g} - 1)))"
+        want = {"sync": 0, "thread_rank": 0, "size": 0, "num_threads": 0, "meta_group_rank": 0,
+                "meta_group_size": 0, "group_index": 0, "thread_index": 0, "group_dim": 0, "dim_threads": 0,
+                "shfl": 2, "shfl_up": 2, "shfl_down": 2, "shfl_xor": 2, "any": 1, "all": 1, "ballot": 1}
+        if m not in want:
+            raise self.error(meth, f"cooperative groups: '.{m}()' is not supported")
+        if len(args) != want[m]:
+            raise self.error(meth, f"'.{m}()' expects {want[m]} argument{'s' if want[m] != 1 else ''}")
+        if kind == "block":
+            table = {"sync": "__syncthreads()", "thread_rank": LIN, "size": SIZE, "num_threads": SIZE,
+                     "group_index": "blockIdx", "thread_index": "threadIdx", "group_dim": "blockDim",
+                     "dim_threads": "blockDim"}
+            if m not in table:
+                raise self.error(meth, f"'.{m}()' needs a tile (cg::tiled_partition<N>), not a thread block")
+            return table[m]
+        a = args
+        table = {"sync": "__syncwarp()", "thread_rank": f"({LIN} % {g})", "size": f"((unsigned){g})",
+                 "num_threads": f"((unsigned){g})", "meta_group_rank": f"({LIN} / {g})",
+                 "meta_group_size": f"(({SIZE} + {g} - 1) / {g})"}
+        if m in table:
+            return table[m]
+        if m.startswith("shfl"):
+            intr = {"shfl": "__shfl_sync", "shfl_up": "__shfl_up_sync", "shfl_down": "__shfl_down_sync",
+                    "shfl_xor": "__shfl_xor_sync"}[m]
+            return f"{intr}(0xffffffff, {a[0]}, {a[1]}, {g})"
+        if m == "ballot":
+            return f"(__ballot_sync({tmask}, {a[0]}) >> ({lane} & ~({g} - 1)))"
+        if m in ("any", "all"):
+            return f"__{m}_sync({tmask}, {a[0]})"
+        raise self.error(meth, f"'.{m}()' needs a thread block, not a tile")

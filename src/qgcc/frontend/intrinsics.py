@@ -1,0 +1,215 @@
+"""Code for the warp, integer and clock intrinsics and for atomicInc/atomicDec.
+
+Warp intrinsics are one instruction each: SHFL and VOTE (qgcc.isa), whose lane-crossing
+datapath is in the network (qgcc.link.blocks.xlane).  `clock()` is one S2R of %clock.
+The integer intrinsics are short branch-free sequences of ALU instructions, inlined
+at each call (their costs, in warp instructions, are in docs/subset.md); atomicInc and
+atomicDec are compare-and-swap loops, as float atomicAdd is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..isa import MASK32, AtomOp, Op, ShflMode, SReg, VoteMode
+from ..spec import SPEC
+from . import ast as A
+from .types import INT, UINT, is_float
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .codegen import KernelGen
+
+_SHFL = {"__shfl_sync": ShflMode.IDX, "__shfl_up_sync": ShflMode.UP, "__shfl_down_sync": ShflMode.DOWN,
+         "__shfl_xor_sync": ShflMode.XOR}
+_VOTE = {"__ballot_sync": VoteMode.BALLOT, "__any_sync": VoteMode.ANY, "__all_sync": VoteMode.ALL,
+         "__match_any_sync": VoteMode.MATCH}
+LANE_MASK = (1 << SPEC.warp_size) - 1
+
+
+def _operand(g: "KernelGen", v):
+    """(register, immediate, use_imm) for a second operand that may be a constant."""
+    from .codegen import is_c
+    if is_c(v):
+        return -1, v.value, True
+    return v, 0, False
+
+
+def warp(g: "KernelGen", e: A.Call, name: str):
+    from .codegen import C
+    args = e.args
+    if name == "clock":
+        t = g.new()
+        g.emit(Op.S2R, t, mod=SReg.CLOCK)
+        return t
+    if name == "__syncwarp":
+        for a in args:
+            g.effect(a)
+        g.emit(Op.NOP)  # lanes of a warp run in lockstep and memory is coherent: nothing to wait for
+        return None
+    if name == "__activemask":
+        t = g.new()
+        g.emit(Op.VOTE, t, g.reg(C(1)), imm=LANE_MASK, use_imm=True, mod=VoteMode.BALLOT)
+        return t
+    if name.startswith("__qg_reduce"):  # cg::reduce: a butterfly over the tile
+        v = g.reg(g.val(args[0]))
+        width = args[1].const
+        signed = e.ty == INT
+        k = 1
+        while k < width:
+            other = g.new()
+            g.emit(Op.SHFL, other, v, imm=k, use_imm=True, mod=int(ShflMode.XOR) | ((width.bit_length() - 1) << 2))
+            if name == "__qg_reduce_add":
+                v = g.alu(Op.ADD, v, other)
+            else:  # v = other when it wins: v ^ ((v ^ other) & -(wins))
+                lt = g.alu(Op.SLT if signed else Op.SLTU, *((v, other) if name == "__qg_reduce_max" else (other, v)))
+                v = g.alu(Op.XOR, v, g.alu(Op.AND, g.alu(Op.XOR, v, other), g.alu(Op.SUB, C(0), lt)))
+            k *= 2
+        return v
+    if name in _SHFL:
+        g.effect(args[0])  # the mask names the lanes taking part; the active lanes are those
+        v = g.reg(g.convert(g.val(args[1]), args[1].ty, e.ty))
+        b = g.convert(g.val(args[2]), args[2].ty, INT)
+        width = args[3].const if len(args) == 4 else SPEC.warp_size
+        wlog = min(width, SPEC.warp_size).bit_length() - 1
+        rs2, imm, use_imm = _operand(g, b)
+        t = g.new()
+        g.emit(Op.SHFL, t, v, rs2, imm=imm, use_imm=use_imm, mod=int(_SHFL[name]) | (wlog << 2))
+        return t
+    mask = g.convert(g.val(args[0]), args[0].ty, UINT)
+    v = g.val(args[1])
+    if is_float(args[1].ty) and name != "__match_any_sync":
+        v = g.float_truth(v)
+    v = g.reg(v)
+    rs2, imm, use_imm = _operand(g, mask)
+    t = g.new()
+    g.emit(Op.VOTE, t, v, rs2, imm=imm, use_imm=use_imm, mod=_VOTE[name])
+    return t
+
+
+def integer(g: "KernelGen", e: A.Call, name: str):
+    from .codegen import C
+    from .sema import INT_FUNCS
+    ptypes, _ = INT_FUNCS[name]
+    args = [g.convert(g.val(a), a.ty, pt) for a, pt in zip(e.args, ptypes)]
+    alu = g.alu
+    if name == "__popc":
+        return popc(g, args[0])
+    if name == "__clz":
+        return clz(g, args[0])
+    if name == "__ffs":
+        x = args[0]
+        lsb = alu(Op.AND, x, alu(Op.SUB, C(0), x))
+        return alu(Op.SUB, C(32), clz(g, lsb))
+    if name == "__brev":
+        x = args[0]
+        for k, m in ((1, 0x55555555), (2, 0x33333333), (4, 0x0F0F0F0F), (8, 0x00FF00FF), (16, 0x0000FFFF)):
+            x = alu(Op.OR, alu(Op.AND, alu(Op.SHR, x, C(k)), C(m)), alu(Op.SHL, alu(Op.AND, x, C(m)), C(k)))
+        return x
+    if name == "__byte_perm":
+        return byte_perm(g, *args)
+    if name in ("__mul24", "__umul24"):
+        if name == "__mul24":
+            a, b = (alu(Op.SRA, alu(Op.SHL, v, C(8)), C(8)) for v in args)
+        else:
+            a, b = (alu(Op.AND, v, C(0xFFFFFF)) for v in args)
+        return alu(Op.MUL, a, b)
+    if name in ("__mulhi", "__umulhi"):
+        a, b = args
+        hi = umulhi(g, a, b)
+        if name == "__mulhi":  # signed: subtract b when a < 0 and a when b < 0 (mod 2^32)
+            hi = alu(Op.SUB, hi, alu(Op.AND, b, alu(Op.SRA, a, C(31))))
+            hi = alu(Op.SUB, hi, alu(Op.AND, a, alu(Op.SRA, b, C(31))))
+        return hi
+    if name in ("__sad", "__usad"):
+        x, y, z = args
+        lt = alu(Op.SLT if name == "__sad" else Op.SLTU, x, y)
+        m = alu(Op.SUB, C(0), lt)  # all ones when x < y
+        d = alu(Op.SUB, x, y)
+        return alu(Op.ADD, alu(Op.SUB, alu(Op.XOR, d, m), m), z)
+    raise AssertionError(name)  # pragma: no cover
+
+
+def popc(g: "KernelGen", x):
+    from .codegen import C
+    alu = g.alu
+    x = alu(Op.SUB, x, alu(Op.AND, alu(Op.SHR, x, C(1)), C(0x55555555)))
+    x = alu(Op.ADD, alu(Op.AND, x, C(0x33333333)), alu(Op.AND, alu(Op.SHR, x, C(2)), C(0x33333333)))
+    x = alu(Op.AND, alu(Op.ADD, x, alu(Op.SHR, x, C(4))), C(0x0F0F0F0F))
+    x = alu(Op.ADD, x, alu(Op.SHR, x, C(8)))
+    x = alu(Op.ADD, x, alu(Op.SHR, x, C(16)))
+    return alu(Op.AND, x, C(0x3F))
+
+
+def clz(g: "KernelGen", x):
+    """Leading zeros by halving: five rounds of compare, shift and count; 32 for zero."""
+    from .codegen import C
+    alu = g.alu
+    n = C(0)
+    for k in (16, 8, 4, 2, 1):
+        s = alu(Op.SHL, alu(Op.SLTU, x, C(1 << (32 - k))), C(k.bit_length() - 1))
+        x = alu(Op.SHL, x, s)
+        n = alu(Op.ADD, n, s)
+    return alu(Op.ADD, n, alu(Op.SEQ, x, C(0)))
+
+
+def umulhi(g: "KernelGen", a, b):
+    """High word of the 64-bit unsigned product, from four 16 x 16-bit products."""
+    from .codegen import C
+    alu = g.alu
+    al, ah = alu(Op.AND, a, C(0xFFFF)), alu(Op.SHR, a, C(16))
+    bl, bh = alu(Op.AND, b, C(0xFFFF)), alu(Op.SHR, b, C(16))
+    ll, lh, hl, hh = (alu(Op.MUL, x, y) for x, y in ((al, bl), (al, bh), (ah, bl), (ah, bh)))
+    mid = alu(Op.ADD, alu(Op.ADD, alu(Op.SHR, ll, C(16)), alu(Op.AND, lh, C(0xFFFF))), alu(Op.AND, hl, C(0xFFFF)))
+    hi = alu(Op.ADD, alu(Op.ADD, hh, alu(Op.SHR, lh, C(16))), alu(Op.SHR, hl, C(16)))
+    return alu(Op.ADD, hi, alu(Op.SHR, mid, C(16)))
+
+
+def byte_perm(g: "KernelGen", x, y, s):
+    """Byte n of the result is byte s<4n+2:4n> of the 8 bytes y:x (CUDA's __byte_perm)."""
+    from .codegen import C, is_c
+    alu = g.alu
+    out = C(0)
+    xy = None
+    for n in range(4):
+        if is_c(s):
+            sel = (s.value >> (4 * n)) & 7
+            src = y if sel >= 4 else x
+            byte = alu(Op.AND, alu(Op.SHR, src, C(8 * (sel & 3))), C(0xFF))
+        else:
+            if xy is None:
+                xy = alu(Op.XOR, x, y)
+            hi = alu(Op.AND, alu(Op.SHR, s, C(4 * n + 2)), C(1))
+            src = alu(Op.XOR, x, alu(Op.AND, xy, alu(Op.SUB, C(0), hi)))  # y if hi else x
+            amt = alu(Op.SHL, alu(Op.AND, alu(Op.SHR, s, C(4 * n)), C(3)), C(3))
+            byte = alu(Op.AND, alu(Op.SHR, src, amt), C(0xFF))
+        out = alu(Op.OR, out, alu(Op.SHL, byte, C(8 * n)))
+    return out
+
+
+def atomic_inc_dec(g: "KernelGen", base, off: int, v, name: str):
+    """atomicInc: old >= v ? 0 : old + 1;  atomicDec: (old == 0 || old > v) ? v : old - 1.
+
+    A compare-and-swap loop: every lane loads the cell, computes its new value and
+    swaps it in if the cell still holds what it loaded, in lane order, else goes round."""
+    from .codegen import C
+    alu = g.alu
+    v = g.reg(v)
+    old, assumed = g.new(), g.new()
+    g.emit(Op.LD, old, base, imm=off)
+    top = g.label()
+    g.place(top)
+    g.mov(assumed, old)
+    if name == "atomicInc":
+        keep = alu(Op.SLTU, assumed, v)  # 1: old + 1, 0: wrap to 0
+        new = alu(Op.AND, alu(Op.ADD, assumed, C(1)), alu(Op.SUB, C(0), keep))
+    else:
+        wrap = alu(Op.OR, alu(Op.SEQ, assumed, C(0)), alu(Op.SLTU, v, assumed))
+        dec = alu(Op.ADD, assumed, C(MASK32))
+        new = alu(Op.XOR, dec, alu(Op.AND, alu(Op.XOR, dec, v), alu(Op.SUB, C(0), wrap)))
+    g.mov(old, new)
+    g.emit(Op.ATOM, old, base, assumed, imm=off, mod=AtomOp.CAS)
+    g.emit(Op.BRNZ, rs1=alu(Op.SNE, old, assumed), target=top)
+    return old
+
+
+__all__ = ["warp", "integer", "atomic_inc_dec"]
