@@ -56,12 +56,21 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
     for fs in result.kernels:
         entry = len(code)
         region = sum(c.length for c in constants)
-        gen, ir, params = _generate(fs, filename, lines, False, region, soft_float)
-        instrs, nregs = allocate(ir, fs.line, entry)
-        if nregs > SPEC.num_regs:
-            # Short of registers: re-read parameters at each use instead of holding them.
-            gen, ir, params = _generate(fs, filename, lines, True, region, soft_float)
+        fused = False
+        while True:
+            gen, ir, params = _generate(fs, filename, lines, False, region, soft_float, fused)
             instrs, nregs = allocate(ir, fs.line, entry)
+            if nregs > SPEC.num_regs:
+                # Short of registers: re-read parameters at each use instead of holding them.
+                gen, ir, params = _generate(fs, filename, lines, True, region, soft_float, fused)
+                instrs, nregs = allocate(ir, fs.line, entry)
+            if (not fused and len(code) + len(instrs) > SPEC.max_instrs and "__qg_fma" in gen.routines
+                    and {"__qg_fadd", "__qg_fsub", "__qg_fmul"} & set(gen.routines)):
+                # Too long, with the fma routine linked anyway (the math library uses it):
+                # compute + - * through it as well (the same results; fewer routines).
+                fused = True
+                continue
+            break
         if nregs > SPEC.num_regs:
             raise error(fs.line, fs.col, f"kernel '{fs.name}' needs {nregs} registers; the "
                                          f"machine has {SPEC.num_regs}")
@@ -77,14 +86,15 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
                    source_lines=_program_lines(pp, filename, code), constants=constants)
 
 
-def _generate(fs, filename: str, lines: list[str], remat_params: bool, local_region: int, soft_float: bool):
+def _generate(fs, filename: str, lines: list[str], remat_params: bool, local_region: int, soft_float: bool,
+              fma_arith: bool = False):
     """Generate a kernel.  Extern __shared__ arrays start after its static __shared__ cells,
     and local arrays need the size of a thread's frame, both known once the kernel is
     generated, so a kernel that has them is generated twice."""
-    gen = KernelGen(fs, filename, lines, remat_params=remat_params, soft_float=soft_float)
+    gen = KernelGen(fs, filename, lines, remat_params=remat_params, soft_float=soft_float, fma_arith=fma_arith)
     ir, params = gen.run()
     if (gen.uses_dynamic and gen.shared_used) or gen.local_used:
-        gen = KernelGen(fs, filename, lines, remat_params=remat_params, soft_float=soft_float,
+        gen = KernelGen(fs, filename, lines, remat_params=remat_params, soft_float=soft_float, fma_arith=fma_arith,
                         dynamic_base=SPEC.shared_base + gen.shared_used,
                         local_words=gen.local_used, local_region=local_region)
         ir, params = gen.run()

@@ -12,7 +12,8 @@ loop of each general division).
 Device functions are inlined at every call.  Values are `int` virtual
 registers or `C` constants (folded and used as immediates where the ISA allows).
 
-Float operations call routines of the soft-float library (`softfloat.cu`).
+Float operations call routines of the soft-float library (`softfloat.cu`), and
+the math functions (`expf`, ...) routines of the math library (`mathlib.cu`).
 Each routine a kernel uses is emitted once, out of line, between the kernel's
 first instruction (`BRA body`) and its body, so routine code always has lower
 PCs than every call site: under min-PC scheduling, lanes that enter a routine
@@ -37,7 +38,7 @@ from . import ast as A
 from .ir import VI
 from . import floatconst
 from . import intrinsics
-from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, INT_FUNCS, WARP_FUNCS, FuncSym, VarSym
+from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS, FuncSym, VarSym
 from .softfloat import library
 from .types import (BOOL, CHAR, FLOAT, INT, UINT, ArrayType, IntType, PtrType, Type,
                     VoidType, fold_binary, is_float, is_ptr, wrap)
@@ -100,7 +101,7 @@ class Routine:
 
 
 # Library functions small enough to inline into the routines that use them.
-INLINE_HELPERS = frozenset({"__qg_isnan"})
+INLINE_HELPERS = frozenset({"__qg_isnan", "__qg_mulhi", "__qgm_nan", "__qgm_canon", "__qgm_small_int", "__qgm_key"})
 
 
 def _log2(c: int) -> int | None:
@@ -114,7 +115,7 @@ class KernelGen:
 
     def __init__(self, fs: FuncSym, filename: str, lines: list[str], remat_params: bool = False,
                  soft_float: bool = False, dynamic_base: int = SPEC.shared_base, local_words: int = 0,
-                 local_region: int = 0):
+                 local_region: int = 0, fma_arith: bool = False):
         self.fs = fs
         # Float instructions to emit instead of soft-float routines (none with --soft-float).
         self.hw_float = frozenset() if soft_float else IN_NETWORK
@@ -148,6 +149,9 @@ class KernelGen:
         self.routines: dict[str, Routine] = {}
         self.routine_code: list[VI] = []
         self.in_routine = False
+        # + - * through the fma routine: in math-library routines always, in the kernel's
+        # own code when it would not fit otherwise (see float_arith and compile_source).
+        self.fma_only = fma_arith
 
     # ------------------------------------------------------------------ emission
 
@@ -951,6 +955,11 @@ class KernelGen:
         if callee in FLOAT_FUNCS:
             args = [self.convert(self.val(a), a.ty, FLOAT) for a in e.args]
             return self.float_func(callee, args)
+        if callee in MATH_FUNCS:
+            routine, sig, extra = MATH_FUNCS[callee]
+            args = [self.convert(self.val(a), a.ty, FLOAT if k == "f" else INT) if k in "fi"
+                    else self.val(a) for a, k in zip(e.args, sig.split(":")[0])]
+            return self.call_lib(routine, args + [C(v) for v in extra])
         if callee in BIT_CASTS:
             return self.val(e.args[0])
         if callee in ("min", "max") and is_float(e.ty):
@@ -1063,8 +1072,18 @@ class KernelGen:
     def float_arith(self, op: str, a, b):
         if is_c(a) and is_c(b):
             return C(floatconst.fold(op, a.value, b.value))
-        return self.call_lib({"+": "__qg_fadd", "-": "__qg_fsub", "*": "__qg_fmul",
-                              "/": "__qg_fdiv"}[op], [a, b])
+        routine = {"+": "__qg_fadd", "-": "__qg_fsub", "*": "__qg_fmul", "/": "__qg_fdiv"}[op]
+        if HW_ROUTINES.get(routine) in self.hw_float:
+            return self.call_lib(routine, [a, b])  # one instruction of the machine's float unit
+        if self.fma_only and op != "/":
+            # Without the float unit (--soft-float), inside the math library a + b, a - b, a * b are fmaf(a, 1, b), fmaf(a, 1, -b),
+            # fmaf(a, b, -0): the same IEEE results, and one routine instead of three.
+            if op == "*":
+                return self.call_lib("__qg_fma", [a, b, C(0x80000000)])
+            if op == "-":
+                b = C(b.value ^ 0x80000000) if is_c(b) else self.alu(Op.XOR, b, C(0x80000000))
+            return self.call_lib("__qg_fma", [a, C(0x3F800000), b])
+        return self.call_lib(routine, [a, b])
 
     def float_func(self, name: str, args: list):
         if name == "fabsf":
@@ -1072,6 +1091,10 @@ class KernelGen:
             return C(v.value & 0x7FFFFFFF) if is_c(v) else self.alu(Op.AND, v, C(0x7FFFFFFF))
         if name in ("__fadd_rn", "__fsub_rn", "__fmul_rn", "__fdiv_rn"):
             return self.float_arith({"a": "+", "s": "-", "m": "*", "d": "/"}[name[3]], *args)
+        if name == "__fdividef":
+            return self.float_arith("/", *args)
+        if name == "__frcp_rn":
+            return self.float_arith("/", C(0x3F800000), args[0])
         routine = {"sqrtf": "__qg_fsqrt", "__fsqrt_rn": "__qg_fsqrt", "fminf": "__qg_fmin",
                    "fmaxf": "__qg_fmax", "fmaf": "__qg_fma", "__fmaf_rn": "__qg_fma"}[name]
         return self.call_lib(routine, args)
@@ -1134,8 +1157,9 @@ class KernelGen:
         fs = library()[name]
         r = Routine(self.label(), [self.new() for _ in fs.params], self.new(), self.new())
         self.routines[name] = r
-        saved = (self.code, self.frames, self.in_routine, self.line)
+        saved = (self.code, self.frames, self.in_routine, self.line, self.fma_only)
         self.code, self.frames, self.in_routine = [], [], True
+        self.fma_only = name.startswith("__qgm_")
         self.place(r.entry)
         for sym, v in zip(fs.params, r.params):
             if sym.assigned:
@@ -1160,7 +1184,7 @@ class KernelGen:
             writes |= vi.clobbers or set()
         r.clobbers = frozenset(writes)
         self.routine_code.extend(self.code)
-        self.code, self.frames, self.in_routine, self.line = saved
+        self.code, self.frames, self.in_routine, self.line, self.fma_only = saved
         return r
 
     # ------------------------------------------------------------------ division

@@ -91,7 +91,30 @@ ATOMICS = {"atomicAdd", "atomicSub", "atomicMin", "atomicMax", "atomicExch", "at
 # Float built-ins: name -> number of float arguments.  The __f*_rn intrinsics are
 # the same operations (every operation already rounds to nearest even).
 FLOAT_FUNCS = {"sqrtf": 1, "fabsf": 1, "fminf": 2, "fmaxf": 2, "fmaf": 3, "__fadd_rn": 2,
-               "__fsub_rn": 2, "__fmul_rn": 2, "__fdiv_rn": 2, "__fsqrt_rn": 1, "__fmaf_rn": 3}
+               "__fsub_rn": 2, "__fmul_rn": 2, "__fdiv_rn": 2, "__fsqrt_rn": 1, "__fmaf_rn": 3,
+               "__fdividef": 2, "__frcp_rn": 1}
+# The math library (mathlib.cu): name -> (routine, signature, constant arguments appended).
+# Signature letters: f float, i int, F float *, I int *, v void; arguments, then ':' and the
+# result.  The fast intrinsics (__expf, ...) are the accurate functions (docs/subset.md).
+MATH_FUNCS = {n: ("__qgm_" + n, "f:f", ()) for n in (
+    "floorf", "ceilf", "truncf", "roundf", "rintf", "rsqrtf", "cbrtf", "expm1f", "log1pf", "atanf",
+    "tanhf")}
+MATH_FUNCS.update({n: ("__qgm_" + n, "ff:f", ()) for n in ("copysignf", "fdimf", "hypotf", "atan2f")})
+MATH_FUNCS.update({n: ("__qgm_" + n, "f:i", ()) for n in ("isnan", "isinf", "isfinite", "signbit")})
+for _i, _n in enumerate(("exp", "exp2", "exp10")):  # __qgm_expk(x, scale, base)
+    MATH_FUNCS[_n + "f"] = MATH_FUNCS["__" + _n + "f"] = ("__qgm_expk", "f:f", (0, _i))
+for _i, _n in enumerate(("log", "log2", "log10")):  # __qgm_logk(x, correction, base)
+    MATH_FUNCS[_n + "f"] = MATH_FUNCS["__" + _n + "f"] = ("__qgm_logk", "f:f", (0, _i))
+for _i, _n in enumerate(("sin", "cos", "tan")):
+    MATH_FUNCS[_n + "f"] = MATH_FUNCS["__" + _n + "f"] = ("__qgm_trig", "f:f", (_i,))
+MATH_FUNCS.update({
+    "asinf": ("__qgm_asincos", "f:f", (0,)), "acosf": ("__qgm_asincos", "f:f", (1,)),
+    "sinhf": ("__qgm_sinhcosh", "f:f", (0,)), "coshf": ("__qgm_sinhcosh", "f:f", (1,)),
+    "fmodf": ("__qgm_fmodrem", "ff:f", (0,)), "remainderf": ("__qgm_fmodrem", "ff:f", (1,)),
+    "nearbyintf": ("__qgm_rintf", "f:f", ()), "__saturatef": ("__qgm_saturatef", "f:f", ()),
+    "__frsqrt_rn": ("__qgm_rsqrtf", "f:f", ()), "ldexpf": ("__qgm_ldexp", "fi:f", ()),
+    "scalbnf": ("__qgm_ldexp", "fi:f", ()), "frexpf": ("__qgm_frexpf", "fI:f", ()),
+    "sincosf": ("__qgm_sincosf", "fFF:v", ()), "__sincosf": ("__qgm_sincosf", "fFF:v", ())})
 BIT_CASTS = {"__float_as_int": INT, "__float_as_uint": UINT, "__int_as_float": FLOAT,
              "__uint_as_float": FLOAT}
 # ---- warp, integer and clock intrinsics (compiled by frontend/intrinsics.py) ----
@@ -112,7 +135,7 @@ INT_FUNCS = {"__popc": ((UINT,), INT), "__clz": ((INT,), INT), "__ffs": ((INT,),
 ATOMICS |= {"atomicInc", "atomicDec"}
 ATOMIC_SCOPES = {f"{a}{sfx}": a for a in ATOMICS for sfx in ("_block", "_system")}
 BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs"} | set(FLOAT_FUNCS) | set(BIT_CASTS) | \
-    set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES)
+    set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES) | set(MATH_FUNCS)
 
 UNSUPPORTED_FUNCS = {
     "printf": "'printf' is not supported (there is no host I/O)",
@@ -134,12 +157,15 @@ for _n in ("__match_all_sync", "__reduce_add_sync", "__reduce_min_sync", "__redu
                              "__any_sync, __all_sync, __match_any_sync, __activemask, __syncwarp)")
 UNSUPPORTED_FUNCS["clock64"] = ("'clock64' is not supported (no 64-bit integers); clock() counts the same "
                                 "warp instructions in 32 bits")
-for _n in ("sinf", "cosf", "tanf", "expf", "exp2f", "logf", "log2f", "log10f", "powf", "floorf",
-           "ceilf", "truncf", "roundf", "rintf", "fmodf", "rsqrtf", "__expf", "__logf", "__sinf",
-           "__cosf", "__powf", "__fdividef", "sqrt", "fabs", "fmin", "fmax", "fma", "sin", "cos",
-           "exp", "log", "pow", "floor", "ceil"):
-    UNSUPPORTED_FUNCS[_n] = (f"'{_n}' is not supported (float functions: "
-                             + ", ".join(sorted(FLOAT_FUNCS)) + ")")
+for _n in ("fadd", "fsub", "fmul", "fdiv", "fmaf", "frcp", "fsqrt"):
+    for _m in ("rz", "ru", "rd"):
+        UNSUPPORTED_FUNCS[f"__{_n}_{_m}"] = (f"'__{_n}_{_m}' is not supported (only round to nearest: "
+                                            f"'__{_n}_rn')")
+for _n in ("powf", "__powf"):
+    UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported (docs/subset.md lists the float functions)"
+for _n in ("sqrt", "fabs", "fmin", "fmax", "fma", "sin", "cos", "tan", "exp", "exp2", "log", "log2",
+           "log10", "floor", "ceil", "trunc", "round", "fmod", "atan2", "hypot"):
+    UNSUPPORTED_FUNCS[_n] = f"'{_n}' is a double function and qgcc has no double; use '{_n}f'"
 
 TYPE_WORDS = ("void", "bool", "char", "int", "unsigned", "signed", "float")
 STORAGE_WORDS = ("__global__", "__device__", "__shared__", "static", "inline", "__inline__",
@@ -1572,6 +1598,23 @@ class Sema:
             return VOID
         return INT  # __any_sync, __all_sync, clock
 
+    def math_call(self, e: A.Call, name: str) -> Type:
+        args, ret = MATH_FUNCS[name][1].split(":")
+        self.nargs(e, name, len(args))
+        for i, (a, k) in enumerate(zip(e.args, args), start=1):
+            if k in "fi":
+                t = self.rvalue(a, dst=FLOAT if k == "f" else INT)
+                if not is_arith(t):
+                    raise self.error(a, f"argument {i} of '{name}' must be a number (got '{t}')")
+                if k == "i":
+                    self.convert_check(a, INT, f"argument {i} of '{name}'")
+                continue
+            want = PtrType(FLOAT if k == "F" else INT)
+            t = self.rvalue(a)
+            if not isinstance(t, PtrType) or t.elem != want.elem or t.const:
+                raise self.error(a, f"argument {i} of '{name}' must be a '{want}' pointer (got '{t}')")
+        return {"f": FLOAT, "i": INT, "v": VOID}[ret]
+
     def builtin_call(self, e: A.Call, name: str) -> Type:
         if name in WARP_FUNCS:
             return self.warp_call(e, name)
@@ -1593,6 +1636,8 @@ class Sema:
                 if not is_arith(a.ty):
                     raise self.error(a, f"argument {i} of '{name}' must be a number (got '{a.ty}')")
             return FLOAT
+        if name in MATH_FUNCS:
+            return self.math_call(e, name)
         if name in BIT_CASTS:
             self.nargs(e, name, 1)
             a = self.rvalue(e.args[0])

@@ -1,4 +1,4 @@
-"""The soft-float library (`softfloat.cu`), parsed and checked once per process.
+"""The soft-float and math libraries (`softfloat.cu`, `mathlib.cu`), parsed and checked once per process.
 
 The library is CUDA-C in the subset itself, so the ordinary front end turns it
 into device functions; the code generator emits the ones a kernel calls as
@@ -13,10 +13,11 @@ from pathlib import Path
 from .parser import parse
 from .sema import FuncSym, analyse
 
-SOURCE = Path(__file__).with_name("softfloat.cu")
+SOURCES = (Path(__file__).with_name("softfloat.cu"), Path(__file__).with_name("mathlib.cu"))
 
 
 @lru_cache(maxsize=1)
 def library() -> dict[str, FuncSym]:
-    text = SOURCE.read_text()
-    return analyse(parse(text, SOURCE.name), SOURCE.name, text).functions
+    # One translation unit: the math library calls the soft-float helpers (__qg_clz, ...).
+    text = "\n".join(p.read_text() for p in SOURCES)
+    return analyse(parse(text, "softfloat.cu"), "softfloat.cu", text).functions
