@@ -896,7 +896,9 @@ class Sema:
             self.declare(sym)
             ds.syms.append(sym)
 
-    def shared_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+    def check_shared(self, info: SpecInfo, it: A.InitDeclarator) -> None:
+        """What static and extern __shared__ declarations share: no initialiser, no pointer,
+        an arithmetic element type."""
         decl = it.decl
         if it.init is not None:
             raise self.error(it.init, "__shared__ variables cannot have an initialiser")
@@ -905,6 +907,10 @@ class Sema:
                                    "array")
         if not is_arith(info.base):
             raise self.error(decl, f"__shared__ variable '{decl.name}' has type '{info.base}'")
+
+    def shared_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        decl = it.decl
+        self.check_shared(info, it)
         if len(decl.arrays) > 2:
             raise self.error(decl, "__shared__ arrays have at most 2 dimensions")
         dims = tuple(self.array_dim(e, decl.name, decl) for e in decl.arrays)
@@ -970,13 +976,7 @@ class Sema:
         """`extern __shared__ T name[];`: every such array starts where the kernel's static
         __shared__ variables end (CUDA's rule, so several declarations alias one base)."""
         decl = it.decl
-        if it.init is not None:
-            raise self.error(it.init, "__shared__ variables cannot have an initialiser")
-        if decl.pointers:
-            raise self.error(decl, "__shared__ pointers are not supported; declare a __shared__ "
-                                   "array")
-        if not is_arith(info.base):
-            raise self.error(decl, f"__shared__ variable '{decl.name}' has type '{info.base}'")
+        self.check_shared(info, it)
         if len(decl.arrays) != 1 or decl.arrays[0] is not None:
             raise self.error(decl, f"extern __shared__ '{decl.name}' must be a 1-D array of unknown "
                                    f"size ('{decl.name}[]'); its size is set at launch "
