@@ -184,14 +184,20 @@ def _read_header(path: str, data: bytes) -> dict:
     return header
 
 
-def _parse_kernels(path: str, text: str) -> list[Kernel]:
-    bad = _bad(path, "corrupt 'kernels' metadata")
+def _json_list(text: str, bad: Exception) -> list:
+    """A metadata value that must be a JSON list; anything else is the caller's named error."""
     try:
         raw = json.loads(text)
     except ValueError:
         raise bad from None
     if not isinstance(raw, list):
         raise bad
+    return raw
+
+
+def _parse_kernels(path: str, text: str) -> list[Kernel]:
+    bad = _bad(path, "corrupt 'kernels' metadata")
+    raw = _json_list(text, bad)
     kernels = []
     for k in raw:
         if not isinstance(k, dict) or set(k) - {"local_words"} != {"name", "entry", "end", "params",
@@ -215,12 +221,7 @@ def _parse_constants(path: str, text: str | None) -> list[Constant]:
     if text is None:
         return []
     bad = _bad(path, "corrupt 'constants' metadata")
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        raise bad from None
-    if not isinstance(raw, list):
-        raise bad
+    raw = _json_list(text, bad)
     out = []
     for c in raw:
         if not isinstance(c, dict) or set(c) != {"name", "ctype", "dims", "base", "init"} \
