@@ -22,34 +22,11 @@ from qgcc.trace import BarrierFault, MemoryFault, StepLimitFault
 from qgcc.traceout import Describer, record_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from qsass_programs import FAULTS  # noqa: E402
 from test_samples import SAMPLE_NAMES, SAMPLES_DIR, _as_array, documented_launch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FAULTS = """\
-.source "faults.cu"
-.kernel oob
-.param int* c
-    .loc 2    // c[1000] = 1;
-    LDC r0, c[0]
-    MOV r1, #1
-    ST [r0+1000], r1
-    EXIT
-.end
-.kernel divbar
-    .loc 7    // if (threadIdx.x) __syncthreads();
-    S2R r0, %tid.x
-    BRZ r0, skip
-    BAR
-skip:
-    EXIT
-.end
-.kernel spin
-    .loc 9    // for (;;);
-top:
-    BRA top
-.end
-"""
 
 _PROGRAMS: dict[str, qgcc.Program] = {}
 

@@ -15,6 +15,7 @@ import pytest
 from qgcc import engines, qgfile
 from qgcc.asm import assemble
 from qgcc.trace import ExitCode
+from qsass_programs import FAULTS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,29 +53,7 @@ done:
 .end
 """
 
-KERNELS = """\
-.source "faults.cu"
-.kernel oob
-.param int* c
-    .loc 2    // c[1000] = 1;
-    LDC r0, c[0]
-    MOV r1, #1
-    ST [r0+1000], r1
-    EXIT
-.end
-.kernel divbar
-    .loc 7    // if (threadIdx.x) __syncthreads();
-    S2R r0, %tid.x
-    BRZ r0, skip
-    BAR
-skip:
-    EXIT
-.end
-.kernel spin
-    .loc 9    // for (;;);
-top:
-    BRA top
-.end
+KERNELS = FAULTS + """\
 .kernel count
 .param int* ctr
     .loc 12   // atomicAdd(ctr, 1); __syncthreads();
