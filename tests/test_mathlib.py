@@ -258,3 +258,9 @@ def test_powf_within_bound_on_10000_inputs():
 
 def test_powf_compiled_equals_host_build_300_inputs():
     emulator_matches_host("powf", 300, 24)
+
+
+def test_powf_runs_bit_exact_inside_the_network():
+    """Four lanes on four paths: a negative base with an odd exponent, a subnormal result rounded
+    once, a general case, and a NaN (negative base, non-integer exponent)."""
+    _neural("powf", np.array([-1.5, 0.5, 3.7, -2.0], np.float32), np.array([-7.0, 140.5, 2.3, 0.5], np.float32))

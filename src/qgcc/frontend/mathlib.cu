@@ -10,8 +10,10 @@
  *
  * Written for this project from the numerical-analysis literature:
  * Cody-Waite and Payne-Hanek argument reduction, the Tang / fdlibm-style
- * reductions of exp and log, Newton iterations with exact fma residuals, and
- * polynomials fitted by bench/mathlib_fit.py (minimax, Lawson's algorithm).
+ * reductions of exp and log, Newton iterations with exact fma residuals,
+ * polynomials fitted by bench/mathlib_fit.py (minimax, Lawson's algorithm),
+ * and, in powf, fma-free error-free transformations (Dekker's product with
+ * Veltkamp's split, Knuth's TwoSum and Fast2Sum) on the float unit's + - *.
  *
  * Cost model.  Every float operation is a routine call of 100-500 warp
  * instructions on today's integer machine, and will be one instruction when
