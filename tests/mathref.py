@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import hashlib
 import math
 import subprocess
@@ -35,7 +36,7 @@ EXACT1 = ["floorf", "ceilf", "truncf", "roundf", "rintf", "saturatef", "isnan", 
 EXACT2 = ["fmodf", "remainderf", "copysignf", "fdimf", "ldexpf"]
 APPROX1 = ["rsqrtf", "cbrtf", "expf", "exp2f", "exp10f", "expm1f", "logf", "log2f", "log10f", "log1pf",
            "sinf", "cosf", "tanf", "asinf", "acosf", "atanf", "sinhf", "coshf", "tanhf"]
-APPROX2 = ["hypotf", "atan2f"]
+APPROX2 = ["hypotf", "atan2f", "powf"]
 BINARY = set(EXACT2) | set(APPROX2)
 INT_RESULT = {"isnan", "isinf", "isfinite", "signbit"}
 
@@ -114,6 +115,11 @@ def exact(name: str, x, y=None, n_in=None):
 # ------------------------------------------------------------------ mpmath models
 
 mp.mp.prec = 140
+# The host C library's pow (C99 Annex F special cases; numpy's power takes shortcuts such as
+# sqrt for y = 0.5 that give pow(-0, 0.5) = -0).
+_LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
+_LIBM.pow.restype = ctypes.c_double
+_LIBM.pow.argtypes = [ctypes.c_double, ctypes.c_double]
 _PI2 = mp.pi / 2
 
 
@@ -163,6 +169,9 @@ def _true(name: str, a: float, b: float):
         return mp.hypot(x, y)
     if name == "atan2f":
         return mp.atan2(x, y)  # atan2f(y = a, x = b)
+    if name == "powf":  # a negative base only reaches here with an integer exponent
+        v = mp.power(abs(x), y)
+        return -v if x < 0 and int(y) % 2 == 1 else v
     raise KeyError(name)
 
 
@@ -174,6 +183,13 @@ def _special(name: str, a: float, b: float):
             return inf
         if math.isnan(a) or math.isnan(b):
             return nan
+        return None
+    if name == "powf":
+        # C99 Annex F, as the host's libm implements it in double (no double rounding issue:
+        # every special result is 0, 1, inf or NaN, or a finite case handled by _true)
+        if math.isnan(a) or math.isnan(b) or math.isinf(a) or math.isinf(b) or a == 0 or b == 0 or a == 1 \
+                or (a < 0 and b != math.floor(b)):
+            return _LIBM.pow(a, b)
         return None
     if name == "atan2f":
         y, x = a, b
@@ -303,8 +319,58 @@ def hard_cases(name: str, n: int, rng, pool: int = 200000) -> np.ndarray:
     return cand[np.argsort(dist)[:n]]
 
 
+def pow_hard_cases(n: int, rng, pool: int = 400000) -> tuple[np.ndarray, np.ndarray]:
+    """n (x, y) pairs whose x^y (float64) lies closest to a midpoint between two floats."""
+    x = np.exp2(rng.uniform(-8, 8, pool)).astype(np.float32)
+    y = rng.uniform(-12, 12, pool).astype(np.float32)
+    with np.errstate(all="ignore"):
+        v = np.power(x.astype(np.float64), y.astype(np.float64))
+    ok = np.isfinite(v) & (v > 2.0**-126) & (v < 2.0**127)
+    x, y, v = x[ok], y[ok], v[ok]
+    frac = v / np.exp2(np.floor(np.log2(v)) - 23)
+    pick = np.argsort(np.abs(frac - np.floor(frac) - 0.5))[:n]
+    return x[pick], y[pick]
+
+
+def pow_inputs(n: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Specials crossed with specials and integers; random bits; x near 1 with large y; results
+    near overflow and underflow (subnormal results); negative bases with integer exponents;
+    near-midpoint cases; random moderate pairs."""
+    sp = np.concatenate([SPECIALS, np.float32([3.0, -3.0, 0.25, -0.5, 2.5, -2.5, 1e10, -1e10])])
+    k = max((n - len(sp) ** 2) // 7, 1)
+    xs = [np.repeat(sp, len(sp)), _random_bits(rng, k)]
+    ys = [np.tile(sp, len(sp)), _random_bits(rng, k)]
+    # x = 1 +- a few ulps, y large
+    d = rng.integers(-2000, 2000, k).astype(np.int64)
+    xs.append((np.int64(0x3F800000) + d).astype(np.uint32).view(np.float32))
+    ys.append((rng.uniform(-1, 1, k) * np.exp2(rng.uniform(0, 30, k))).astype(np.float32))
+    # results near 2^128 and 2^-126 .. 2^-150: y = t / log2 x
+    x = np.exp2(rng.uniform(-20, 20, k)).astype(np.float32)
+    x = np.where(x == 1, np.float32(3), x)
+    t = rng.choice([128.0, -126.0, -140.0, -149.0, -150.0], k) + rng.uniform(-0.6, 0.6, k)
+    xs.append(x)
+    ys.append((t / np.log2(x.astype(np.float64))).astype(np.float32))
+    # integer exponents, negative bases included
+    xs.append((rng.standard_normal(k) * np.exp2(rng.uniform(-4, 4, k))).astype(np.float32))
+    ys.append(rng.integers(-40, 41, k).astype(np.float32))
+    hx, hy = pow_hard_cases(k, rng)
+    xs.append(hx)
+    ys.append(hy)
+    xs.append(np.exp2(rng.uniform(-30, 30, k)).astype(np.float32))
+    ys.append((rng.standard_normal(k) * 4).astype(np.float32))
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    if len(x) < n:
+        m = n - len(x)
+        x = np.concatenate([x, rng.uniform(0, 4, m).astype(np.float32)])
+        y = np.concatenate([y, rng.uniform(-30, 30, m).astype(np.float32)])
+    return x.astype(np.float32), y.astype(np.float32)
+
+
 def inputs(name: str, n: int, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(x, y, integer argument) arrays of about n inputs for function `name`."""
+    if name == "powf":
+        x, y = pow_inputs(n, rng)
+        return x, y, np.zeros(len(x), np.int32)
     k = max(n // 4, 1)
     if name in BINARY:
         k = max(n // 3, 1)

@@ -30,7 +30,7 @@ from qgcc.spec import SPEC
 BOUNDS = {"rsqrtf": 0.501, "cbrtf": 0.501, "hypotf": 0.51, "logf": 0.55, "log2f": 0.6, "log10f": 0.6,
           "log1pf": 0.65, "expf": 0.9, "exp2f": 0.95, "exp10f": 0.95, "expm1f": 1.05, "sinf": 0.9,
           "cosf": 0.8, "tanf": 1.1, "asinf": 0.7, "acosf": 0.7, "atanf": 1.15, "atan2f": 1.2,
-          "sinhf": 0.7, "coshf": 0.8, "tanhf": 0.85}
+          "sinhf": 0.7, "coshf": 0.8, "tanhf": 0.85, "powf": 0.55}
 assert set(BOUNDS) == set(M.APPROX1 + M.APPROX2)
 
 
@@ -129,7 +129,7 @@ def test_compiled_library_equals_host_build_many_inputs(name):
 def test_the_largest_function_fits_with_arithmetic_around_it():
     """The largest function plus the kernel's own + - * fit the instruction memory: when they
     would not, the kernel's arithmetic goes through the fma routine the library links anyway."""
-    for name in ("tanhf",):
+    for name in ("tanhf", "powf"):
         src = K.source(name).replace("float *r2, int *ir) {", "float *r2, int *ir) {\n    float u = x[0] * y[1] + y[2] - x[3];")
         src = src.replace("\n}\n", "\n    r2[0] = u;\n}\n")
         prog = compile_source(src, f"{name}.cu")
@@ -157,7 +157,7 @@ def test_fused_arithmetic_gives_the_same_results():
     ("r[0] = frexpf(x[0], r);", "argument 2 of 'frexpf' must be a 'int *' pointer (got 'float *')"),
     ("sincosf(x[0], r, n);", "argument 3 of 'sincosf' must be a 'float *' pointer (got 'int *')"),
     ("r[0] = ldexpf(x[0]);", "'ldexpf' expects 2 arguments, got 1"),
-    ("r[0] = powf(x[0], 2.0f);", "'powf' is not supported"),
+    ("r[0] = pow(x[0], 2.0f);", "'pow' is a double function and qgcc has no double; use 'powf'"),
     ("r[0] = __fadd_rz(x[0], x[1]);", "'__fadd_rz' is not supported (only round to nearest: '__fadd_rn')"),
     ("r[0] = sin(x[0]);", "'sin' is a double function and qgcc has no double; use 'sinf'"),
     ("r[0] = expf(r);", "argument 1 of 'expf' must be a number (got 'float *')"),
@@ -212,3 +212,55 @@ def test_every_function_runs_bit_exact_inside_the_network(name):
     x, y, n_in = M.inputs(host_of(name), 400, np.random.default_rng(31))
     pick = np.random.default_rng(32).choice(len(x), 4, replace=False)
     _neural(name, x[pick], y[pick], n_in[pick])
+
+
+INF, NAN_, TINY = np.inf, np.nan, 2.0**-149
+# powf's special cases, C99 Annex F (F.9.4.4) and CUDA's powf: (x, y, x^y).  The finite rows are
+# exact results (a result within the bound of an exact float is that float), at the edges too.
+POW_SPECIALS = [
+    (NAN_, 0.0, 1.0), (NAN_, -0.0, 1.0), (INF, 0.0, 1.0), (-3.5, -0.0, 1.0),   # x^+-0 = 1
+    (1.0, NAN_, 1.0), (1.0, INF, 1.0), (1.0, -7.5, 1.0),                        # 1^y = 1
+    (-1.0, INF, 1.0), (-1.0, -INF, 1.0), (-1.0, 3.0, -1.0), (-1.0, 2.0**30, 1.0),
+    (NAN_, 2.0, NAN_), (2.0, NAN_, NAN_), (-1.0, NAN_, NAN_),
+    (-2.0, 0.5, NAN_), (-8.0, 1.0 / 3.0, NAN_), (-INF, 0.5, INF), (-0.0, 0.5, 0.0),
+    (0.0, -3.0, INF), (-0.0, -3.0, -INF), (-0.0, -2.0, INF), (-0.0, -0.5, INF), (0.0, -INF, INF),
+    (0.0, 3.0, 0.0), (-0.0, 3.0, -0.0), (-0.0, 4.0, 0.0), (-0.0, INF, 0.0),
+    (0.5, -INF, INF), (-0.5, INF, 0.0), (1.5, INF, INF), (-1.5, -INF, 0.0),
+    (-INF, -3.0, -0.0), (-INF, -2.0, 0.0), (-INF, 3.0, -INF), (-INF, 2.0, INF), (INF, -0.5, 0.0),
+    (INF, 0.5, INF),
+    (2.0, 10.0, 1024.0), (-2.0, 3.0, -8.0), (10.0, 10.0, 1e10), (4.0, 0.5, 2.0), (0.25, -1.5, 8.0),
+    (-3.0, -2.0, 1.0 / 9.0), (2.0, 127.0, 2.0**127), (2.0, 128.0, INF), (-2.0, 129.0, -INF),
+    (2.0, -126.0, 2.0**-126), (2.0, -149.0, TINY), (0.5, 149.0, TINY), (-0.5, 149.0, -TINY),
+    (2.0, -150.0, 0.0),                                   # 2^-150: the tie rounds to even, 0
+    (-0.5, 151.0, -0.0), (2.0, -149.5, TINY),             # 2^-149.5 rounds up to 2^-149
+    (2.0**-75, 2.0, 0.0), (1e30, 2.0, INF), (1e-30, -2.0, INF), (3.0, 1e10, INF),
+    (0.75, 1e10, 0.0), (1.0000001, -2.0**40, 0.0), (-1.0000001, 2.0**40, INF),
+]
+
+
+def test_powf_special_cases_follow_c99_annex_f():
+    """Every special case of C99 Annex F, exactly (signs of zeros and infinities, canonical NaNs),
+    in the host build and in the compiled kernel on the emulator."""
+    x, y, want = (np.array(c, np.float64).astype(np.float32) for c in zip(*POW_SPECIALS))
+    want = _canon(want)
+    np.testing.assert_array_equal(_canon(M.host("powf", x, y)[0]), want)
+    for name in ("powf", "__powf"):
+        r = K.run(name, x, y)[0]
+        np.testing.assert_array_equal(r.view(np.uint32), want, err_msg=name)
+
+
+def test_powf_within_bound_on_10000_inputs():
+    """Specials crossed with specials, random bit patterns, x within 2000 ulps of 1 with large y,
+    results near 2^128 and across the subnormal range, integer exponents with negative bases,
+    near-midpoint cases from a float64 screen, and random moderate pairs, against mpmath."""
+    assert check_bound("powf", 10000, 14) >= 10000
+
+
+def test_powf_compiled_equals_host_build_300_inputs():
+    emulator_matches_host("powf", 300, 24)
+
+
+def test_powf_runs_bit_exact_inside_the_network():
+    """Four lanes on four paths: a negative base with an odd exponent, a subnormal result rounded
+    once, a general case, and a NaN (negative base, non-integer exponent)."""
+    _neural("powf", np.array([-1.5, 0.5, 3.7, -2.0], np.float32), np.array([-7.0, 140.5, 2.3, 0.5], np.float32))

@@ -27,7 +27,7 @@ void qgm_eval(const char *name, const float *x, const float *y, const int *n_in,
 #define C1(N, CALL) if (!strcmp(name, #N)) r = CALL; else
         F1(floorf) F1(ceilf) F1(truncf) F1(roundf) F1(rintf) F1(rsqrtf) F1(cbrtf) F1(saturatef)
         F1(expm1f) F1(log1pf) F1(atanf) F1(tanhf)
-        F2(copysignf) F2(fdimf) F2(hypotf) F2(atan2f)
+        F2(copysignf) F2(fdimf) F2(hypotf) F2(atan2f) F2(powf)
         I1(isnan) I1(isinf) I1(isfinite) I1(signbit)
         /* the routines and constant arguments of sema.MATH_FUNCS */
         C1(expf, __qgm_expk(a, 0, 0)) C1(exp2f, __qgm_expk(a, 0, 1)) C1(exp10f, __qgm_expk(a, 0, 2))

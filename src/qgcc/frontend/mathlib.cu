@@ -10,8 +10,10 @@
  *
  * Written for this project from the numerical-analysis literature:
  * Cody-Waite and Payne-Hanek argument reduction, the Tang / fdlibm-style
- * reductions of exp and log, Newton iterations with exact fma residuals, and
- * polynomials fitted by bench/mathlib_fit.py (minimax, Lawson's algorithm).
+ * reductions of exp and log, Newton iterations with exact fma residuals,
+ * polynomials fitted by bench/mathlib_fit.py (minimax, Lawson's algorithm),
+ * and, in powf, fma-free error-free transformations (Dekker's product with
+ * Veltkamp's split, Knuth's TwoSum and Fast2Sum) on the float unit's + - *.
  *
  * Cost model.  Every float operation is a routine call of 100-500 warp
  * instructions on today's integer machine, and will be one instruction when
@@ -975,4 +977,172 @@ __device__ float __qgm_atan2f(float y, float x) {
         }
     }
     return __uint_as_float(__float_as_uint(r) | sy);
+}
+
+/* ------------------------------------------------------------- pow */
+
+/* The high half of a float in Veltkamp's split (a = hi + lo, each with at
+   most 12 significant bits, so products of halves are exact). */
+__device__ float __qgm_split_hi(float a) {
+    float c = 4097.0f * a;
+    return c - (c - a);
+}
+
+/* a * b - p exactly, for p = a * b rounded (Dekker's TwoProduct, no fma;
+   |a|, |b| < 2^100 and no underflow of the partial products). */
+__device__ float __qgm_mul_err(float a, float b, float p) {
+    float ah = __qgm_split_hi(a);
+    float al = a - ah;
+    float bh = __qgm_split_hi(b);
+    float bl = b - bh;
+    return (((ah * bh - p) + ah * bl) + al * bh) + al * bl;
+}
+
+/* 2^(zh + zl) with the sign bit `sign`, rounded once (|zh| <= 300, |zl| <= ulp(zh)):
+   z = j + r, |r| <= 1/2, 2^r = 1 + q with q in two floats, then 2^j (1 + q)
+   rounded by the exponent (subnormal results round once too). */
+__device__ float __qgm_pow_exp2(float zh, float zl, unsigned sign) {
+    float t = zh + 12582912.0f;
+    float jf = t - 12582912.0f;
+    int j = (int)(__float_as_uint(t) - 0x4B400000u);
+    float ra = zh - jf;
+    float rh = ra + zl;
+    float rl = zl - (rh - ra);
+    /* 2^r = 1 + q, q = r ln2 + r^2 c2 + r^3 P(r), the first two terms in two floats */
+    float a1 = rh * 0.693147182f;
+    float e1 = (__qgm_mul_err(rh, 0.693147182f, a1) + rh * -1.90465421e-09f) + rl * 0.693147182f;
+    float r2h = rh * rh;
+    float r2l = __qgm_mul_err(rh, rh, r2h) + 2.0f * rh * rl;
+    float a2 = r2h * 0.240226507f;
+    float e2 = (__qgm_mul_err(r2h, 0.240226507f, a2) + r2h * -2.27788936e-10f) + r2l * 0.240226507f;
+    float p = 1.01780863e-07f;
+    p = p * rh + 1.32154867e-06f;
+    p = p * rh + 1.52527336e-05f;
+    p = p * rh + 0.000154035304f;
+    p = p * rh + 0.00133335581f;
+    p = p * rh + 0.00961812911f;
+    p = p * rh + 0.0555041087f;
+    float qh = a1 + a2; /* Fast2Sum: |a2| < |a1| */
+    float ql = ((a1 - qh) + a2) + ((e1 + e2) + r2h * rh * p);
+    float vh = 1.0f + qh;
+    float vb = vh - 1.0f;
+    float ve = ((1.0f - (vh - vb)) + (qh - vb)) + ql;
+    float v = vh + ve;
+    float vr = ve - (v - vh);
+    unsigned uv = __float_as_uint(v);
+    unsigned sig7 = ((uv & 0x7FFFFFu) | 0x800000u) << 7;
+    unsigned ur = __float_as_uint(vr);
+    if ((ur << 1) != 0u) { /* the sign of the remainder breaks ties after scaling */
+        if ((ur >> 31) != 0u)
+            sig7 -= 1u;
+        else
+            sig7 |= 1u;
+    }
+    return __uint_as_float(__qg_round_pack(sign >> 31, (int)(uv >> 23) - 1 + j, sig7));
+}
+
+/* x^y.  C99 Annex F special cases by bit patterns; otherwise |x| = 2^k m,
+   m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact), s = f / (2 + f) in two floats
+   (one division), ln m = 2s + s^3 (2/3 + s^2 Q(s^2)) with the leading terms
+   in two floats (Dekker products, Knuth sums), log2 |x| = k + ln m / ln 2 to
+   about 2^-33 relative, times y in two floats, then 2^(j + r) = 2^j (1 + q)
+   with |r| <= 1/2, q in two floats, and one rounding of 2^j (1 + q) at the
+   end (subnormal results included): within 0.55 ulp. */
+__device__ float __qgm_powf(float x, float y) {
+    unsigned ux = __float_as_uint(x);
+    unsigned uy = __float_as_uint(y);
+    unsigned ax = ux & 0x7FFFFFFFu;
+    unsigned ay = uy & 0x7FFFFFFFu;
+    if (ay == 0u || ux == 0x3F800000u)
+        return 1.0f;
+    if (ax > 0x7F800000u || ay > 0x7F800000u)
+        return __qgm_nan();
+    if (ay == 0x7F800000u) { /* y = +-inf */
+        if (ax == 0x3F800000u)
+            return 1.0f;
+        if ((ax < 0x3F800000u) == ((uy >> 31) == 0u))
+            return 0.0f;
+        return __uint_as_float(0x7F800000u);
+    }
+    /* y's integer class: 0 not an integer, 1 odd, 2 even */
+    unsigned yint = 2u;
+    int ey = (int)(ay >> 23) - 127;
+    if (ey < 0) {
+        yint = 0u;
+    } else if (ey < 24) {
+        if ((ay & (0x7FFFFFu >> (unsigned)ey)) != 0u)
+            yint = 0u;
+        else if (ey == 0 || ((ay >> (unsigned)(23 - ey)) & 1u) != 0u)
+            yint = 1u;
+    }
+    unsigned sign = 0u;
+    if (yint == 1u)
+        sign = ux & 0x80000000u;
+    if (ax == 0u || ax == 0x7F800000u) { /* +-0 and +-inf */
+        if ((ax == 0u) == ((uy >> 31) != 0u))
+            return __uint_as_float(sign | 0x7F800000u);
+        return __uint_as_float(sign);
+    }
+    if ((ux >> 31) != 0u && yint == 0u)
+        return __qgm_nan();
+    if (ax == 0x3F800000u) /* x = -1 */
+        return __uint_as_float(sign | 0x3F800000u);
+    /* |x| = 2^k m */
+    int e = (int)(ax >> 23);
+    unsigned sig = ax & 0x7FFFFFu;
+    if (e == 0) {
+        int sh = (int)__qg_clz(sig) - 8;
+        sig <<= (unsigned)sh;
+        e = 1 - sh;
+    }
+    int k = e - 127;
+    unsigned me = 127u;
+    if ((sig & 0x7FFFFFu) >= 0x3504F3u) {
+        me = 126u;
+        k += 1;
+    }
+    float f = __uint_as_float((me << 23) | (sig & 0x7FFFFFu)) - 1.0f;
+    /* s = f / (2 + f) = sh + sl */
+    float uh = 2.0f + f;
+    float ul = f - (uh - 2.0f);
+    float inv = 1.0f / uh;
+    float sh = f * inv;
+    float ph = sh * uh;
+    float sl = (((f - ph) - __qgm_mul_err(sh, uh, ph)) - sh * ul) * inv;
+    /* w = s^2, c = s^3 in two floats */
+    float wh = sh * sh;
+    float wl = __qgm_mul_err(sh, sh, wh) + 2.0f * sh * sl;
+    float ch = sh * wh;
+    float cl = (__qgm_mul_err(sh, wh, ch) + sh * wl) + sl * wh;
+    /* T = 2/3 + w Q(w) in two floats */
+    float q = 0.153846154f;
+    q = q * wh + 0.181818187f;
+    q = q * wh + 0.222222224f;
+    q = q * wh + 0.285714298f;
+    q = q * wh + 0.400000006f;
+    float th = 0.666666687f;
+    float tl = q * wh - 1.98682149e-08f;
+    /* ln m = 2s + c T */
+    float dh = ch * th;
+    float dl = (__qgm_mul_err(ch, th, dh) + ch * tl) + cl * th;
+    float s2 = 2.0f * sh;
+    float lnh = s2 + dh;
+    float lnl = ((s2 - lnh) + dh) + (2.0f * sl + dl);
+    /* log2 |x| = k + ln m / ln 2 */
+    float l2h = lnh * 1.44269502f;
+    float l2l = (__qgm_mul_err(lnh, 1.44269502f, l2h) + lnh * 1.92596303e-08f) + lnl * 1.44269502f;
+    float kf = __qgm_small_int(k);
+    float lh = kf + l2h;
+    float lb = lh - kf;
+    float ll = ((kf - (lh - lb)) + (l2h - lb)) + l2l;
+    /* z = y log2 |x| */
+    float zh = y * lh;
+    unsigned az = __float_as_uint(zh) & 0x7FFFFFFFu;
+    if (az > 0x43960000u) { /* |z| > 300: overflow or underflow */
+        if ((__float_as_uint(zh) >> 31) == 0u)
+            return __uint_as_float(sign | 0x7F800000u);
+        return __uint_as_float(sign);
+    }
+    float zl = __qgm_mul_err(y, lh, zh) + y * ll;
+    return __qgm_pow_exp2(zh, zl, sign);
 }

@@ -99,7 +99,8 @@ FLOAT_FUNCS = {"sqrtf": 1, "fabsf": 1, "fminf": 2, "fmaxf": 2, "fmaf": 3, "__fad
 MATH_FUNCS = {n: ("__qgm_" + n, "f:f", ()) for n in (
     "floorf", "ceilf", "truncf", "roundf", "rintf", "rsqrtf", "cbrtf", "expm1f", "log1pf", "atanf",
     "tanhf")}
-MATH_FUNCS.update({n: ("__qgm_" + n, "ff:f", ()) for n in ("copysignf", "fdimf", "hypotf", "atan2f")})
+MATH_FUNCS.update({n: ("__qgm_" + n, "ff:f", ()) for n in ("copysignf", "fdimf", "hypotf", "atan2f", "powf")})
+MATH_FUNCS["__powf"] = MATH_FUNCS["powf"]
 MATH_FUNCS.update({n: ("__qgm_" + n, "f:i", ()) for n in ("isnan", "isinf", "isfinite", "signbit")})
 for _i, _n in enumerate(("exp", "exp2", "exp10")):  # __qgm_expk(x, scale, base)
     MATH_FUNCS[_n + "f"] = MATH_FUNCS["__" + _n + "f"] = ("__qgm_expk", "f:f", (0, _i))
@@ -161,9 +162,7 @@ for _n in ("fadd", "fsub", "fmul", "fdiv", "fmaf", "frcp", "fsqrt"):
     for _m in ("rz", "ru", "rd"):
         UNSUPPORTED_FUNCS[f"__{_n}_{_m}"] = (f"'__{_n}_{_m}' is not supported (only round to nearest: "
                                             f"'__{_n}_rn')")
-for _n in ("powf", "__powf"):
-    UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported (docs/subset.md lists the float functions)"
-for _n in ("sqrt", "fabs", "fmin", "fmax", "fma", "sin", "cos", "tan", "exp", "exp2", "log", "log2",
+for _n in ("sqrt", "fabs", "fmin", "fmax", "fma", "pow", "sin", "cos", "tan", "exp", "exp2", "log", "log2",
            "log10", "floor", "ceil", "trunc", "round", "fmod", "atan2", "hypot"):
     UNSUPPORTED_FUNCS[_n] = f"'{_n}' is a double function and qgcc has no double; use '{_n}f'"
 
