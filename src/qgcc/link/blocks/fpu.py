@@ -58,7 +58,7 @@ def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
     op = dec.op
     results, product = [], None
     if fops & {"FADD", "FSUB"}:
-        with n.at_least(L_MEM0):  # beside the multiplier, not in the crowded operand layers
+        with n.at_least(L_MEM0 + 1):  # beside the multiplier, not in the crowded operand layers
             en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
             results.append(fadd(n, mem.Ams, mem.Bms, op["FSUB"], en))
     if "FMUL" in fops:
