@@ -278,3 +278,31 @@ def select_bus(n: Netlist, cases: list[tuple[list, list]], width: int, name: str
 def const_bits(n: Netlist, value: int, width: int) -> list:
     """Constant literals: ONE for 1 bits, not-ONE for 0 bits."""
     return [(n.ONE, True) if (value >> i) & 1 else (n.ONE, False) for i in range(width)]
+
+
+def cmp_const_steps(x: list, c: int, ge: bool = True, extra=()) -> list[Step]:
+    """Mutually exclusive AND steps whose sum is [x >= c] (ge) or [x < c], for a constant c
+    and unsigned x (LSB first), so one level with no weight above 1.
+
+    x >= c iff x == c, or for some bit j where c has 0 and x has 1 every higher bit equals
+    c's; x < c likewise where c has 1 and x has 0.  At most one j can hold."""
+    extra = list(extra)
+    w = len(x)
+    if c >= 1 << w:
+        return [] if ge else [and_step(extra)]
+    bits = eq_lits(x, c)
+    steps = [and_step(extra + bits)] if ge else []
+    for j in range(w):
+        cj = (c >> j) & 1
+        if (ge and cj == 0) or (not ge and cj == 1):
+            steps.append(and_step(extra + [(x[j], ge)] + bits[j + 1:]))
+    return steps
+
+
+def plus_const(n: Netlist, x: list, c: int, name: str = "pc") -> list[Sig]:
+    """(x + c) mod 2^len(x), in three levels: add() with a constant addend."""
+    w = len(x)
+    pad = w % DIGIT
+    xs = list(x) + [(n.ONE, False)] * pad
+    out = add(n, xs, const_bits(n, c % (1 << len(xs)), len(xs)), name=name)
+    return out[:w]

@@ -32,7 +32,7 @@ from ...isa import FLOAT_OPS
 from ...program import Program
 from .. import circuits as C
 from ..circuits import and_step, neg, step
-from ..layout import L_MEM0
+from ..layout import L_MEM0, N_MEM_LAYERS
 from ..netlist import Netlist, Sig
 
 
@@ -53,22 +53,25 @@ class FloatUnit:
     product: list[Sig] | None  # MUL's product when the multiplier is shared with FMUL
 
 
+L_FPU = L_MEM0 + N_MEM_LAYERS  # first layer of the float unit
+
+
 def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
     """The micro-stepped float unit on the micro-step lane's operands (Ams, Bms)."""
     op = dec.op
     results, product = [], None
     if fops & {"FADD", "FSUB"}:
-        with n.at_least(L_MEM0 + 1):  # beside the multiplier, not in the crowded operand layers
+        with n.at_least(L_FPU):  # past the memories, whose layers the address and data buses crowd
             en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
             results.append(fadd(n, mem.Ams, mem.Bms, op["FSUB"], en))
     if "FMUL" in fops:
-        with n.at_least(L_MEM0 + 1):  # where the integer multiplier sits (mul.py)
+        with n.at_least(L_FPU):
             P, G = multiplier(n, mem.Ams, mem.Bms, op["MUL"], op["FMUL"])
         product = P[:32]
         results.append(fmul(n, mem.Ams, mem.Bms, op["FMUL"], P=P, G=G))
     # Shallow: after the multiplier's widest level, whose layer has no room left when a program
     # also uses SHFL/VOTE or the clock (measured: the residual overflowed at that layer).
-    with n.at_least(L_MEM0 + 2 if "FMUL" in fops else L_MEM0):
+    with n.at_least(L_FPU + 1 if "FMUL" in fops else L_FPU):
         if fops & {"I2F", "U2F"}:
             en = n.or_([op["I2F"], op["U2F"]], "i2f.en")
             results.append(i2f(n, mem.Ams, op["I2F"], en))
@@ -101,14 +104,15 @@ def _classify(n: Netlist, x: list, name: str):
 
 
 def _plus_const(n: Netlist, x: list, c: int, name: str) -> list[Sig]:
-    """(x + c) mod 2^len(x), each bit one threshold gate over the low bits of x."""
-    out = []
-    for j in range(len(x)):
-        m = 1 << (j + 1)
-        pairs = [(x[i], 1 << i) for i in range(j + 1)] + [(n.ONE, c % m)]
-        h = 1 << j
-        out.append(n.gate([step(pairs, h), step(pairs, 2 * h, -1), step(pairs, 3 * h)], f"{name}{j}"))
-    return out
+    """(x + c) mod 2^len(x), three levels (the digit adder, so no weight above 2^DIGIT)."""
+    return C.plus_const(n, x, c, name)
+
+
+def _eff_exp(x: list, z: Sig) -> list:
+    """The effective exponent (1 for a zero field) as literals: bit 0 is the list
+    [e_0, z], whose two signals never both hold."""
+    e = list(x[23:31])
+    return [[e[0], z]] + e[1:]
 
 
 def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]:
@@ -122,17 +126,18 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
     eff = _parity3(n, a[31], b[31], sub, f"{name}.eff")  # effective subtraction
     # ---- level 2
     ge, _ = C.compare(n, a[:31] + [ZERO], b[:31] + [ZERO], name=f"{name}.cmp")  # |a| >= |b|
-    D = [(ea[i], 1 << i) for i in range(8)] + [(za, 1)] + [(eb[i], -(1 << i)) for i in range(8)] + [(zb, -1)]
-    Dn = [(x, -w) for x, w in D]
+    # ---- levels 2-4: both exponent differences (ea' - eb' when |a| >= |b|, which implies
+    # ea' >= eb', else eb' - ea'), then the one-hot d of the one that applies
+    EA, EB = _eff_exp(a, za), _eff_exp(b, zb)
+    ONE = (n.ONE, True)
+    dab = C.add(n, EA, [C.neg(x) for x in EB], cin=ONE, name=f"{name}.dab")
+    dba = C.add(n, EB, [C.neg(x) for x in EA], cin=ONE, name=f"{name}.dba")
     d = []
-    for k in range(28):
-        if k == 0:
-            sts = [step(D, 0), step(D, 1, -1)]
-        elif k < 27:
-            sts = [step(D, k), step(D, k + 1, -1), step(Dn, k), step(Dn, k + 1, -1)]
-        else:
-            sts = [step(D, 27), step(Dn, 27)]
-        d.append(n.gate(sts, f"{name}.d{k}"))
+    for k in range(27):
+        d.append(n.gate([and_step([ge] + C.eq_lits(dab, k)), and_step([neg(ge)] + C.eq_lits(dba, k))],
+                        f"{name}.d{k}"))
+    d.append(n.gate(C.cmp_const_steps(dab, 27, extra=[ge]) + C.cmp_const_steps(dba, 27, extra=[neg(ge)]),
+                    f"{name}.d27"))
     nan_out = n.gate([and_step([nan_a]), and_step([neg(nan_a), nan_b]),
                       and_step([inf_a, inf_b, eff])], f"{name}.nanout")
     # ---- level 3: swap
@@ -182,8 +187,9 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
             pairs = [(x, 1 << i) for i, x in enumerate(EBE)]
             LIM_EQ[k] = n.gate([step(pairs, k + 1, 1), step(pairs, k + 2, -1)] if k else [step(pairs, 2, -1),
                                step(pairs, 0)], f"{name}.limeq{k}")
-        EM = {k: _plus_const(n, EBE, -k, f"{name}.em{k}_") for k in range(-1, 27)}
         eb254 = n.gate([and_step(C.eq_lits(EBE, 254))], f"{name}.eb254")
+    with n.not_before(Y[1]):  # three levels each: begun with the adder
+        EM = {k: _plus_const(n, EBE, -k, f"{name}.em{k}_") for k in range(-1, 27)}
     # ---- level 8: the normalising shift (one-hot), exact zero, overflow
     s = {-1: R[27]}
     for k in range(27):
@@ -230,6 +236,15 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
     return _round_merge(n, frac + field, ru, normal, nan_en, to_inf, out_sign, name)
 
 
+def _is_nan(n: Netlist, x: list, name: str) -> Sig:
+    """[x is a NaN pattern] in two levels (exponent all ones AND fraction nonzero): an operand
+    bit may be a list of exclusive signals (a register or an immediate), so a one-level
+    weighted sum would count each weight twice."""
+    e1 = n.gate([and_step(x[23:31])], f"{name}.e1")
+    fnz = n.gate([step([(v, 1) for v in x[:23]], 1)], f"{name}.fnz")
+    return n.gate([and_step([e1, fnz])], name)
+
+
 def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used: set, name: str):
     """The float compares and FMIN/FMAX of one lane, from the ALU's unsigned compare (ge, eq).
 
@@ -237,9 +252,9 @@ def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used:
     level after the compare: a NaN operand makes every compare but FSNE false; -0 == +0;
     for two negative patterns the unsigned order is reversed."""
     e_a, e_b = a[23:31], b[23:31]
-    nan_a = n.gate([step([(v, 24) for v in e_a] + [(v, 1) for v in a[:23]], 193)], f"{name}.nana")
-    nan_b = n.gate([step([(v, 24) for v in e_b] + [(v, 1) for v in b[:23]], 193)], f"{name}.nanb")
-    zz = n.gate([step([(neg(x), 1) for x in a[:31] + b[:31]], 62)], f"{name}.zz")
+    nan_a = _is_nan(n, a, f"{name}.nana")
+    nan_b = _is_nan(n, b, f"{name}.nanb")
+    zz = n.gate([and_step([neg(x) for x in a[:31] + b[:31]])], f"{name}.zz")
     a31, b31 = a[31], b[31]
     LT = [[a31, neg(b31), neg(zz)], [neg(a31), neg(b31), neg(ge)], [a31, b31, ge, neg(eq)]]
     GT = [[b31, neg(a31), neg(zz)], [neg(a31), neg(b31), ge, neg(eq)], [a31, b31, neg(ge)]]
@@ -296,16 +311,9 @@ def _sum_columns(n: Netlist, cols: list[list], name: str) -> list[Sig]:
 
 
 def _exp_sum(n: Netlist, a: list, b: list, za: Sig, zb: Sig, name: str) -> list[Sig]:
-    """ea' + eb' (effective exponents: 1 for a zero exponent field), 9 bits, one level."""
-    out = []
-    for j in range(9):
-        h = 1 << j
-        pairs = [(v[23 + i], 1 << i) for i in range(min(j + 1, 8)) for v in (a, b)] + [(za, 1), (zb, 1)]
-        sts = [step(pairs, h), step(pairs, 2 * h, -1)]
-        if j < 8:
-            sts += [step(pairs, 3 * h), step(pairs, 4 * h, -1)]
-        out.append(n.gate(sts, f"{name}{j}"))
-    return out
+    """ea' + eb' (effective exponents: 1 for a zero exponent field), 9 bits, three levels."""
+    out, carry, _ = C.add(n, _eff_exp(a, za), _eff_exp(b, zb), name=name, want_carry=True)
+    return out + [carry]
 
 
 def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul"):
@@ -355,12 +363,11 @@ def fmul(n: Netlist, a: list, b: list, en, name: str = "fmul", P=None, G=None) -
                       and_step([neg(nan_a), neg(nan_b), inf_a, zb] + [neg(x) for x in b[:23]]),
                       and_step([neg(nan_a), neg(nan_b), inf_b, za] + [neg(x) for x in a[:23]])], f"{name}.nanout")
     inf_in = n.gate([and_step([neg(nan_out), inf_a]), and_step([neg(nan_out), neg(inf_a), inf_b])], f"{name}.infin")
-    Sp = [(x, 1 << i) for i, x in enumerate(S)]
     with n.not_before(G[0]):  # exponent tables, just in time for the shift
-        S_ge = {t: n.gate([step(Sp, t)], f"{name}.Sge{t}") for t in sorted({151 - k for k in range(25)}
-                                                                          | {405 - k for k in range(25)})}
-        S_eq = {t: n.gate([step(Sp, t), step(Sp, t + 1, -1)], f"{name}.Seq{t}") for t in range(103, 152)}
-        S_le102 = n.gate([step([(x, -w) for x, w in Sp], -102)], f"{name}.Sle102")
+        S_ge = {t: n.gate(C.cmp_const_steps(S, t), f"{name}.Sge{t}") for t in sorted({151 - k for k in range(25)}
+                                                                                    | {405 - k for k in range(25)})}
+        S_eq = {t: n.gate([and_step(C.eq_lits(S, t))], f"{name}.Seq{t}") for t in range(103, 152)}
+        S_le102 = n.gate(C.cmp_const_steps(S, 103, ge=False), f"{name}.Sle102")
         EX = {k: _plus_const(n, S[:8], k - 150, f"{name}.ex{k}_") for k in range(25)}
     # The right shift rs (one-hot), level after P.
     rs = {}
@@ -458,22 +465,17 @@ def f2i(n: Netlist, x: list, to_int, to_uint, name: str = "f2i") -> list[Sig]:
     """(int) / (unsigned) of a float: truncation, saturation, NaN -> 0; two levels (the
     magnitude shifted by the exponent, then the sign and the saturated values)."""
     e = x[23:31]
-    ep = [(e[i], 1 << i) for i in range(8)]
-    BIG = 512
+    lead = [n.gate([and_step(C.eq_lits(e, 127 + t))], f"{name}.t{t}") for t in range(32)]  # leading bit at t
     mag = []
     for i in range(32):
         sts = []
-        for t in range(i, min(i + 24, 32)):  # leading bit at t: x's exponent field is 127 + t
+        for t in range(i, min(i + 24, 32)):
             k = i + 23 - t
-            if k == 23:
-                sts += [step(ep, 127 + t), step(ep, 128 + t, -1)]
-            else:
-                pairs = ep + [(x[k], BIG)]
-                sts += [step(pairs, 127 + t + BIG), step(pairs, 128 + t + BIG, -1)]
+            sts.append(and_step([lead[t]] if k == 23 else [lead[t], x[k]]))
         mag.append(n.gate(sts, f"{name}.m{i}"))
-    nan = n.gate([step([(v, 24) for v in e] + [(v, 1) for v in x[:23]], 193)], f"{name}.nan")
-    big31 = n.gate([step(ep, 158)], f"{name}.ge31")  # |x| >= 2^31
-    big32 = n.gate([step(ep, 159)], f"{name}.ge32")
+    nan = _is_nan(n, x, f"{name}.nan")
+    big31 = n.gate(C.cmp_const_steps(e, 158), f"{name}.ge31")  # |x| >= 2^31
+    big32 = n.gate(C.cmp_const_steps(e, 159), f"{name}.ge32")
     s = x[31]
     pos_ok = n.gate([and_step([to_int, neg(s), neg(big31)]), and_step([to_uint, neg(s), neg(big32)])], f"{name}.pos")
     neg_ok = n.and_([to_int, s, neg(big31)], f"{name}.neg")
