@@ -95,12 +95,23 @@ def _parity3(n: Netlist, x, y, z, name: str) -> Sig:
 
 
 def _classify(n: Netlist, x: list, name: str):
-    """(exponent == 0, NaN, infinity) of a binary32 pattern, one level."""
+    """(exponent == 0, NaN, infinity) of a binary32 pattern: the zero test in one level, NaN and
+    infinity in two (exponent all ones, fraction nonzero, then an AND), with weights 1."""
     e, f = x[23:31], x[:23]
-    z = n.gate([step([(neg(v), 1) for v in e], 8)], f"{name}.z")
-    nan = n.gate([step([(v, 24) for v in e] + [(v, 1) for v in f], 8 * 24 + 1)], f"{name}.nan")
-    inf = n.gate([step([(v, 24) for v in e] + [(neg(v), 1) for v in f], 8 * 24 + 23)], f"{name}.inf")
+    z = n.gate([and_step([neg(v) for v in e])], f"{name}.z")
+    e1 = n.gate([and_step(e)], f"{name}.e1")
+    fnz = _any(n, f, f"{name}.fnz")
+    nan = n.gate([and_step([e1, fnz])], f"{name}.nan")
+    inf = n.gate([and_step([e1, neg(fnz)])], f"{name}.inf")
     return z, nan, inf
+
+
+def _any(n: Netlist, x: list, name: str) -> Sig:
+    """OR of the literals x: one level (a NOR computed from its quiet side), two for more than
+    24 literals (ORs of 16 first), so that no row sums more terms than the integer machine's."""
+    if len(x) > 24:
+        x = [n.gate([step([(v, 1) for v in x[lo:lo + 16]], 1)], f"{name}.{lo}") for lo in range(0, len(x), 16)]
+    return n.gate([step([(v, 1) for v in x], 1)], name)
 
 
 def _plus_const(n: Netlist, x: list, c: int, name: str) -> list[Sig]:
@@ -156,15 +167,15 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
                      f"{name}.infout")
     inf_sign = n.gate([and_step([inf_a, a[31]]), and_step([neg(inf_a), sb])], f"{name}.infsign")
     # ---- level 4: align (inverted for subtraction), exponent tables
+    orS = {m: _any(n, small[:m], f"{name}.or{m}") for m in range(1, 25)}  # beside d: the sticky's ORs
     Y = []
     for p in range(27):
         if p == 0:  # sticky: every bit of the smaller mantissa that lands below position 1
             sts = []
             for k in range(3, 28):
-                S = small[:min(k - 2, 24)]
-                W = len(S) + 1
-                sts.append(step([(d[k], W), (neg(eff), W)] + [(x, 1) for x in S], 2 * W + 1))
-                sts.append(step([(d[k], W), (eff, W)] + [(x, 1) for x in S], 2 * W + 1, -1))
+                S = orS[min(k - 2, 24)]
+                sts.append(and_step([d[k], neg(eff), S]))
+                sts.append(and_step([d[k], eff, S], -1))
             sts.append(and_step([eff]))
         else:
             sts = [and_step([eff])]
@@ -180,13 +191,9 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
     R, carry, _ = C.add(n, X, Y, cin=eff, name=f"{name}.add", want_carry=True)
     R = R[:28]
     with n.not_before(carry):  # tables of the big exponent, computed just in time (beside R)
-        LIM_GE = {k: n.gate([step([(x, 1 << i) for i, x in enumerate(EBE)], k + 1)], f"{name}.limge{k}")
-                  for k in range(1, 27)}
-        LIM_EQ = {}
-        for k in range(27):
-            pairs = [(x, 1 << i) for i, x in enumerate(EBE)]
-            LIM_EQ[k] = n.gate([step(pairs, k + 1, 1), step(pairs, k + 2, -1)] if k else [step(pairs, 2, -1),
-                               step(pairs, 0)], f"{name}.limeq{k}")
+        LIM_GE = {k: n.gate(C.cmp_const_steps(EBE, k + 1), f"{name}.limge{k}") for k in range(1, 27)}
+        LIM_EQ = {k: n.gate([and_step(C.eq_lits(EBE, k + 1))] if k else C.cmp_const_steps(EBE, 2, ge=False),
+                            f"{name}.limeq{k}") for k in range(27)}
         eb254 = n.gate([and_step(C.eq_lits(EBE, 254))], f"{name}.eb254")
     with n.not_before(Y[1]):  # three levels each: begun with the adder
         EM = {k: _plus_const(n, EBE, -k, f"{name}.em{k}_") for k in range(-1, 27)}
@@ -194,12 +201,9 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
     s = {-1: R[27]}
     for k in range(27):
         pos = 26 - k
-        top = R[pos + 1:28]
-        W = len(top) + 1
-        c1 = [(R[pos], W)] + [(t, -1) for t in top]
-        sts = [step(c1 + [(LIM_GE[k], W)], 2 * W) if k else step(c1, W)]
-        W2 = len(top) + 2
-        sts.append(step([(LIM_EQ[k], W2)] + [(t, -1) for t in top + [R[pos]]], W2))
+        top = [neg(t) for t in R[pos + 1:28]]
+        sts = [and_step([R[pos]] + top + ([LIM_GE[k]] if k else [])),
+               and_step([LIM_EQ[k], neg(R[pos])] + top)]
         s[k] = n.gate(sts, f"{name}.s{k}")
     zero_r = n.gate([step([(neg(x), 1) for x in R], 28)], f"{name}.zr")
     ovf = n.gate([and_step([R[27], eb254])], f"{name}.ovf")
@@ -219,11 +223,7 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
             sts.append(and_step([s[k], R[26 - k], EM[k][j]]))
         field.append(n.gate(sts, f"{name}.e{j}"))
     ru_cases = {-1: (R[3], R[4], R[0:3]), 0: (R[2], R[3], R[0:2]), 1: (R[1], R[2], R[0:1]), 2: (R[0], R[1], [])}
-    sts = []
-    for k, (g, lsb, rest) in ru_cases.items():
-        W = len(rest) + 2
-        sts.append(step([(s[k], W), (g, W), (lsb, 1)] + [(x, 1) for x in rest], 2 * W + 1))
-    ru = n.gate(sts, f"{name}.ru")
+    ru = _round_up(n, [(s[k], g, [lsb] + rest) for k, (g, lsb, rest) in ru_cases.items()], f"{name}.ru")
     normal = n.gate([and_step([en, neg(nan_out), neg(inf_out), neg(ovf)])], f"{name}.normal")
     to_inf = n.gate([and_step([en, neg(nan_out), inf_out]), and_step([en, neg(nan_out), neg(inf_out), ovf])],
                     f"{name}.toinf")
@@ -241,7 +241,7 @@ def _is_nan(n: Netlist, x: list, name: str) -> Sig:
     bit may be a list of exclusive signals (a register or an immediate), so a one-level
     weighted sum would count each weight twice."""
     e1 = n.gate([and_step(x[23:31])], f"{name}.e1")
-    fnz = n.gate([step([(v, 1) for v in x[:23]], 1)], f"{name}.fnz")
+    fnz = _any(n, [_any(n, x[lo:min(lo + 8, 23)], f"{name}.fnz{lo}") for lo in (0, 8, 16)], f"{name}.fnz")
     return n.gate([and_step([e1, fnz])], name)
 
 
@@ -254,7 +254,9 @@ def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used:
     e_a, e_b = a[23:31], b[23:31]
     nan_a = _is_nan(n, a, f"{name}.nana")
     nan_b = _is_nan(n, b, f"{name}.nanb")
-    zz = n.gate([and_step([neg(x) for x in a[:31] + b[:31]])], f"{name}.zz")
+    zs = [n.gate([and_step([neg(x) for x in v[lo:min(lo + 8, 31)]])], f"{name}.zz{i}_{lo}")
+          for i, v in enumerate((a, b)) for lo in range(0, 31, 8)]
+    zz = n.gate([and_step(zs)], f"{name}.zz")
     a31, b31 = a[31], b[31]
     LT = [[a31, neg(b31), neg(zz)], [neg(a31), neg(b31), neg(ge)], [a31, b31, ge, neg(eq)]]
     GT = [[b31, neg(a31), neg(zz)], [neg(a31), neg(b31), ge, neg(eq)], [a31, b31, neg(ge)]]
@@ -375,28 +377,19 @@ def fmul(n: Netlist, a: list, b: list, en, name: str = "fmul", P=None, G=None) -
         sts = []
         pos = k + 23
         if k < 25:
-            top = P[pos + 1:48]
-            W = len(top) + 1
-            sts.append(step([(P[pos], W), (S_ge[151 - k], W)] + [(t, -1) for t in top], 2 * W))
+            sts.append(and_step([P[pos], S_ge[151 - k]] + [neg(t) for t in P[pos + 1:48]]))
         if k < 49:
-            top = P[pos:48]
-            W = len(top) + 1
-            sts.append(step([(S_eq[151 - k], W)] + [(t, -1) for t in top], W))
+            sts.append(and_step([S_eq[151 - k]] + [neg(t) for t in P[pos:48]]))
         else:
             sts.append(and_step([S_le102]))
         rs[k] = n.gate(sts, f"{name}.rs{k}")
     # Shifted mantissa, exponent field, round-up, overflow.
     frac = [n.gate([and_step([rs[k], P[i + k]]) for k in range(50) if i + k < 48], f"{name}.f{i}") for i in range(23)]
     field = [n.gate([and_step([rs[k], P[k + 23], EX[k][j]]) for k in range(25)], f"{name}.e{j}") for j in range(8)]
-    sts = []
-    for k in range(1, 50):
-        g, lsb, rest = P[k - 1] if k - 1 < 48 else None, P[k] if k < 48 else None, P[:min(k - 1, 48)]
-        if g is None:
-            continue
-        W = len(rest) + 2
-        sts.append(step([(rs[k], W), (g, W)] + ([(lsb, 1)] if lsb is not None else []) + [(x, 1) for x in rest],
-                        2 * W + 1))
-    ru = n.gate(sts, f"{name}.ru")
+    cases = []
+    for k in range(1, 49):  # guard P[k-1]; ties to even: lsb P[k] or a sticky bit below the guard
+        cases.append((rs[k], P[k - 1], ([P[k]] if k < 48 else []) + P[:k - 1]))
+    ru = _round_up(n, cases, f"{name}.ru")
     ovf = n.gate([and_step([rs[k], P[k + 23], S_ge[405 - k]]) for k in range(25)], f"{name}.ovf")
     normal = n.gate([and_step([en, neg(nan_out), neg(inf_in), neg(ovf)])], f"{name}.normal")
     to_inf = n.gate([and_step([en, neg(nan_out), inf_in]), and_step([en, neg(nan_out), neg(inf_in), ovf])],
@@ -406,28 +399,53 @@ def fmul(n: Netlist, a: list, b: list, en, name: str = "fmul", P=None, G=None) -
     return _round_merge(n, frac + field, ru, normal, nan_en, to_inf, out_sign, name)
 
 
+def _round_up(n: Netlist, cases: list, name: str) -> Sig:
+    """Round to nearest even: OR over exclusive cases (select, guard, [lsb, sticky bits...])
+    of select AND guard AND (any of the rest), the ORs computed beside the selects."""
+    sts = []
+    for sel, g, rest in cases:
+        if rest:
+            sts.append(and_step([sel, g, _any(n, rest, f"{name}.q{len(rest)}")]))
+    return n.gate(sts, name)
+
+
 def _round_merge(n: Netlist, x: list, ru, normal, nan_en, to_inf, sign, name: str) -> list[Sig]:
-    """{exponent field, fraction} + round-up in one level (a carry out of the fraction bumps the
-    exponent; out of 254 it gives infinity), merged with the NaN and infinity results."""
+    """{exponent field, fraction} + round-up in two levels (a carry out of the fraction bumps the
+    exponent; out of 254 it gives infinity), merged with the NaN and infinity results.
+
+    As increment_if: per digit whether it is all ones, then bit i is x_i XOR (ru AND every
+    lower bit 1), as AND steps that also hold `normal`, so no weight exceeds 1."""
+    ones = [n.gate([and_step(x[lo:lo + C.DIGIT])], f"{name}.ones{g}")
+            for g, lo in enumerate(range(0, 30, C.DIGIT))]
     out = []
     for i in range(31):
-        M = i + 2
-        BIG = 2 * M + 2
-        pairs = [(x[i], M)] + [(x[j], 1) for j in range(i)] + [(ru, 1), (normal, BIG)]
-        sts = [step(pairs, i + 1 + BIG), step(pairs, M + i + 1 + BIG, -1), and_step([nan_en])]
+        g, lo = divmod(i, C.DIGIT)
+        lo = i - lo
+        carry = [ru] + ones[:g] + x[lo:i]
+        sts = [and_step([normal, x[i]]), and_step([normal, x[i]] + carry, -1),
+               and_step([normal, neg(x[i])] + carry), and_step([nan_en])]
         if i >= 23:
             sts.append(and_step([to_inf]))
         out.append(n.gate(sts, f"{name}.o{i}"))
     return out + [sign]
 
 
-def _xor_lower(x: list, i: int, gate_lits: list, big: int):
-    """Steps of x_i XOR (any of x_0..x_{i-1}), i.e. bit i of -x, firing only when every
-    literal of gate_lits holds (each weighted `big`)."""
-    M = i + 1
-    pairs = [(x[i], M)] + [(x[j], 1) for j in range(i)] + [(g, big) for g in gate_lits]
-    E = big * len(gate_lits)
-    return [step(pairs, 1 + E), step(pairs, M + 1 + E, -1)]
+def _zero_digits(n: Netlist, x: list, name: str) -> list[Sig]:
+    """Per DIGIT-bit digit of x, whether it is all zeros, one level."""
+    return [n.gate([and_step([neg(v) for v in x[lo:lo + C.DIGIT]])], f"{name}{g}")
+            for g, lo in enumerate(range(0, len(x), C.DIGIT))]
+
+
+def _negate_steps(x: list, zeros: list, i: int, gate_lits: list):
+    """AND steps whose sum is bit i of -x (x_i XOR any lower bit set), firing only when every
+    literal of gate_lits holds; `zeros` from _zero_digits(x)."""
+    gl = list(gate_lits)
+    if i == 0:
+        return [and_step(gl + [x[0]])]
+    g = i // C.DIGIT
+    low_zero = zeros[:g] + [neg(v) for v in x[g * C.DIGIT:i]]
+    return [and_step(gl + [x[i]] + low_zero), and_step(gl + [neg(x[i])]),
+            and_step(gl + [neg(x[i])] + low_zero, -1)]
 
 
 def i2f(n: Netlist, x: list, signed, en, name: str = "i2f") -> list[Sig]:
@@ -435,11 +453,11 @@ def i2f(n: Netlist, x: list, signed, en, name: str = "i2f") -> list[Sig]:
     three levels: the magnitude (a negative int negated in one level), then the fraction,
     exponent field (127 + the leading one's position) and round-up straight from the leading
     one, then the rounding increment."""
-    BIG = 70
+    zeros = _zero_digits(n, x, f"{name}.z")
     mag = []
     for i in range(32):
         sts = [and_step([neg(signed), x[i]]), and_step([signed, neg(x[31]), x[i]])]
-        sts += _xor_lower(x, i, [signed, x[31]], BIG)
+        sts += _negate_steps(x, zeros, i, [signed, x[31]])
         mag.append(n.gate(sts, f"{name}.m{i}"))
     sign = n.and_([en, signed, x[31]], f"{name}.sign")
 
@@ -482,9 +500,10 @@ def f2i(n: Netlist, x: list, to_int, to_uint, name: str = "f2i") -> list[Sig]:
     sat_max = n.gate([and_step([to_int, neg(s), big31, neg(nan)])], f"{name}.smax")  # 0x7fffffff
     sat_min = n.and_([to_int, s, big31, neg(nan)], f"{name}.smin")  # 0x80000000 (-inf, -2^31 and below)
     sat_u = n.and_([to_uint, neg(s), big32, neg(nan)], f"{name}.su")  # 0xffffffff
+    zeros = _zero_digits(n, mag, f"{name}.z")
     out = []
     for i in range(32):
-        sts = [and_step([pos_ok, mag[i]])] + _xor_lower(mag, i, [neg_ok], 70)
+        sts = [and_step([pos_ok, mag[i]])] + _negate_steps(mag, zeros, i, [neg_ok])
         sts += [and_step([sat_u])] + ([and_step([sat_max])] if i < 31 else [and_step([sat_min])])
         out.append(n.gate(sts, f"{name}.o{i}"))
     return out
