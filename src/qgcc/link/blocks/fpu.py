@@ -3,21 +3,25 @@ and the float compares and FMIN/FMAX of every lane (lane_compare, wired into the
 
 Float arithmetic is micro-stepped like MUL (the `ismem` flag): one datapath serves
 the four lanes, on the micro-step lane's operands (Ams, Bms).  It is linked only into
-programs that use it (used_ops).  The adder is a straight pipeline of threshold-gate
-levels, each one MLP:
+programs that use it (used_ops).  Every gate is an AND step over literals, an OR, or a
+digit-wise circuit of qgcc.link.circuits (adders, constant adds and compares), so its
+weights and sums stay within the integer machine's bounds (qgcc.link.numerics).  The adder
+is a straight pipeline of threshold-gate levels, each one MLP:
 
-1. classify the operands (zero exponent, NaN, infinity), effective operation;
-2. |a| >= |b| (the compare groups), the exponent difference as a one-hot d (0..26, 27 = 27 or more);
-3. swap: the bigger operand's mantissa and effective exponent, the smaller's mantissa;
-4. align: the smaller mantissa shifted right by d onto guard, round and sticky bits, inverted
-   for an effective subtraction; precomputed big exponent minus every normalising shift;
-5-7. the 32-bit carry-lookahead adder (qgcc.link.circuits.add);
-8. the normalising shift as a one-hot s: right by one on a carry out, else left by the leading
+1. classify the operands (zero exponent; exponent all ones, fraction nonzero), effective
+   operation; 2. |a| >= |b| (the compare's digits), NaN and infinity;
+2-4. both exponent differences ea' - eb' and eb' - ea' (digit adders), then the one-hot d of
+   the one |a| >= |b| selects (0..26, 27 = 27 or more); swap: the bigger operand's mantissa and
+   effective exponent, the smaller's mantissa, and the ORs of its low bits (the sticky bit);
+6. align: the smaller mantissa shifted right by d onto guard, round and sticky bits, inverted
+   for an effective subtraction; 7-9. the 32-bit carry-lookahead adder (qgcc.link.circuits.add),
+   beside which the big exponent minus every normalising shift is precomputed (constant adds);
+10. the normalising shift as a one-hot s: right by one on a carry out, else left by the leading
    zero count, limited so that the exponent stays >= 1 (a subnormal result keeps its zeros);
-9. the normalised fraction, the exponent field (0 for a subnormal: the hidden bit gates it),
+11. the normalised fraction, the exponent field (0 for a subnormal: the hidden bit gates it),
    the round-up bit (guard and (round or sticky or lsb)), the special-case flags;
-10. {exponent, fraction} + round-up in one level (a carry out of the fraction bumps the exponent,
-    and out of 254 gives infinity), merged with NaN, infinity and overflow results.
+12-13. {exponent, fraction} + round-up (a carry out of the fraction bumps the exponent, and out of
+   254 gives infinity; increment_if's digit structure), merged with NaN, infinity and overflow.
 
 FMUL, I2F and F2I are described at their functions.  The semantics are qgcc.fpu's
 (tests/test_fpu_circuits.py checks the gates against it bit for bit with Netlist.simulate).
@@ -53,7 +57,11 @@ class FloatUnit:
     product: list[Sig] | None  # MUL's product when the multiplier is shared with FMUL
 
 
-L_FPU = L_MEM0 + N_MEM_LAYERS  # first layer of the float unit
+# First layer of the float unit.  Its levels need a few hundred residual dimensions beside the
+# memory layers' address and data buses: from L_MEM0 + 1 the residual overflowed (measured at
+# layer 12 beside the ALU's digit-wise adders); from L_MEM0 + 5 every float sample links in 26
+# layers, from L_MEM0 + 8 the multiplier's array overflowed layer 13, after the memories in 30.
+L_FPU = L_MEM0 + 5
 
 
 def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
@@ -61,7 +69,7 @@ def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
     op = dec.op
     results, product = [], None
     if fops & {"FADD", "FSUB"}:
-        with n.at_least(L_FPU):  # past the memories, whose layers the address and data buses crowd
+        with n.at_least(L_FPU):
             en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
             results.append(fadd(n, mem.Ams, mem.Bms, op["FSUB"], en))
     if "FMUL" in fops:
@@ -127,7 +135,7 @@ def _eff_exp(x: list, z: Sig) -> list:
 
 
 def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]:
-    """Bits of a + b (a - b when `sub`) as binary32, 0 unless `en`; ten levels."""
+    """Bits of a + b (a - b when `sub`) as binary32, 0 unless `en`; thirteen levels."""
     ZERO = (n.ONE, False)
     ea, eb = a[23:31], b[23:31]
     # ---- level 1
@@ -450,9 +458,9 @@ def _negate_steps(x: list, zeros: list, i: int, gate_lits: list):
 
 def i2f(n: Netlist, x: list, signed, en, name: str = "i2f") -> list[Sig]:
     """(float) of a signed (`signed` = 1) or unsigned 32-bit integer, rounded to nearest even;
-    three levels: the magnitude (a negative int negated in one level), then the fraction,
-    exponent field (127 + the leading one's position) and round-up straight from the leading
-    one, then the rounding increment."""
+    five levels: the magnitude (a negative int negated digit-wise, two levels), then the
+    fraction, exponent field (127 + the leading one's position) and round-up straight from the
+    leading one, then the rounding increment (two levels)."""
     zeros = _zero_digits(n, x, f"{name}.z")
     mag = []
     for i in range(32):
@@ -480,8 +488,9 @@ def i2f(n: Netlist, x: list, signed, en, name: str = "i2f") -> list[Sig]:
 
 
 def f2i(n: Netlist, x: list, to_int, to_uint, name: str = "f2i") -> list[Sig]:
-    """(int) / (unsigned) of a float: truncation, saturation, NaN -> 0; two levels (the
-    magnitude shifted by the exponent, then the sign and the saturated values)."""
+    """(int) / (unsigned) of a float: truncation, saturation, NaN -> 0; five levels (the
+    exponent decoded, the magnitude shifted by it, then the sign and the saturated values,
+    a negative result negated digit-wise)."""
     e = x[23:31]
     lead = [n.gate([and_step(C.eq_lits(e, 127 + t))], f"{name}.t{t}") for t in range(32)]  # leading bit at t
     mag = []
