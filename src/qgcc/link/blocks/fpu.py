@@ -38,6 +38,7 @@ from .. import circuits as C
 from ..circuits import and_step, neg, step
 from ..layout import L_MEM0, N_MEM_LAYERS
 from ..netlist import Netlist, Sig
+from .mul import COUNTER
 
 
 def used_ops(program: Program) -> frozenset[str]:
@@ -57,10 +58,11 @@ class FloatUnit:
     product: list[Sig] | None  # MUL's product when the multiplier is shared with FMUL
 
 
-# First layer of the float unit.  Its levels need a few hundred residual dimensions beside the
-# memory layers' address and data buses: from L_MEM0 + 1 the residual overflowed (measured at
-# layer 12 beside the ALU's digit-wise adders); from L_MEM0 + 5 every float sample links in 26
-# layers, from L_MEM0 + 8 the multiplier's array overflowed layer 13, after the memories in 30.
+# First layer of the float unit (the adder starts two layers later).  Its levels need a few
+# hundred residual dimensions beside the memory layers' address and data buses: from
+# L_MEM0 + 1 the residual overflowed (measured at layer 12 beside the ALU's digit-wise
+# adders); from L_MEM0 + 5 every float sample links in 30 layers; from L_MEM0 + 8 the
+# multiplier's array overflowed layer 13.
 L_FPU = L_MEM0 + 5
 
 
@@ -69,7 +71,8 @@ def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
     op = dec.op
     results, product = [], None
     if fops & {"FADD", "FSUB"}:
-        with n.at_least(L_FPU):
+        with n.at_least(L_FPU + 2):  # after the multiplier's widest levels (measured: beside them the
+            # residual overflowed where the adder's and the multiplier's tails meet)
             en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
             results.append(fadd(n, mem.Ams, mem.Bms, op["FSUB"], en))
     if "FMUL" in fops:
@@ -293,25 +296,33 @@ def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used:
 
 def _sum_columns(n: Netlist, cols: list[list], name: str) -> list[Sig]:
     """The sum of weighted bits (cols[k]: the bits of weight 2^k), mod 2^len(cols): column
-    counters (one level per round) until every column holds two bits, then the adder."""
+    counters of at most mul.COUNTER bits (one level per round) until every column holds two
+    bits, then the adder.  A counter over h bits fires steps as far as h above their
+    thresholds, and a dense mantissa product fills its columns: counting whole columns (up
+    to 48 bits) broke the machine under relative weight noise of 1e-3."""
     width = len(cols)
     level = 0
     while max(len(c) for c in cols) > 2:
         new: list[list] = [[] for _ in range(width)]
         for k, col in enumerate(cols):
-            h = len(col)
-            if h <= 2:
+            if len(col) <= 2:
                 new[k] += col
                 continue
-            pairs = [(x, 1) for x in col]
-            for d in range(h.bit_length()):
-                if k + d >= width:
-                    break
-                sts, m = [], 1
-                while m * (1 << d) <= h:
-                    sts.append(step(pairs, m * (1 << d), 1 if m % 2 else -1))
-                    m += 1
-                new[k + d].append(n.gate(sts, f"{name}.c{level}_{k}_{d}"))
+            for part, lo in enumerate(range(0, len(col), COUNTER)):
+                chunk = col[lo:lo + COUNTER]
+                h = len(chunk)
+                if h <= 2 and lo:
+                    new[k] += chunk
+                    continue
+                pairs = [(x, 1) for x in chunk]
+                for d in range(h.bit_length()):
+                    if k + d >= width:
+                        break
+                    sts, m = [], 1
+                    while m * (1 << d) <= h:
+                        sts.append(step(pairs, m * (1 << d), 1 if m % 2 else -1))
+                        m += 1
+                    new[k + d].append(n.gate(sts, f"{name}.c{level}_{k}_{part}_{d}"))
         cols = new
         level += 1
     ZERO = (n.ONE, False)
@@ -331,7 +342,9 @@ def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul")
     whose hidden bit is "exponent field nonzero"): (the 48 sum bits, the adder's level-1 groups).
     Under MUL the fraction-only products are zero and bits 0-31 are the integer product."""
     ea, eb = a[23:31], b[23:31]
-    anyx = [[(ea[i], 1) for i in range(8)], [(eb[i], 1) for i in range(8)]]
+
+    def lead(e, i):  # e's leading one is bit i: exclusive over i, their sum is [e != 0]
+        return [e[i]] + [neg(v) for v in e[i + 1:]]
     cols: list[list] = [[] for _ in range(48)]
     for i in range(32):
         for j in range(32):
@@ -343,12 +356,11 @@ def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul")
             if in_fmul:
                 if i < 23 and j < 23:
                     sts.append(and_step([fmul_en, a[i], b[j]]))
-                elif i == 23 and j == 23:
-                    f = [(fmul_en, 16)]
-                    sts += [step(f + anyx[0], 17), step(f + anyx[1], 17), step(f + anyx[0] + anyx[1], 17, -1)]
-                else:
-                    bit, ex = (b[j], anyx[0]) if i == 23 else (a[i], anyx[1])
-                    sts.append(step([(fmul_en, 16), (bit, 8)] + ex, 25))
+                elif i == 23 and j == 23:  # both hidden bits: both exponent fields nonzero
+                    sts += [and_step([fmul_en] + lead(ea, p) + lead(eb, q)) for p in range(8) for q in range(8)]
+                else:  # a hidden bit times a fraction bit, as AND steps (small sums on both sides)
+                    bit, ex = (b[j], ea) if i == 23 else (a[i], eb)
+                    sts += [and_step([fmul_en, bit] + lead(ex, p)) for p in range(8)]
             if sts:
                 cols[i + j].append(n.gate(sts, f"{name}.pp{i}_{j}"))
     P, _, (G, _) = _sum_columns(n, cols, f"{name}.m")
