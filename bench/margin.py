@@ -1,6 +1,6 @@
 """Noise margin: the largest random relative weight perturbation the machine survives.
 
-    python bench/margin.py [--sizes 1e-7,1e-6,1e-5,1e-4,1e-3] [--seeds 3] [--sample vadd]
+    python bench/margin.py [--sizes 1e-7,1e-6,1e-5,1e-4,1e-3] [--seeds 3] [--sample vadd|saxpy|...]
 
 Multiplies every weight of every compiled layer by (1 + size * N(0, 1)) (fresh noise per
 seed), runs the sample's short launch (tests/lockstep.py) on the torch path (the C step
@@ -29,7 +29,11 @@ ap.add_argument("--sizes", default="1e-7,1e-6,1e-5,1e-4,1e-3")
 ap.add_argument("--seeds", type=int, default=3)
 ap.add_argument("--sample", default="vadd")
 args = ap.parse_args()
-grid, block, scalars, arrays = CASES[args.sample]
+if args.sample in CASES:
+    grid, block, scalars, arrays = CASES[args.sample]
+else:  # e.g. the float samples: tests/sample_cases.py's launch generator, at a fixed seed
+    import sample_cases  # noqa: E402
+    grid, block, scalars, arrays = getattr(sample_cases, f"case_{args.sample}")(np.random.default_rng(1))
 prog = compile_source((ROOT / "samples" / f"{args.sample}.cu").read_text(), args.sample)
 cm = link(prog)
 mk = lambda: make_launch(prog, prog.kernels[0], grid, block, scalars, {k: v.copy() for k, v in arrays.items()})

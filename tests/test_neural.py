@@ -18,6 +18,7 @@ import pytest
 import models
 import sample_cases
 from lockstep import CASES, both, host, linked
+from qgcc.engines.neural_c import StepError
 from qgcc.link.linker import link
 from qgcc.runtime.launch import make_launch
 from qgcc.trace import BarrierFault, MemoryFault, StepLimitFault
@@ -112,12 +113,14 @@ def test_runaway_kernel_stops_at_the_step_limit():
 
 
 def assert_vadd_broken(prog, cm2):
-    """The damaged network must not compute vadd: wrong sums, or a fault (stray addresses)."""
+    """The damaged network must not compute vadd: wrong sums, a fault (stray addresses), or the
+    compiled step's refusal (a damaged MLP leaves a residual entry off +-8, which the exactness
+    check catches before any result is read)."""
     grid, block, scalars, arrays = CASES["vadd"]
     launch = make_launch(prog, prog.kernels[0], grid, block, scalars, {a: v.copy() for a, v in arrays.items()})
     try:
         res = host(cm2).run(launch, max_steps=2000)
-    except (MemoryFault, StepLimitFault):
+    except (MemoryFault, StepLimitFault, StepError):
         return
     c = launch.read_buffer(res.memory, "c")
     assert not np.array_equal(c[:10], arrays["a"] + arrays["b"])

@@ -156,6 +156,38 @@ def test_link_checks_every_sum_stays_below_2_to_the_24():
         numerics.check(broken)
 
 
+
+def test_every_decision_is_a_small_sum_and_a_wide_threshold_fails_the_link():
+    """The noise margin rests on it (docs/architecture.md, "Every decision is a small sum"):
+    no threshold step's weighted sum gets more than 63 from its threshold, so no gate unit's
+    pre-activation reaches 2^16; a gate written as one wide threshold is refused at link time."""
+    from qgcc.link.core import build_core
+    from qgcc.link.netlist import Gate, Table
+    from qgcc.link.weights import K
+
+    prog, cm = linked(SMALL)
+    worst = 0
+    for node in build_core(prog).net.nodes:
+        if isinstance(node, (Gate, Table)):
+            for st in node.steps:
+                hi = st.const + sum(w for _, w in st.terms if w > 0)
+                lo = st.const + sum(w for _, w in st.terms if w < 0)
+                worst = max(worst, hi - st.T, st.T - lo)
+    assert 0 < worst <= 63
+    b = numerics.check(cm.layers)
+    assert b.largest_preactivation <= 4 * K * worst + 2 * K < numerics.PREACT_LIMIT
+    import copy
+
+    broken = list(cm.layers)
+    broken[2] = copy.copy(cm.layers[2])
+    broken[2].tensors = dict(cm.layers[2].tensors)
+    gate = broken[2].tensors["mlp.gate_proj.weight"] = copy.deepcopy(cm.layers[2].tensors["mlp.gate_proj.weight"])
+    # A 10-bit comparison as one threshold: the top bit's weight 512 in weighted-sum units.
+    gate.add((7, 3), 2 * K * 512)
+    with pytest.raises(numerics.NumericsError, match="pre-activation"):
+        numerics.check(broken)
+
+
 SAMPLE_STEPS = 100  # TIDINIT, BLKINIT and the first instructions, loads and stores included
 
 
@@ -185,3 +217,36 @@ def test_without_a_c_compiler_the_engine_runs_the_torch_path(monkeypatch, tmp_pa
     monkeypatch.setenv("QGCC_CACHE", str(tmp_path / "cache"))
     assert cstep.library() is None and "no-such-cc" in cstep.unavailable_reason()
     assert isinstance(neural_layers(cm, "cpu"), NeuralLayers)
+
+
+def test_bf16_is_the_hf_engines_alone_and_other_engines_say_so():
+    """--dtype bf16 needs transformers' modules; the C step and the torch path are float32 by
+    design (docs/engines.md), so asking them for bf16 is a usage error naming the fix."""
+    from qgcc import engines
+    from qgcc.diagnostics import UsageError
+
+    assert engines.get("hf").resolve_dtype("bf16") == ("bf16", None)
+    with pytest.raises(UsageError, match="neural engine computes in fp32 only; use --engine hf"):
+        engines.get("neural").resolve_dtype("bf16")
+    dtype, note = engines.get("ref").resolve_dtype("bf16")
+    assert dtype == "fp32" and "ignored" in note
+    import qgcc
+
+    prog = qgcc.compile(SMALL)
+    with pytest.raises(UsageError, match="use --engine hf"):
+        prog.launch(1, 4, a=np.zeros(4, np.int32), n=3, dtype="bf16")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("src,arrays,scalars", [
+    (SMALL, {"a": np.array([5, -2, 7, 9], np.int32)}, {"n": 3}),
+    (FLOATY, {"x": np.array([0.5, -2.25, 3e-39, 7.0], np.float32)}, {"n": 4}),
+], ids=["int", "float"])
+def test_bf16_modules_compute_every_hidden_state_of_the_fp32_layers(src, arrays, scalars):
+    """The numerics margin (docs/architecture.md, "Numerics"): with weights and activations in
+    bfloat16, transformers' own layers still leave every dimension at exactly +-8 after every
+    step, the very hidden states of the float32 layers, so every decoded decision, trace
+    record and buffer is the same (bench/bf16.py runs every sample end to end)."""
+    cm, host, h, init = start(src, arrays, scalars)
+    bf = HFLayers(cm.layers, dtype="bf16")
+    assert lockstep(host.net, bf, host, h, init, 0) > 20

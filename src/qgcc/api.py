@@ -33,7 +33,7 @@ from .trace import Stats, StepRecord
 
 DEFAULT_MAX_STEPS = 1_000_000
 STAT_KEYS = ("steps", "warp_instructions", "divergent_steps", "barrier_waits", "atomics", "loads", "stores")
-OPTIONS = ("kernel", "engine", "device", "trace", "max_steps", "on_step", "args", "shared", "constants")
+OPTIONS = ("kernel", "engine", "device", "dtype", "trace", "max_steps", "on_step", "args", "shared", "constants")
 
 
 # ------------------------------------------------------------------ the launch path (shared with qgrun)
@@ -46,12 +46,12 @@ def select_kernel(program: _Program, name: str | None) -> Kernel:
         raise UsageError(str(e.args[0]) if e.args else str(e)) from None
 
 
-def run_launch(engine, launch, *, device: str, max_steps: int, on_step=None, linked=None):
+def run_launch(engine, launch, *, device: str, max_steps: int, on_step=None, linked=None, dtype: str = "fp32"):
     """Run a Launch on an engine of the registry (`qgcc.engines.get(name)`): (RunResult, {buffer: array}).
 
     The arrays are every pointer parameter's final contents in its pointee dtype, flat.
     Faults propagate as the engine raises them."""
-    result = engine.run(launch, max_steps=max_steps, on_step=on_step, device=device)
+    result = engine.run(launch, max_steps=max_steps, on_step=on_step, device=device, dtype=dtype)
     if linked is not None and linked.network is None:
         linked.network = launch.network  # linked by this first network launch: reused from now on
     buffers = {p.name: launch.read_buffer(result.memory, p.name) for p in launch.kernel.params if p.pointer}
@@ -210,26 +210,28 @@ class Program:
             return KernelLauncher(self, name)
         raise AttributeError(f"no kernel named '{name}'; the program has: {', '.join(self.kernels)}")
 
-    def _prepare(self, grid, block, kernel, engine, device, args, shared=0, constants=None):
+    def _prepare(self, grid, block, kernel, engine, device, args, shared=0, constants=None, dtype="fp32"):
         from . import engines
         from .runtime.launch import make_launch
 
         grid3, block3 = dim3(grid, "grid"), dim3(block, "block")
         eng = engines.get(engine)
         dev, note = eng.resolve_device(device)
+        dtype, dtype_note = eng.resolve_dtype(dtype)
         k = select_kernel(self.program, kernel)
         scalars, arrays = check_args(k, args)
         if isinstance(shared, bool) or not isinstance(shared, (int, np.integer)) or shared < 0:
             raise UsageError(f"shared={shared!r}: expected a number of bytes >= 0")
         launch = make_launch(self.program, k, grid3, block3, scalars, arrays, network=self._linked.network,
                              shared_bytes=int(shared), constants=check_constants(self.program, constants))
-        if note:
-            warnings.warn(note, stacklevel=3)
+        for n_ in (note, dtype_note):
+            if n_:
+                warnings.warn(n_, stacklevel=3)
         shapes = {n: np.shape(a) for n, a in args.items() if isinstance(a, np.ndarray)}
-        return eng, dev, launch, shapes
+        return eng, (dev, dtype), launch, shapes
 
     def launch(self, grid, block, *, kernel: str | None = None, engine: str = "neural", device: str = "cpu",
-               trace: bool = False, max_steps: int = DEFAULT_MAX_STEPS,
+               dtype: str = "fp32", trace: bool = False, max_steps: int = DEFAULT_MAX_STEPS,
                on_step: Callable[[StepRecord], None] | None = None, args: dict[str, Any] | None = None,
                shared: int = 0, constants: dict[str, Any] | None = None, **kwargs: Any) -> "Result":
         """Run one launch; keyword arguments (or `args=`, for parameters named like an option) are the
@@ -238,25 +240,27 @@ class Program:
         __constant__ variables (numpy arrays, or numbers for scalars; qgrun --const).
         Returns a Result; raises UsageError before running, a Fault if the kernel faults."""
         values = {**(args or {}), **kwargs}
-        eng, dev, launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared, constants)
+        eng, (dev, dtype), launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared,
+                                                          constants, dtype)
         records: list[StepRecord] | None = [] if trace else None
         callback = on_step
         if records is not None:
             callback = records.append if on_step is None else _both(records.append, on_step)
         t0 = time.perf_counter()
         result, buffers = run_launch(eng, launch, device=dev, max_steps=_max_steps(max_steps), on_step=callback,
-                                     linked=self._linked)
+                                     linked=self._linked, dtype=dtype)
         return Result(self, launch, eng.name, dev, _shaped(buffers, shapes), result.stats,
                       round(time.perf_counter() - t0, 6), records)
 
     def stream(self, grid, block, *, kernel: str | None = None, engine: str = "neural", device: str = "cpu",
-               max_steps: int = DEFAULT_MAX_STEPS, args: dict[str, Any] | None = None,
+               dtype: str = "fp32", max_steps: int = DEFAULT_MAX_STEPS, args: dict[str, Any] | None = None,
                shared: int = 0, constants: dict[str, Any] | None = None, **kwargs: Any) -> "TraceStream":
         """Like launch, but an iterator over the trace records as the engine produces them (for long
         runs: nothing is kept); `.result` is the Result once the iterator is exhausted.  Arguments are
         checked now; a fault is raised by the iteration, after the records that precede it."""
         values = {**(args or {}), **kwargs}
-        eng, dev, launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared, constants)
+        eng, dev, launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared, constants,
+                                                 dtype)
         return TraceStream(self, eng, dev, launch, shapes, _max_steps(max_steps))
 
 
@@ -343,10 +347,10 @@ class TraceStream:
         raise _Stop
 
     def _work(self) -> None:
-        program, eng, dev, launch, shapes, max_steps = self._args
+        program, eng, (dev, dtype), launch, shapes, max_steps = self._args
         t0 = time.perf_counter()
         try:
-            result, buffers = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=self._put)
+            result, buffers = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=self._put, dtype=dtype)
             self.result = Result(program, launch, eng.name, dev, _shaped(buffers, shapes), result.stats,
                                  round(time.perf_counter() - t0, 6), None)
         except _Stop:

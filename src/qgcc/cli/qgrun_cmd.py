@@ -108,7 +108,7 @@ def _restore_stdout_after_broken_pipe() -> None:
 def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int, progress: bool | None = None, timeline: str | None = None,
-         trace_out: str | None = None, shared: int = 0, consts: tuple[str, ...] = ()) -> int:
+         trace_out: str | None = None, shared: int = 0, consts: tuple[str, ...] = (), dtype: str = "fp32") -> int:
     from .. import engines
     from ..api import run_launch, select_kernel
     from ..runtime.launch import make_launch, parse_dim3
@@ -119,6 +119,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     block3 = parse_dim3(block, "block")
     eng = engines.get(engine)
     dev, device_note = eng.resolve_device(device)
+    dtype, dtype_note = eng.resolve_dtype(dtype)
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
     # A kernel template named at launch (--kernel 'matmul<8>') is instantiated from a .cu.
@@ -134,6 +135,8 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
                          shared_bytes=shared, constants=parse_consts(program, consts))
     if device_note:
         note(TOOL, device_note)
+    if dtype_note:
+        note(TOOL, dtype_note)
 
     console = make_console()
     renderer = TraceRenderer(console, program) if trace == "full" else None
@@ -168,7 +171,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     t0 = time.perf_counter()
     try:
         try:
-            result, final = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=on_step)
+            result, final = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=on_step, dtype=dtype)
         except Fault:
             raise
         except BaseException:
@@ -342,7 +345,7 @@ def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
 
 
 def _run_batch(program_file: str, batch_path: str, engine: str, device: str, trace: str,
-               json_path: str | None, max_steps: int) -> int:
+               json_path: str | None, max_steps: int, dtype: str = "fp32") -> int:
     """Many launches of one program: loaded and linked once, run one after another through the
     same layers, each exactly as a single qgrun would run it.  Every line is checked first;
     the --out files of the launches that succeed are written together at the end."""
@@ -352,6 +355,9 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
 
     eng = engines.get(engine)
     dev, device_note = eng.resolve_device(device)
+    dtype, dtype_note = eng.resolve_dtype(dtype)
+    if dtype_note:
+        note(TOOL, dtype_note)
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
     linked = open_program(program_file)
@@ -373,7 +379,7 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
                                    "status": "ok", "exit_code": 0}
         t0 = time.perf_counter()
         try:
-            result = eng.run(launch, max_steps=max_steps, on_step=None, device=dev)
+            result = eng.run(launch, max_steps=max_steps, on_step=None, device=dev, dtype=dtype)
             network = launch.network
         except Fault as fault:
             summary.update(status=fault.kind, exit_code=int(fault.exit_code),
@@ -437,6 +443,9 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
               help="neural (the compiled layers), hf (transformers' own modules) or ref (the emulator).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="Torch device for engines that use one (the ref engine always runs on the CPU).")
+@click.option("--dtype", type=click.Choice(["fp32", "bf16"]), default="fp32", show_default=True,
+              help="Arithmetic of the network: fp32 (every engine) or bf16 (weights and activations in "
+                   "bfloat16: --engine hf).")
 @click.option("--trace", type=click.Choice(["full", "summary", "none"]), default="summary", show_default=True,
               help="full: one row per step and the summary; summary: the statistics; none: errors only.")
 @click.option("--json", "json_path", metavar="PATH", help="Write a JSON summary (also on faults).")
@@ -455,7 +464,7 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
 def main(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int, batch_path: str | None, progress: bool | None, timeline: str | None,
-         trace_out: str | None, shared: int, consts: tuple[str, ...]) -> int:
+         trace_out: str | None, shared: int, consts: tuple[str, ...], dtype: str = "fp32") -> int:
     """Run a kernel of a compiled .qg program or of a checkpoint linked with qgcc --base (a .cu or .qsass is
     compiled on the fly)."""
     try:
@@ -467,12 +476,12 @@ def main(program_file: str, grid: str, block: str, kernel_name: str | None, args
             if used:
                 raise UsageError(f"--batch takes each launch's {', '.join(used)} from {batch_path}; "
                                  "drop them from the command line")
-            return _run_batch(program_file, batch_path, engine, device, trace, json_path, max_steps)
+            return _run_batch(program_file, batch_path, engine, device, trace, json_path, max_steps, dtype)
         for name, value in (("grid", grid), ("block", block)):
             if value is None:
                 raise UsageError(f"missing --{name} (or give the launches with --batch FILE.jsonl)")
         return _run(program_file, grid, block, kernel_name, args, outs, engine, device, trace,
-                    json_path, max_steps, progress, timeline, trace_out, shared, consts)
+                    json_path, max_steps, progress, timeline, trace_out, shared, consts, dtype)
     except REPORTED as e:
         return report(TOOL, e)
     except Exception as e:

@@ -19,6 +19,7 @@ from typing import Any
 from ..diagnostics import UsageError
 
 DEVICES = ("cpu", "cuda")
+DTYPES = ("fp32", "bf16")  # the arithmetic of a network engine (qgrun --dtype)
 
 
 @dataclass(frozen=True)
@@ -27,13 +28,31 @@ class Engine:
     target: str  # "module:Class", imported on first use
     devices: tuple[str, ...]  # devices it can run on; ("cpu",) means it ignores the device
     description: str = ""
+    dtypes: tuple[str, ...] = ("fp32",)  # arithmetic it can run the layers in; () means no layers
 
     def load(self) -> type:
         module, _, cls = self.target.partition(":")
         return getattr(importlib.import_module(module), cls)
 
-    def create(self, device: str = "cpu") -> Any:
-        return self.load()(device=device)
+    def create(self, device: str = "cpu", dtype: str = "fp32") -> Any:
+        if dtype == "fp32" or not self.dtypes:
+            return self.load()(device=device)
+        return self.load()(device=device, dtype=dtype)
+
+    def resolve_dtype(self, requested: str) -> tuple[str, str | None]:
+        """(the arithmetic to run in, note for the user or None); raises UsageError naming an
+        engine that supports it."""
+        if requested not in DTYPES:
+            raise UsageError(f"--dtype '{requested}': expected one of {', '.join(DTYPES)}")
+        if not self.dtypes:
+            note = None if requested == "fp32" else \
+                f"the {self.name} engine runs no layers; --dtype {requested} is ignored"
+            return "fp32", note
+        if requested in self.dtypes:
+            return requested, None
+        others = [e.name for e in ENGINES.values() if requested in e.dtypes]
+        raise UsageError(f"--dtype {requested}: the {self.name} engine computes in "
+                         f"{', '.join(self.dtypes)} only; use --engine {' or '.join(others)}")
 
     def resolve_device(self, requested: str) -> tuple[str, str | None]:
         """(device to record, note for the user or None); raises UsageError if it cannot run there."""
@@ -58,17 +77,17 @@ class Engine:
                                  "(torch.cuda.is_available() is False); use --device cpu")
         return requested, None
 
-    def run(self, launch, *, max_steps: int, on_step=None, device: str = "cpu"):
-        return self.create(device).run(launch, max_steps, on_step=on_step)
+    def run(self, launch, *, max_steps: int, on_step=None, device: str = "cpu", dtype: str = "fp32"):
+        return self.create(device, dtype).run(launch, max_steps, on_step=on_step)
 
 
 ENGINES: dict[str, Engine] = {
     "neural": Engine("neural", "qgcc.engines.neural:NeuralEngine", ("cpu", "cuda"),
                      "the compiled Qwen3.5 layers, stock math with all-zero blocks skipped (default)"),
     "hf": Engine("hf", "qgcc.engines.hf:HFEngine", ("cpu", "cuda"),
-                 "the compiled layers as transformers' own Qwen3_5DecoderLayer modules"),
+                 "the compiled layers as transformers' own Qwen3_5DecoderLayer modules", ("fp32", "bf16")),
     "ref": Engine("ref", "qgcc.engines.ref:RefEngine", ("cpu",),
-                  "reference SIMT emulator (golden model for differential testing; pure Python, CPU)"),
+                  "reference SIMT emulator (golden model for differential testing; pure Python, CPU)", ()),
 }
 
 

@@ -19,15 +19,19 @@ from .network import NetworkEngine
 class HFLayers:
     """The compiled layers as stock transformers modules, stepped one token at a time."""
 
-    def __init__(self, layers: list[LayerWeights], device: str = "cpu", value_heads: int = qwen.linear_heads):
+    def __init__(self, layers: list[LayerWeights], device: str = "cpu", value_heads: int = qwen.linear_heads,
+                 dtype: str = "fp32"):
         """`value_heads` > 16 builds the layers at a checkpoint's geometry, the machine on every
-        (value_heads/16)-th value head, as they are stored there (qgcc.qwen35.ValueHeads)."""
+        (value_heads/16)-th value head, as they are stored there (qgcc.qwen35.ValueHeads).
+        `dtype` "bf16" runs the modules in bfloat16 (weights and activations), as a checkpoint
+        loaded with transformers' dtype="auto" would (docs/architecture.md, "Numerics")."""
         from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer, Qwen3_5TextRotaryEmbedding
 
         self.heads = ValueHeads(value_heads)
         self.config = text_config(len(layers), value_heads)
         self.config._attn_implementation = "eager"
         self.device = torch.device(device)
+        self.dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
         self.layers = []
         with torch.no_grad():
             for i, lw in enumerate(layers):
@@ -40,7 +44,7 @@ class HFLayers:
                     dense[idx] = val
                     sd[name] = torch.from_numpy(dense.reshape(shape))
                 layer.load_state_dict(sd, strict=True)
-                self.layers.append(layer.to(self.device).eval())
+                self.layers.append(layer.to(self.device, self.dtype).eval())
         self.rotary = Qwen3_5TextRotaryEmbedding(self.config).to(self.device)
         self.cache = None
         self.position = 0
@@ -60,27 +64,28 @@ class HFLayers:
         nv, used, d = self.heads.count, self.heads.head_map, qwen.head_dim
         conv_dim = 2 * qwen.key_dim + nv * qwen.head_dim
         for i in range(len(self.layers)):
-            self.cache.update_conv_state(torch.zeros(1, conv_dim, qwen.conv_kernel, device=self.device), i)
+            self.cache.update_conv_state(torch.zeros(1, conv_dim, qwen.conv_kernel, device=self.device,
+                                                     dtype=self.dtype), i)
             s0 = torch.zeros(1, nv, qwen.head_dim, qwen.head_dim)
             if recurrent_init.get(i) is not None:
                 s0[0, used] = torch.from_numpy(np.asarray(recurrent_init[i], np.float32)).reshape(
                     qwen.linear_heads, d, d)
-            self.cache.update_recurrent_state(s0.to(self.device), i)
+            self.cache.update_recurrent_state(s0.to(self.device, self.dtype), i)
 
     def recurrent_state(self, layer: int) -> np.ndarray:
         nv, d = self.heads.count, qwen.head_dim
         s = self.cache.layers[layer].recurrent_states[0].reshape(nv, d, d)[self.heads.head_map]
-        return s.cpu().numpy()
+        return s.float().cpu().numpy()
 
     @torch.no_grad()
     def step(self, h: np.ndarray) -> np.ndarray:
-        x = torch.from_numpy(np.ascontiguousarray(h, np.float32)).reshape(1, 1, qwen.hidden).to(self.device)
+        x = torch.from_numpy(np.ascontiguousarray(h, np.float32)).reshape(1, 1, qwen.hidden).to(self.device, self.dtype)
         pos = torch.tensor([[self.position]], device=self.device)
         pe = self.rotary(x, pos)
         for layer in self.layers:
             x = layer(x, position_embeddings=pe, position_ids=pos, cache=self.cache)
         self.position += 1
-        return x.reshape(qwen.hidden).cpu().numpy()
+        return x.reshape(qwen.hidden).float().cpu().numpy()
 
 
 class HFEngine(NetworkEngine):
@@ -89,4 +94,4 @@ class HFEngine(NetworkEngine):
     name = "hf"
 
     def layers(self, network: LinkedNetwork) -> HFLayers:
-        return HFLayers(network.layers, self.device, value_heads=network.value_heads)
+        return HFLayers(network.layers, self.device, value_heads=network.value_heads, dtype=self.dtype)

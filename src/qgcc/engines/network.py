@@ -22,8 +22,9 @@ def network_for(launch: Launch) -> LinkedNetwork:
 class NetworkEngine:
     name = ""
 
-    def __init__(self, device: str = "cpu"):
+    def __init__(self, device: str = "cpu", dtype: str = "fp32"):
         self.device = device
+        self.dtype = dtype  # the arithmetic of the layers (qgcc.engines.DTYPES)
 
     def layers(self, network: LinkedNetwork):
         """The compiled layers as an object with reset(recurrent_init), step(h) and recurrent_state(layer)."""
@@ -32,7 +33,7 @@ class NetworkEngine:
     def host(self, network: LinkedNetwork) -> Host:
         """Built once per network and device: later launches of the program (qgrun --batch,
         the API) reuse the loaded layers."""
-        key = (self.name, self.device)
+        key = (self.name, self.device) if self.dtype == "fp32" else (self.name, self.device, self.dtype)
         host = network.hosts.get(key)
         if host is None:
             host = network.hosts[key] = Host(network, self.layers(network))

@@ -1,7 +1,9 @@
 """Arithmetic circuits as threshold-gate netlists (buses are lists of bits, LSB first).
 
-Depths are in MLP levels.  Sums inside one step stay below 2^17 in magnitude so
-that fp32 evaluates them exactly (weights never exceed 2^8 per 8-bit group).
+Depths are in MLP levels.  Wide operations work digit by digit (DIGIT = 2 bits) and
+combine the digits with AND steps, so every step's weighted sum stays within a few tens
+of its threshold (`reach`): the noise margin and the bfloat16 range of every gate
+depend on that bound, which qgcc.link.numerics checks at every link.
 """
 
 from __future__ import annotations
@@ -53,73 +55,134 @@ def and_step(lits, coef: int = 1) -> Step:
     return step([(l, 1) for l in lits], len(lits), coef)
 
 
-def add(n: Netlist, x: list, y: list, cin=None, en=None, name: str = "add", want_carry: bool = False):
-    """x + y (+ cin) mod 2^len in three levels; x, y are literals, en gates the result.
+DIGIT = 2  # bits per digit of every wide add, comparison and equality (see reach())
 
-    Level 1: per 8-bit group, generate G = [X+Y >= 256] and propagate P = [X+Y >= 255].
-    Level 2: group carries C_g = [sum_{j<g} 2^j (G_j + P_j) >= 2^g].
+
+def reach(st: Step) -> int:
+    """How far, in units of the weighted sum, a step's reachable sums lie from its threshold.
+
+    A step fires when y = const + sum(w b) >= T; over all inputs y spans
+    [const + sum(w < 0), const + sum(w > 0)], so the pre-activation 4K(y - T) + ... of its
+    MLP units spans at most 4K * reach.  Small reaches are what give the machine its noise
+    margin (a relative weight error e moves a pre-activation by about e * reach units of 4K,
+    against a decision margin of 1/4 unit) and keep every pre-activation representable in
+    bfloat16.  Circuits keep it within 2^DIGIT-scale bounds by working digit by digit.
+    """
+    hi = st.const + sum(w for _, w in st.terms if w > 0)
+    lo = st.const + sum(w for _, w in st.terms if w < 0)
+    return max(hi - st.T, st.T - lo - 1, 0)
+
+
+def gated(st: Step, en) -> Step:
+    """The step, able to fire only when literal `en` is 1.
+
+    `en` gets the smallest weight that holds the step below its threshold when it is 0
+    (one more than the step's reach above T), not a large constant: an AND step just
+    gains one literal.
+    """
+    hi = st.const + sum(w for _, w in st.terms if w > 0)
+    E = max(1, hi - st.T + 1)
+    t, c = wterm(lit(en), E)
+    return Step(st.terms + tuple(t), st.const + c, st.T + E, st.coef)
+
+
+def _pad(n: Netlist, bus: list, width: int) -> list:
+    return list(bus) + [(n.ONE, False)] * (width - len(bus))
+
+
+def _digit_pairs(xs: list, ys: list) -> tuple[list, int]:
+    """Weighted pairs of D = X + (top - Y) for one digit, and top = 2^len - 1."""
+    pairs = [(x, 1 << i) for i, x in enumerate(xs)] + [(neg(y), 1 << i) for i, y in enumerate(ys)]
+    return pairs, (1 << len(xs)) - 1
+
+
+def digit_compare(n: Netlist, x: list, y: list, name: str = "dc", want_gt: bool = True):
+    """Per DIGIT-bit digit, LSB first: ([X_g > Y_g], [X_g == Y_g]), one level.
+
+    D = X_g + (top - Y_g) lies in [0, 2 top]: X_g > Y_g iff D > top, equal iff D == top,
+    so every step's reach is at most top = 15.
+    """
+    w = max(len(x), len(y))
+    x, y = _pad(n, x, w), _pad(n, y, w)
+    gt, eq = [], []
+    for g, lo in enumerate(range(0, w, DIGIT)):
+        pairs, top = _digit_pairs(x[lo:lo + DIGIT], y[lo:lo + DIGIT])
+        if want_gt:
+            gt.append(n.gate([step(pairs, top + 1)], f"{name}.gt{g}"))
+        eq.append(n.gate([step(pairs, top), step(pairs, top + 1, -1)], f"{name}.eq{g}"))
+    return gt, eq
+
+
+def greater_steps(gt: list, eq: list, or_equal: bool, extra=()) -> list[Step]:
+    """Mutually exclusive AND steps whose sum is [x > y] (or [x >= y]), from digit_compare(x, y).
+
+    x > y iff some digit j is greater and every digit above it equal; at most one j can hold.
+    `extra` literals are ANDed into every step (an enable costs one literal, not a big weight).
+    """
+    extra = list(extra)
+    steps = [and_step([gt[j]] + eq[j + 1:] + extra) for j in range(len(gt))]
+    if or_equal:
+        steps.append(and_step(eq + extra))
+    return steps
+
+
+def add(n: Netlist, x: list, y: list, cin=None, name: str = "add", want_carry: bool = False,
+        want_groups: bool = False):
+    """x + y (+ cin) mod 2^len in three levels; x, y are literals (LSB first).
+
+    Level 1: per DIGIT-bit group, generate G = [X + Y >= 2^DIGIT] and propagate exactly
+    P = [X + Y == 2^DIGIT - 1].
+    Level 2: the carry into group g is the OR of the mutually exclusive terms
+    G_j AND P_{j+1} AND ... AND P_{g-1}, and cin AND P_0 AND ... AND P_{g-1}: one AND step
+    each, so no weight exceeds 1.  (For x + ~y + 1, G and P are the digits' x > y and
+    x == y, which is why a compare can share a subtractor's groups: want_groups.)
     Level 3: bit k of group g is the parity of x + y + carry, where the carry into bit k is
     [L + C_g >= 2^k] with L the sum of the lower bits of the group; with M = 2^(k+1),
     [x + y + carry >= j] == [M(x + y) + L + C_g >= M(j - 1) + 2^k], one step each.
     With want_carry, also returns the carry out of the top bit (level 2).
+    An enable is the consumer's business (an AND literal where the sum is used), so that
+    no step carries a large enable weight.
     """
     width = len(x)
-    assert width % 8 == 0 and len(y) == width
-    groups = width // 8
-    cin_pairs = [(cin, 1)] if cin is not None else []
+    assert width % DIGIT == 0 and len(y) == width
+    groups = width // DIGIT
+    full = 1 << DIGIT
     G, P = [], []
-    for g in range(groups + (1 if want_carry else 0)):
-        if g == groups:
-            break
-        pairs = [(v[i], 1 << (i - 8 * g)) for i in range(8 * g, 8 * g + 8) for v in (x, y)]
-        if g == 0:
-            pairs += cin_pairs
-        G.append(n.gate([step(pairs, 256)], f"{name}.G{g}"))
-        P.append(n.gate([step(pairs, 255)], f"{name}.P{g}"))
+    for g in range(groups):
+        lo = DIGIT * g
+        pairs = [(v[i], 1 << (i - lo)) for i in range(lo, lo + DIGIT) for v in (x, y)]
+        G.append(n.gate([step(pairs, full)], f"{name}.G{g}"))
+        P.append(n.gate([step(pairs, full - 1), step(pairs, full, -1)], f"{name}.P{g}"))
     carries: list = [cin]
     for g in range(1, groups + (1 if want_carry else 0)):
-        pairs = [(G[j], 1 << j) for j in range(g)] + [(P[j], 1 << j) for j in range(g)]
-        carries.append(n.gate([step(pairs, 1 << g)], f"{name}.C{g}"))
+        terms = [and_step([G[j]] + P[j + 1:g]) for j in range(g)]
+        if cin is not None:
+            terms.append(and_step([cin] + P[:g]))
+        carries.append(n.gate(terms, f"{name}.C{g}"))
     out = []
-    enp = [(en, 1024)] if en is not None else []
-    E = 1024 if en is not None else 0
     for i in range(width):
-        g, k = divmod(i, 8)
+        g, k = divmod(i, DIGIT)
         M = 1 << (k + 1)
-        pairs = [(x[i], M), (y[i], M)] + enp
-        pairs += [(v[j], 1 << (j - 8 * g)) for j in range(8 * g, i) for v in (x, y)]
+        pairs = [(x[i], M), (y[i], M)]
+        pairs += [(v[j], 1 << (j - DIGIT * g)) for j in range(DIGIT * g, i) for v in (x, y)]
         if carries[g] is not None:
             pairs.append((carries[g], 1))
-        base = (1 << k) + E
+        base = 1 << k
         out.append(n.gate([step(pairs, base), step(pairs, M + base, -1), step(pairs, 2 * M + base)],
                           f"{name}.s{i}"))
     if want_carry:
         return out, carries[groups], (G, P)
+    if want_groups:
+        return out, (G, P)
     return out
 
 
-def compare(n: Netlist, x: list, y: list, name: str = "cmp") -> tuple[Sig, Sig]:
-    """(x >= y unsigned, x == y), two levels, from the groups of x + ~y + 1."""
-    width = len(x)
-    groups = width // 8
-    G, P = [], []
-    for g in range(groups):
-        pairs = [(x[i], 1 << (i - 8 * g)) for i in range(8 * g, 8 * g + 8)] + \
-                [(neg(y[i]), 1 << (i - 8 * g)) for i in range(8 * g, 8 * g + 8)]
-        if g == 0:
-            pairs = pairs + [(n.ONE, 1)]
-            # group 0 is exactly 256 iff its bytes are equal
-            G.append(n.gate([step(pairs, 256)], f"{name}.G0"))
-            P.append(n.gate([step(pairs, 256), step(pairs, 257, -1)], f"{name}.E0"))
-            continue
-        G.append(n.gate([step(pairs, 256)], f"{name}.G{g}"))
-        P.append(n.gate([step(pairs, 255), step(pairs, 256, -1)], f"{name}.E{g}"))  # exactly 255
-    # ge: carry out of x + ~y + 1.  Group g propagates iff its sum is >= 255, i.e. E or G.
-    # t_j = G_j + P'_j where P'_j = [sum >= 255] = G_j + E_j for j >= 1; for j = 0, t_0 = 2*G_0.
-    pairs = [(G[0], 2)] + [(G[j], 2 << j) for j in range(1, groups)] + [(P[j], 1 << j) for j in range(1, groups)]
-    ge = n.gate([step(pairs, 1 << groups)], f"{name}.ge")
-    eq = n.gate([and_step(P)], f"{name}.eq")
-    return ge, eq
+def compare(n: Netlist, x: list, y: list, name: str = "cmp", digits=None) -> tuple[Sig, Sig]:
+    """(x >= y unsigned, x == y), two levels, digit by digit (`digits`: a subtractor's
+    (G, P) groups of x + ~y, which are the digits' (x > y, x == y))."""
+    gt, eq = digits if digits is not None else digit_compare(n, x, y, name)
+    ge = n.gate(greater_steps(gt, eq, True), f"{name}.ge")
+    return ge, n.and_(eq, f"{name}.eq")
 
 
 def neg(l) -> Lit:
@@ -128,61 +191,69 @@ def neg(l) -> Lit:
 
 
 def increment(n: Netlist, x: list[Sig], name: str = "inc") -> list[Sig]:
-    """x + 1 mod 2^len in one level (bit i flips when all lower bits are 1)."""
+    """x + 1 mod 2^len in two levels: bit i flips when every lower bit is 1.
+
+    Level 1: per DIGIT-bit digit, whether it is all ones.  Level 2: bit i is
+    x_i XOR c_i with c_i the AND of the lower digits' all-ones and the lower bits of its
+    own digit, as three AND steps ([x_i] - [x_i AND c_i] + [not x_i AND c_i]), so no row
+    carries more than a few literals.
+    """
+    ones = [n.and_(x[lo:lo + DIGIT], f"{name}.ones{g}") for g, lo in enumerate(range(0, len(x) - DIGIT, DIGIT))]
     out = []
     for i in range(len(x)):
-        pairs = [(x[i], i + 1)] + [(x[j], 1) for j in range(i)]
-        if i == 0:
-            out.append(n.not_(x[0], f"{name}{i}"))
-        else:
-            out.append(n.gate([step(pairs, i), step(pairs, 2 * i + 1, -1)], f"{name}{i}"))
+        g, lo = i // DIGIT, i - i % DIGIT
+        carry = ones[:g] + x[lo:i]
+        if not carry:
+            out.append(n.not_(x[i], f"{name}{i}"))
+            continue
+        out.append(n.gate([and_step([x[i]]), and_step([x[i]] + carry, -1), and_step([neg(x[i])] + carry)],
+                          f"{name}{i}"))
     return out
 
 
 def increment_if(n: Netlist, x: list[Sig], en, name: str = "cnt") -> list[Sig]:
-    """x + en mod 2^len in one level: bit i flips when en and all lower bits are 1."""
+    """x + en mod 2^len in two levels, as increment() with `en` joining every carry."""
+    ones = [n.and_(x[lo:lo + DIGIT], f"{name}.ones{g}") for g, lo in enumerate(range(0, len(x) - DIGIT, DIGIT))]
     out = []
     for i in range(len(x)):
-        k = i + 1  # literals below bit i, en included
-        pairs = [(x[i], k + 1), (en, 1)] + [(x[j], 1) for j in range(i)]
-        out.append(n.gate([step(pairs, k), step(pairs, 2 * k + 1, -1)], f"{name}{i}"))
+        g, lo = i // DIGIT, i - i % DIGIT
+        carry = [en] + ones[:g] + x[lo:i]
+        out.append(n.gate([and_step([x[i]]), and_step([x[i]] + carry, -1), and_step([neg(x[i])] + carry)],
+                          f"{name}{i}"))
     return out
 
 
-def eq_plus(n: Netlist, x: list[Sig], plus: int, y: list[Sig], name: str = "eqp") -> Sig:
-    """[x + plus == y] (plus is 0 or 1).  One level for buses up to 10 bits; wider buses are
-    split at bit 8 and combined in a second level, so that no weighted sum gets large
-    weights (large weights would amplify any deviation of the RMSNorm scale)."""
-    if max(len(x), len(y)) <= 10:
-        pairs = [(b, 1 << i) for i, b in enumerate(x)] + [(neg(b), 1 << i) for i, b in enumerate(y)]
-        offset = sum(1 << i for i in range(len(y)))  # sum == x + (2^k - 1 - y)
-        target = offset - plus
-        return n.gate([step(pairs, target), step(pairs, target + 1, -1)], name)
-    xl, xh, yl, yh = x[:8], x[8:], y[:8], y[8:]
-    e_lo = eq_plus(n, xl, plus, yl, f"{name}.lo")
-    e_hi = eq_plus(n, xh, 0, yh, f"{name}.hi")
-    if plus == 0:
-        return n.and_([e_lo, e_hi], name)
-    wrap = n.and_([(b, True) for b in xl] + [(b, False) for b in yl], f"{name}.wrap")
-    e_hi1 = eq_plus(n, xh, 1, yh, f"{name}.hi1")
-    return n.gate([and_step([e_lo, e_hi]), and_step([wrap, e_hi1])], name)
+def eq_plus(n: Netlist, x: list, plus: int, y: list, name: str = "eqp") -> Sig:
+    """[x + plus == y] as integers (plus is 0 or 1; no wrap-around), two levels, digit by digit.
 
-
-def less_than(n: Netlist, x: list, y: list, name: str = "lt") -> Sig:
-    """[x < y] unsigned for buses up to 16 bits, in two levels with small weights."""
-    def lt1(a, b, nm):
-        pairs = [(v, 1 << i) for i, v in enumerate(b)] + [(neg(v), 1 << i) for i, v in enumerate(a)]
-        return n.gate([step(pairs, sum(1 << i for i in range(len(a))) + 1)], nm)  # b - a >= 1
+    x + 1 == y iff for some digit j: the digits below j wrap (x all ones, y all zeros),
+    digit j steps by one (X_j + 1 == Y_j) and the digits above are equal; at most one
+    j can hold, so the OR is a sum of AND steps.
+    """
     w = max(len(x), len(y))
-    if w <= 10:
-        return lt1(x, y, name)
-    zero = (n.ONE, False)
-    x = list(x) + [zero] * (w - len(x))
-    y = list(y) + [zero] * (w - len(y))
-    lt_hi = lt1(x[8:], y[8:], f"{name}.hi")
-    lt_lo = lt1(x[:8], y[:8], f"{name}.lo")
-    eq_hi = eq_plus(n, x[8:], 0, y[8:], f"{name}.eqhi")
-    return n.gate([and_step([lt_hi]), and_step([neg(lt_hi), eq_hi, lt_lo])], name)
+    x, y = _pad(n, x, w), _pad(n, y, w)
+    _, e0 = digit_compare(n, x, y, name, want_gt=False)
+    if plus == 0:
+        return n.and_(e0, name)
+    e1, wrap = [], []
+    for g, lo in enumerate(range(0, w, DIGIT)):
+        xs, ys = x[lo:lo + DIGIT], y[lo:lo + DIGIT]
+        pairs, top = _digit_pairs(xs, ys)  # X + 1 == Y iff D == top - 1
+        e1.append(n.gate([step(pairs, top - 1), step(pairs, top, -1)], f"{name}.e1{g}"))
+        wrap.append(n.and_([lit(b) for b in xs] + [neg(b) for b in ys], f"{name}.w{g}"))
+    return n.gate([and_step(wrap[:j] + [e1[j]] + e0[j + 1:]) for j in range(len(e1))], name)
+
+
+def less_than(n: Netlist, x: list, y: list, name: str = "lt", extra=()) -> Sig:
+    """[x < y] unsigned (AND the `extra` literals), in two levels with weights below 2^DIGIT."""
+    gt, eq = digit_compare(n, y, x, name)
+    return n.gate(greater_steps(gt, eq, False, extra), name)
+
+
+def at_least(n: Netlist, x: list, y: list, name: str = "ge", extra=()) -> Sig:
+    """[x >= y] unsigned (AND the `extra` literals), in two levels with weights below 2^DIGIT."""
+    gt, eq = digit_compare(n, x, y, name)
+    return n.gate(greater_steps(gt, eq, True, extra), name)
 
 
 def eq_const(n: Netlist, x: list[Sig], value: int, extra=(), name: str = "") -> Step:
@@ -207,3 +278,31 @@ def select_bus(n: Netlist, cases: list[tuple[list, list]], width: int, name: str
 def const_bits(n: Netlist, value: int, width: int) -> list:
     """Constant literals: ONE for 1 bits, not-ONE for 0 bits."""
     return [(n.ONE, True) if (value >> i) & 1 else (n.ONE, False) for i in range(width)]
+
+
+def cmp_const_steps(x: list, c: int, ge: bool = True, extra=()) -> list[Step]:
+    """Mutually exclusive AND steps whose sum is [x >= c] (ge) or [x < c], for a constant c
+    and unsigned x (LSB first), so one level with no weight above 1.
+
+    x >= c iff x == c, or for some bit j where c has 0 and x has 1 every higher bit equals
+    c's; x < c likewise where c has 1 and x has 0.  At most one j can hold."""
+    extra = list(extra)
+    w = len(x)
+    if c >= 1 << w:
+        return [] if ge else [and_step(extra)]
+    bits = eq_lits(x, c)
+    steps = [and_step(extra + bits)] if ge else []
+    for j in range(w):
+        cj = (c >> j) & 1
+        if (ge and cj == 0) or (not ge and cj == 1):
+            steps.append(and_step(extra + [(x[j], ge)] + bits[j + 1:]))
+    return steps
+
+
+def plus_const(n: Netlist, x: list, c: int, name: str = "pc") -> list[Sig]:
+    """(x + c) mod 2^len(x), in three levels: add() with a constant addend."""
+    w = len(x)
+    pad = w % DIGIT
+    xs = list(x) + [(n.ONE, False)] * pad
+    out = add(n, xs, const_bits(n, c % (1 << len(xs)), len(xs)), name=name)
+    return out[:w]

@@ -50,6 +50,16 @@ def place(net: Netlist, num_layers: int) -> Placement:
 
     last = num_layers - 1
     commit = dict(net.outputs)  # state input -> new value
+    # Memory-read buses must hold bit 0 when their first memory adds the word read.  A bus
+    # whose first memory is in layer L > 0 is reset by the MLP of layer L-1 and lives from
+    # there; a bus read in layer 0 is reset by the last layer, for the next step.  Their
+    # units are reserved before any gate is placed, so that no MLP is filled past them.
+    bus_reset: dict[Sig, int] = {}
+    for s, node in enumerate(nodes):
+        if isinstance(node, MemRead):
+            first = min(net.memories[mm].layer for mm in node.mems)
+            bus_reset[s] = first - 1 if first > 0 else last
+            units[bus_reset[s]] += 1
     for s, node in enumerate(nodes):
         if isinstance(node, Input):
             stage[s] = -1
@@ -105,18 +115,6 @@ def place(net: Netlist, num_layers: int) -> Placement:
         else:
             last_use[s] = max(last_use[s], stage[s] + 1)  # never share a dim with a same-stage write
 
-    # Memory-read buses must hold bit 0 when their first memory adds the word read.  A bus
-    # whose first memory is in layer L > 0 is reset by the MLP of layer L-1 and lives from
-    # there; a bus read in layer 0 is reset by the last layer, for the next step.
-    bus_reset: dict[Sig, int] = {}
-    for s, node in enumerate(nodes):
-        if isinstance(node, MemRead):
-            first = min(net.memories[mm].layer for mm in node.mems)
-            bus_reset[s] = first - 1 if first > 0 else last
-            if first > 0:
-                units[first - 1] += 1
-            else:
-                units[last] += 1
     over = [L for L in range(num_layers) if units[L] > qwen.intermediate]
     if over:
         raise CapacityError(f"MLP of layer {over[0]} needs {units[over[0]]} units; an MLP has {qwen.intermediate}")

@@ -160,6 +160,22 @@ class LayerWeights:
     heads: int  # DeltaNet heads in use
 
 
+def _low_side(st: Step) -> Step:
+    """The step as the MLP computes it: [y >= T], or its complement [-y >= 1 - T] (coef -1)
+    when that keeps the units' positive pre-activations smaller.
+
+    A unit's pre-activation is positive only on the side of the threshold where its step
+    fires, and its error under weight noise grows with it, so a step is computed from the
+    side whose reachable sums lie closer to the threshold: an OR of many inputs becomes a
+    NOR whose units are positive only when every input is 0 (at 2K, the least possible).
+    """
+    hi = st.const + sum(w for _, w in st.terms if w > 0)
+    lo = st.const + sum(w for _, w in st.terms if w < 0)
+    if st.T - 1 - lo < hi - st.T:
+        return Step(tuple((x, -w) for x, w in st.terms), -st.const, 1 - st.T, -1)
+    return Step(st.terms, st.const, st.T, 1)
+
+
 def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
     layers = []
     one = pl.dim[net.ONE]
@@ -197,13 +213,18 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
             """
             nonlocal u
             for k, st in enumerate(steps):
+                st, outs_k = _low_side(st), outs[k]
+                if st.coef < 0:  # flipped: [y >= T] = 1 - [-y >= 1 - T], the 1 from unit 0 (K)
+                    for d, coef in outs_k:
+                        dn.add((d, 0), (16.0 / K) * coef)
+                    outs_k = [(d, -coef) for d, coef in outs_k]
                 W = sum(w for _, w in st.terms)
                 for shift in (2, 1):
                     for x, w in st.terms:
                         gp.add((u, pl.dim[x]), 2 * K * w)
                     gp.add((u, one), 4 * K * (W / 2 + st.const - st.T) + K * shift)
                     up.set((u, one), 1.0)
-                    for d, coef in outs[k]:
+                    for d, coef in outs_k:
                         dn.add((d, u), (16.0 / K) * coef * (1 if shift == 2 else -1))
                     u += 1
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..frontend import compile_source
 from ..link.linker import link
-from ..link.weights import READ_ADD, VALUE_LEVEL
+from ..link.numerics import PREACT_LIMIT
+from ..link.weights import K, READ_ADD, VALUE_LEVEL
 
 REFERENCE_KERNEL = "__global__ void k(int *a) { a[threadIdx.x] = threadIdx.x; }"
 
@@ -48,7 +49,14 @@ def render() -> str:
               f"(float32 holds every integer below 2^24 = {2 ** 24}: a margin of "
               f"{2 ** 24 / b['largest_sum']:.2f}x)",
               f"* largest possible MLP activation: {b['largest_activation']:.0f}",
-              f"* stored value level: {VALUE_LEVEL!r} (a read adds exactly {READ_ADD:g})"]
+              f"* largest possible gate pre-activation: {b['largest_preactivation']:.0f} "
+              f"= {b['largest_preactivation'] / K:.0f} K, against a decision margin of K = {K:.0f} "
+              f"(limit {PREACT_LIMIT}: no threshold step's weighted sum gets more than "
+              f"{(b['largest_preactivation'] - 2 * K) / (4 * K):.0f} past its threshold on the side it fires)",
+              f"* stored value level: {VALUE_LEVEL!r} (a read adds exactly {READ_ADD:g})",
+              "* weights that bfloat16 cannot hold exactly: "
+              + (", ".join(f"+-{x!r}" for x in b["non_bf16_weights"]) or "none")
+              + " (every other weight is a bfloat16 value)"]
     lines += ["", "Residual state fields (every other dimension is scratch, reused within a step):", "",
               "| field | bits | residual dims |", "|---|---|---|"]
     for name, dims in cm.fields.items():

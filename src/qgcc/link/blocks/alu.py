@@ -18,6 +18,9 @@ from .state import State
 from .warptable import WarpRow
 
 
+ALU_FLOOR = 3  # earliest layer of the ALU's adders
+
+
 def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, CONST: list[Sig],
           fops: frozenset = frozenset(), xl=None) -> list[list[Sig]]:
     """Per lane: the 32-bit ALU-class result (`fops`: the names of the float opcodes the program uses;
@@ -29,9 +32,12 @@ def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, C
     RES = []  # per lane: the ALU-class result (every source gated by its opcode flag)
     for l in range(W):
         a, b = A[l], Bop[l]
-        s_add = C.add(n, a, b, en=op["ADD"], name=f"add{l}")
-        s_sub = C.add(n, a, [neg(x) for x in b], cin=ONE, en=op["SUB"], name=f"sub{l}")
-        ge, eq = C.compare(n, a, b, name=f"cmp{l}")
+        # Not urgent (the result is written back at the end of the step): placed from layer
+        # ALU_FLOOR on, where the MLPs have room for the digit-wise carries.
+        with n.at_least(ALU_FLOOR):
+            s_add = C.add(n, a, b, name=f"add{l}")
+            s_sub, groups = C.add(n, a, [neg(x) for x in b], cin=ONE, name=f"sub{l}", want_groups=True)
+        ge, eq = C.compare(n, a, b, name=f"cmp{l}", digits=groups)
         sh = shifter(n, a, b[:5], op["SHL"], op["SHR"], op["SRA"], name=f"sh{l}")
         fbit, fsel = fpu.lane_compare(n, a, b, ge, eq, op, fops, f"fl{l}") if fops else (None, [])
         sreg_src = {
@@ -42,7 +48,7 @@ def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, C
         res = []
         for i in range(32):
             pairs = [(a[i], 1), (b[i], 1)]
-            st = [step([(s_add[i], 1)], 1), step([(s_sub[i], 1)], 1), step([(sh[i], 1)], 1),
+            st = [and_step([op["ADD"], s_add[i]]), and_step([op["SUB"], s_sub[i]]), step([(sh[i], 1)], 1),
                   step(pairs + [(op["AND"], 2)], 4),
                   step(pairs + [(op["OR"], 2)], 3),
                   step(pairs + [(op["XOR"], 2)], 3), step(pairs + [(op["XOR"], 2)], 4, -1),

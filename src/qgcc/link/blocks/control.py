@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import circuits as C
 from ..circuits import and_step, neg, step
 from ..layout import PCB, W
 from ..netlist import Netlist, Sig
@@ -40,7 +41,9 @@ def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, ops: Operands, mem:
     R_PC, R_LIVE, R_MIN, R_ACT, TGT, NXT, OFF = row.pc, row.live, row.min_pc, row.act, dec.bus("tgt"), \
         dec.bus("nxt"), dec.bus("off")
     oob = mem.oob
-    zero = [n.threshold([(A[l][i], -1) for i in range(32)], 0, 0, f"zero{l}") for l in range(W)]
+    # A branch operand is zero: NORs of 8 bits, then their AND (short rows: noise margin).
+    zero = [n.and_([n.threshold([(A[l][i], -1) for i in range(j, j + 8)], 0, 0, f"zero{l}.{j // 8}")
+                    for j in range(0, 32, 8)], f"zero{l}") for l in range(W)]
     brany = [op["BRA"], op["BRZ"], op["BRNZ"], op["JR"]]
     NPC, NLIVE = [], []
     for l in range(W):
@@ -62,26 +65,21 @@ def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, ops: Operands, mem:
     # Barrier in divergent code: some live lane is not active.
     behind = [n.and_([R_LIVE[l], neg(R_ACT[l])], f"behind{l}") for l in range(W)]
     bar_div = n.gate([step([(op["BAR"], 8)] + [(x, 1) for x in behind], 9)], "bardiv")
-    # PC outside the kernel.
-    pc_bad = n.gate([
-        step([(neg(R_MIN[i]), 1 << i) for i in range(PCB)] + [(ENTRY[i], 1 << i) for i in range(PCB)]
-             + [(RUN, 4096)], 4096 + (1 << PCB)),
-        step([(R_MIN[i], 1 << i) for i in range(PCB)] + [(neg(KEND[i]), 1 << i) for i in range(PCB + 1)]
-             + [(RUN, 4096)], 4096 + (1 << (PCB + 1)) - 1)], "pcbad")
+    # PC outside the kernel: below the entry or at/after the end (digit comparisons: no step
+    # carries a large weight, the enables are AND literals).
+    pc_lo = C.less_than(n, R_MIN, ENTRY, "pclo", extra=[RUN])
+    pc_hi = C.at_least(n, R_MIN, KEND, "pchi", extra=[RUN])
     # JR to an address outside the kernel (lane by lane): below the entry, at or past
     # the end, or beyond the PC's width.
     jr_bad = []
     for l in range(W):
-        on = [(R_ACT[l], 4096), (op["JR"], 4096)]
-        jr_bad.append(n.gate([step([(neg(A[l][i]), 1 << i) for i in range(PCB)]
-                                   + [(ENTRY[i], 1 << i) for i in range(PCB)] + on, 8192 + (1 << PCB))],
-                             f"jrlo{l}"))
-        jr_bad.append(n.gate([step([(A[l][i], 1 << i) for i in range(PCB)]
-                                   + [(neg(KEND[i]), 1 << i) for i in range(PCB + 1)] + on,
-                                   8192 + (1 << (PCB + 1)) - 1)], f"jrhi{l}"))
-        jr_bad.append(n.gate([step([(A[l][i], 1) for i in range(PCB, 32)] + [(R_ACT[l], 64), (op["JR"], 64)],
-                                   129)], f"jrwide{l}"))
-    pc_bad = n.or_([pc_bad, n.and_([RUN, n.or_(jr_bad, "jrbad")], "jrbadrun")], "pcbadany")
+        on = [RUN, R_ACT[l], op["JR"]]
+        tgt = A[l][:PCB]
+        jr_bad.append(C.less_than(n, tgt, ENTRY, f"jrlo{l}", extra=on))
+        jr_bad.append(C.at_least(n, tgt, KEND, f"jrhi{l}", extra=on))
+        wide = n.threshold([(A[l][i], 1) for i in range(PCB, 32)], 1, 0, f"jrwide{l}.any")
+        jr_bad.append(n.and_(on + [wide], f"jrwide{l}"))
+    pc_bad = n.or_([pc_lo, pc_hi] + jr_bad, "pcbadany")
     # LDC index beyond the parameters.
     par_bad = _param_bad(n, op["LDC"], OFF, NPARAM)
 
@@ -92,9 +90,8 @@ def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, ops: Operands, mem:
 def _param_bad(n: Netlist, ldc: Sig, OFF, NPARAM) -> Sig:
     """LDC with an index >= the number of parameters."""
     hi = n.threshold([(x, 1) for x in OFF[7:]], 1, 0, "offhi")
-    ge = n.gate([step([(OFF[i], 1 << i) for i in range(7)] + [(neg(NPARAM[i]), 1 << i) for i in range(7)], 127)],
-                "offge")
-    return n.gate([and_step([ldc, hi]), and_step([ldc, neg(hi), ge])], "parbad")
+    gt, eq = C.digit_compare(n, OFF[:7], NPARAM, "offge")
+    return n.gate([and_step([ldc, hi])] + C.greater_steps(gt, eq, True, [ldc, neg(hi)]), "parbad")
 
 
 def min_pc(n: Netlist, pcs: list[list[Sig]], live: list[Sig], name: str):
@@ -105,11 +102,11 @@ def min_pc(n: Netlist, pcs: list[list[Sig]], live: list[Sig], name: str):
         for j in range(Wl):
             if j == l:
                 continue
-            diff = [(pcs[j][i], 1 << i) for i in range(PCB)] + [(neg(pcs[l][i]), 1 << i) for i in range(PCB)]
-            base = (1 << PCB) - 1  # sum = pc_j - pc_l + base
-            dead = [(neg(live[j]), 2048)]
-            le[l, j] = n.gate([step(diff + dead, base)], f"{name}le{l}{j}")
-            lt[l, j] = n.gate([step(diff + dead, base + 1)], f"{name}lt{l}{j}")
+            # pc_l <= pc_j (or < for lt), or lane j is dead: exclusive AND steps over digits.
+            gt, eq = C.digit_compare(n, pcs[j], pcs[l], f"{name}d{l}{j}")
+            dead = and_step([neg(live[j])])
+            le[l, j] = n.gate([dead] + C.greater_steps(gt, eq, True, [live[j]]), f"{name}le{l}{j}")
+            lt[l, j] = n.gate([dead] + C.greater_steps(gt, eq, False, [live[j]]), f"{name}lt{l}{j}")
     act = [n.and_([live[l]] + [le[l, j] for j in range(Wl) if j != l], f"{name}act{l}") for l in range(Wl)]
     sel = [n.and_([live[l]] + [lt[l, j] for j in range(l)] + [le[l, j] for j in range(l + 1, Wl)],
                   f"{name}sel{l}") for l in range(Wl)]

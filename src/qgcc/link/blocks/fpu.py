@@ -3,21 +3,25 @@ and the float compares and FMIN/FMAX of every lane (lane_compare, wired into the
 
 Float arithmetic is micro-stepped like MUL (the `ismem` flag): one datapath serves
 the four lanes, on the micro-step lane's operands (Ams, Bms).  It is linked only into
-programs that use it (used_ops).  The adder is a straight pipeline of threshold-gate
-levels, each one MLP:
+programs that use it (used_ops).  Every gate is an AND step over literals, an OR, or a
+digit-wise circuit of qgcc.link.circuits (adders, constant adds and compares), so its
+weights and sums stay within the integer machine's bounds (qgcc.link.numerics).  The adder
+is a straight pipeline of threshold-gate levels, each one MLP:
 
-1. classify the operands (zero exponent, NaN, infinity), effective operation;
-2. |a| >= |b| (the compare groups), the exponent difference as a one-hot d (0..26, 27 = 27 or more);
-3. swap: the bigger operand's mantissa and effective exponent, the smaller's mantissa;
-4. align: the smaller mantissa shifted right by d onto guard, round and sticky bits, inverted
-   for an effective subtraction; precomputed big exponent minus every normalising shift;
-5-7. the 32-bit carry-lookahead adder (qgcc.link.circuits.add);
-8. the normalising shift as a one-hot s: right by one on a carry out, else left by the leading
+1. classify the operands (zero exponent; exponent all ones, fraction nonzero), effective
+   operation; 2. |a| >= |b| (the compare's digits), NaN and infinity;
+2-4. both exponent differences ea' - eb' and eb' - ea' (digit adders), then the one-hot d of
+   the one |a| >= |b| selects (0..26, 27 = 27 or more); swap: the bigger operand's mantissa and
+   effective exponent, the smaller's mantissa, and the ORs of its low bits (the sticky bit);
+6. align: the smaller mantissa shifted right by d onto guard, round and sticky bits, inverted
+   for an effective subtraction; 7-9. the 32-bit carry-lookahead adder (qgcc.link.circuits.add),
+   beside which the big exponent minus every normalising shift is precomputed (constant adds);
+10. the normalising shift as a one-hot s: right by one on a carry out, else left by the leading
    zero count, limited so that the exponent stays >= 1 (a subnormal result keeps its zeros);
-9. the normalised fraction, the exponent field (0 for a subnormal: the hidden bit gates it),
+11. the normalised fraction, the exponent field (0 for a subnormal: the hidden bit gates it),
    the round-up bit (guard and (round or sticky or lsb)), the special-case flags;
-10. {exponent, fraction} + round-up in one level (a carry out of the fraction bumps the exponent,
-    and out of 254 gives infinity), merged with NaN, infinity and overflow results.
+12-13. {exponent, fraction} + round-up (a carry out of the fraction bumps the exponent, and out of
+   254 gives infinity; increment_if's digit structure), merged with NaN, infinity and overflow.
 
 FMUL, I2F and F2I are described at their functions.  The semantics are qgcc.fpu's
 (tests/test_fpu_circuits.py checks the gates against it bit for bit with Netlist.simulate).
@@ -32,8 +36,9 @@ from ...isa import FLOAT_OPS
 from ...program import Program
 from .. import circuits as C
 from ..circuits import and_step, neg, step
-from ..layout import L_MEM0
+from ..layout import L_MEM0, N_MEM_LAYERS
 from ..netlist import Netlist, Sig
+from .mul import COUNTER
 
 
 def used_ops(program: Program) -> frozenset[str]:
@@ -53,22 +58,31 @@ class FloatUnit:
     product: list[Sig] | None  # MUL's product when the multiplier is shared with FMUL
 
 
+# First layer of the float unit (the adder starts two layers later).  Its levels need a few
+# hundred residual dimensions beside the memory layers' address and data buses: from
+# L_MEM0 + 1 the residual overflowed (measured at layer 12 beside the ALU's digit-wise
+# adders); from L_MEM0 + 5 every float sample links in 30 layers; from L_MEM0 + 8 the
+# multiplier's array overflowed layer 13.
+L_FPU = L_MEM0 + 5
+
+
 def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
     """The micro-stepped float unit on the micro-step lane's operands (Ams, Bms)."""
     op = dec.op
     results, product = [], None
     if fops & {"FADD", "FSUB"}:
-        with n.at_least(L_MEM0):  # beside the multiplier, not in the crowded operand layers
+        with n.at_least(L_FPU + 2):  # after the multiplier's widest levels (measured: beside them the
+            # residual overflowed where the adder's and the multiplier's tails meet)
             en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
             results.append(fadd(n, mem.Ams, mem.Bms, op["FSUB"], en))
     if "FMUL" in fops:
-        with n.at_least(L_MEM0 + 1):  # where the integer multiplier sits (mul.py)
+        with n.at_least(L_FPU):
             P, G = multiplier(n, mem.Ams, mem.Bms, op["MUL"], op["FMUL"])
         product = P[:32]
         results.append(fmul(n, mem.Ams, mem.Bms, op["FMUL"], P=P, G=G))
     # Shallow: after the multiplier's widest level, whose layer has no room left when a program
     # also uses SHFL/VOTE or the clock (measured: the residual overflowed at that layer).
-    with n.at_least(L_MEM0 + 2 if "FMUL" in fops else L_MEM0):
+    with n.at_least(L_FPU + 1 if "FMUL" in fops else L_FPU):
         if fops & {"I2F", "U2F"}:
             en = n.or_([op["I2F"], op["U2F"]], "i2f.en")
             results.append(i2f(n, mem.Ams, op["I2F"], en))
@@ -92,27 +106,39 @@ def _parity3(n: Netlist, x, y, z, name: str) -> Sig:
 
 
 def _classify(n: Netlist, x: list, name: str):
-    """(exponent == 0, NaN, infinity) of a binary32 pattern, one level."""
+    """(exponent == 0, NaN, infinity) of a binary32 pattern: the zero test in one level, NaN and
+    infinity in two (exponent all ones, fraction nonzero, then an AND), with weights 1."""
     e, f = x[23:31], x[:23]
-    z = n.gate([step([(neg(v), 1) for v in e], 8)], f"{name}.z")
-    nan = n.gate([step([(v, 24) for v in e] + [(v, 1) for v in f], 8 * 24 + 1)], f"{name}.nan")
-    inf = n.gate([step([(v, 24) for v in e] + [(neg(v), 1) for v in f], 8 * 24 + 23)], f"{name}.inf")
+    z = n.gate([and_step([neg(v) for v in e])], f"{name}.z")
+    e1 = n.gate([and_step(e)], f"{name}.e1")
+    fnz = _any(n, f, f"{name}.fnz")
+    nan = n.gate([and_step([e1, fnz])], f"{name}.nan")
+    inf = n.gate([and_step([e1, neg(fnz)])], f"{name}.inf")
     return z, nan, inf
 
 
+def _any(n: Netlist, x: list, name: str) -> Sig:
+    """OR of the literals x: one level (a NOR computed from its quiet side), two for more than
+    24 literals (ORs of 16 first), so that no row sums more terms than the integer machine's."""
+    if len(x) > 24:
+        x = [n.gate([step([(v, 1) for v in x[lo:lo + 16]], 1)], f"{name}.{lo}") for lo in range(0, len(x), 16)]
+    return n.gate([step([(v, 1) for v in x], 1)], name)
+
+
 def _plus_const(n: Netlist, x: list, c: int, name: str) -> list[Sig]:
-    """(x + c) mod 2^len(x), each bit one threshold gate over the low bits of x."""
-    out = []
-    for j in range(len(x)):
-        m = 1 << (j + 1)
-        pairs = [(x[i], 1 << i) for i in range(j + 1)] + [(n.ONE, c % m)]
-        h = 1 << j
-        out.append(n.gate([step(pairs, h), step(pairs, 2 * h, -1), step(pairs, 3 * h)], f"{name}{j}"))
-    return out
+    """(x + c) mod 2^len(x), three levels (the digit adder, so no weight above 2^DIGIT)."""
+    return C.plus_const(n, x, c, name)
+
+
+def _eff_exp(x: list, z: Sig) -> list:
+    """The effective exponent (1 for a zero field) as literals: bit 0 is the list
+    [e_0, z], whose two signals never both hold."""
+    e = list(x[23:31])
+    return [[e[0], z]] + e[1:]
 
 
 def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]:
-    """Bits of a + b (a - b when `sub`) as binary32, 0 unless `en`; ten levels."""
+    """Bits of a + b (a - b when `sub`) as binary32, 0 unless `en`; thirteen levels."""
     ZERO = (n.ONE, False)
     ea, eb = a[23:31], b[23:31]
     # ---- level 1
@@ -122,17 +148,18 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
     eff = _parity3(n, a[31], b[31], sub, f"{name}.eff")  # effective subtraction
     # ---- level 2
     ge, _ = C.compare(n, a[:31] + [ZERO], b[:31] + [ZERO], name=f"{name}.cmp")  # |a| >= |b|
-    D = [(ea[i], 1 << i) for i in range(8)] + [(za, 1)] + [(eb[i], -(1 << i)) for i in range(8)] + [(zb, -1)]
-    Dn = [(x, -w) for x, w in D]
+    # ---- levels 2-4: both exponent differences (ea' - eb' when |a| >= |b|, which implies
+    # ea' >= eb', else eb' - ea'), then the one-hot d of the one that applies
+    EA, EB = _eff_exp(a, za), _eff_exp(b, zb)
+    ONE = (n.ONE, True)
+    dab = C.add(n, EA, [C.neg(x) for x in EB], cin=ONE, name=f"{name}.dab")
+    dba = C.add(n, EB, [C.neg(x) for x in EA], cin=ONE, name=f"{name}.dba")
     d = []
-    for k in range(28):
-        if k == 0:
-            sts = [step(D, 0), step(D, 1, -1)]
-        elif k < 27:
-            sts = [step(D, k), step(D, k + 1, -1), step(Dn, k), step(Dn, k + 1, -1)]
-        else:
-            sts = [step(D, 27), step(Dn, 27)]
-        d.append(n.gate(sts, f"{name}.d{k}"))
+    for k in range(27):
+        d.append(n.gate([and_step([ge] + C.eq_lits(dab, k)), and_step([neg(ge)] + C.eq_lits(dba, k))],
+                        f"{name}.d{k}"))
+    d.append(n.gate(C.cmp_const_steps(dab, 27, extra=[ge]) + C.cmp_const_steps(dba, 27, extra=[neg(ge)]),
+                    f"{name}.d27"))
     nan_out = n.gate([and_step([nan_a]), and_step([neg(nan_a), nan_b]),
                       and_step([inf_a, inf_b, eff])], f"{name}.nanout")
     # ---- level 3: swap
@@ -151,15 +178,15 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
                      f"{name}.infout")
     inf_sign = n.gate([and_step([inf_a, a[31]]), and_step([neg(inf_a), sb])], f"{name}.infsign")
     # ---- level 4: align (inverted for subtraction), exponent tables
+    orS = {m: _any(n, small[:m], f"{name}.or{m}") for m in range(1, 25)}  # beside d: the sticky's ORs
     Y = []
     for p in range(27):
         if p == 0:  # sticky: every bit of the smaller mantissa that lands below position 1
             sts = []
             for k in range(3, 28):
-                S = small[:min(k - 2, 24)]
-                W = len(S) + 1
-                sts.append(step([(d[k], W), (neg(eff), W)] + [(x, 1) for x in S], 2 * W + 1))
-                sts.append(step([(d[k], W), (eff, W)] + [(x, 1) for x in S], 2 * W + 1, -1))
+                S = orS[min(k - 2, 24)]
+                sts.append(and_step([d[k], neg(eff), S]))
+                sts.append(and_step([d[k], eff, S], -1))
             sts.append(and_step([eff]))
         else:
             sts = [and_step([eff])]
@@ -175,25 +202,19 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
     R, carry, _ = C.add(n, X, Y, cin=eff, name=f"{name}.add", want_carry=True)
     R = R[:28]
     with n.not_before(carry):  # tables of the big exponent, computed just in time (beside R)
-        LIM_GE = {k: n.gate([step([(x, 1 << i) for i, x in enumerate(EBE)], k + 1)], f"{name}.limge{k}")
-                  for k in range(1, 27)}
-        LIM_EQ = {}
-        for k in range(27):
-            pairs = [(x, 1 << i) for i, x in enumerate(EBE)]
-            LIM_EQ[k] = n.gate([step(pairs, k + 1, 1), step(pairs, k + 2, -1)] if k else [step(pairs, 2, -1),
-                               step(pairs, 0)], f"{name}.limeq{k}")
-        EM = {k: _plus_const(n, EBE, -k, f"{name}.em{k}_") for k in range(-1, 27)}
+        LIM_GE = {k: n.gate(C.cmp_const_steps(EBE, k + 1), f"{name}.limge{k}") for k in range(1, 27)}
+        LIM_EQ = {k: n.gate([and_step(C.eq_lits(EBE, k + 1))] if k else C.cmp_const_steps(EBE, 2, ge=False),
+                            f"{name}.limeq{k}") for k in range(27)}
         eb254 = n.gate([and_step(C.eq_lits(EBE, 254))], f"{name}.eb254")
+    with n.not_before(Y[1]):  # three levels each: begun with the adder
+        EM = {k: _plus_const(n, EBE, -k, f"{name}.em{k}_") for k in range(-1, 27)}
     # ---- level 8: the normalising shift (one-hot), exact zero, overflow
     s = {-1: R[27]}
     for k in range(27):
         pos = 26 - k
-        top = R[pos + 1:28]
-        W = len(top) + 1
-        c1 = [(R[pos], W)] + [(t, -1) for t in top]
-        sts = [step(c1 + [(LIM_GE[k], W)], 2 * W) if k else step(c1, W)]
-        W2 = len(top) + 2
-        sts.append(step([(LIM_EQ[k], W2)] + [(t, -1) for t in top + [R[pos]]], W2))
+        top = [neg(t) for t in R[pos + 1:28]]
+        sts = [and_step([R[pos]] + top + ([LIM_GE[k]] if k else [])),
+               and_step([LIM_EQ[k], neg(R[pos])] + top)]
         s[k] = n.gate(sts, f"{name}.s{k}")
     zero_r = n.gate([step([(neg(x), 1) for x in R], 28)], f"{name}.zr")
     ovf = n.gate([and_step([R[27], eb254])], f"{name}.ovf")
@@ -213,11 +234,7 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
             sts.append(and_step([s[k], R[26 - k], EM[k][j]]))
         field.append(n.gate(sts, f"{name}.e{j}"))
     ru_cases = {-1: (R[3], R[4], R[0:3]), 0: (R[2], R[3], R[0:2]), 1: (R[1], R[2], R[0:1]), 2: (R[0], R[1], [])}
-    sts = []
-    for k, (g, lsb, rest) in ru_cases.items():
-        W = len(rest) + 2
-        sts.append(step([(s[k], W), (g, W), (lsb, 1)] + [(x, 1) for x in rest], 2 * W + 1))
-    ru = n.gate(sts, f"{name}.ru")
+    ru = _round_up(n, [(s[k], g, [lsb] + rest) for k, (g, lsb, rest) in ru_cases.items()], f"{name}.ru")
     normal = n.gate([and_step([en, neg(nan_out), neg(inf_out), neg(ovf)])], f"{name}.normal")
     to_inf = n.gate([and_step([en, neg(nan_out), inf_out]), and_step([en, neg(nan_out), neg(inf_out), ovf])],
                     f"{name}.toinf")
@@ -230,6 +247,15 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
     return _round_merge(n, frac + field, ru, normal, nan_en, to_inf, out_sign, name)
 
 
+def _is_nan(n: Netlist, x: list, name: str) -> Sig:
+    """[x is a NaN pattern] in two levels (exponent all ones AND fraction nonzero): an operand
+    bit may be a list of exclusive signals (a register or an immediate), so a one-level
+    weighted sum would count each weight twice."""
+    e1 = n.gate([and_step(x[23:31])], f"{name}.e1")
+    fnz = _any(n, [_any(n, x[lo:min(lo + 8, 23)], f"{name}.fnz{lo}") for lo in (0, 8, 16)], f"{name}.fnz")
+    return n.gate([and_step([e1, fnz])], name)
+
+
 def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used: set, name: str):
     """The float compares and FMIN/FMAX of one lane, from the ALU's unsigned compare (ge, eq).
 
@@ -237,9 +263,11 @@ def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used:
     level after the compare: a NaN operand makes every compare but FSNE false; -0 == +0;
     for two negative patterns the unsigned order is reversed."""
     e_a, e_b = a[23:31], b[23:31]
-    nan_a = n.gate([step([(v, 24) for v in e_a] + [(v, 1) for v in a[:23]], 193)], f"{name}.nana")
-    nan_b = n.gate([step([(v, 24) for v in e_b] + [(v, 1) for v in b[:23]], 193)], f"{name}.nanb")
-    zz = n.gate([step([(neg(x), 1) for x in a[:31] + b[:31]], 62)], f"{name}.zz")
+    nan_a = _is_nan(n, a, f"{name}.nana")
+    nan_b = _is_nan(n, b, f"{name}.nanb")
+    zs = [n.gate([and_step([neg(x) for x in v[lo:min(lo + 8, 31)]])], f"{name}.zz{i}_{lo}")
+          for i, v in enumerate((a, b)) for lo in range(0, 31, 8)]
+    zz = n.gate([and_step(zs)], f"{name}.zz")
     a31, b31 = a[31], b[31]
     LT = [[a31, neg(b31), neg(zz)], [neg(a31), neg(b31), neg(ge)], [a31, b31, ge, neg(eq)]]
     GT = [[b31, neg(a31), neg(zz)], [neg(a31), neg(b31), ge, neg(eq)], [a31, b31, neg(ge)]]
@@ -268,25 +296,33 @@ def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used:
 
 def _sum_columns(n: Netlist, cols: list[list], name: str) -> list[Sig]:
     """The sum of weighted bits (cols[k]: the bits of weight 2^k), mod 2^len(cols): column
-    counters (one level per round) until every column holds two bits, then the adder."""
+    counters of at most mul.COUNTER bits (one level per round) until every column holds two
+    bits, then the adder.  A counter over h bits fires steps as far as h above their
+    thresholds, and a dense mantissa product fills its columns: counting whole columns (up
+    to 48 bits) broke the machine under relative weight noise of 1e-3."""
     width = len(cols)
     level = 0
     while max(len(c) for c in cols) > 2:
         new: list[list] = [[] for _ in range(width)]
         for k, col in enumerate(cols):
-            h = len(col)
-            if h <= 2:
+            if len(col) <= 2:
                 new[k] += col
                 continue
-            pairs = [(x, 1) for x in col]
-            for d in range(h.bit_length()):
-                if k + d >= width:
-                    break
-                sts, m = [], 1
-                while m * (1 << d) <= h:
-                    sts.append(step(pairs, m * (1 << d), 1 if m % 2 else -1))
-                    m += 1
-                new[k + d].append(n.gate(sts, f"{name}.c{level}_{k}_{d}"))
+            for part, lo in enumerate(range(0, len(col), COUNTER)):
+                chunk = col[lo:lo + COUNTER]
+                h = len(chunk)
+                if h <= 2 and lo:
+                    new[k] += chunk
+                    continue
+                pairs = [(x, 1) for x in chunk]
+                for d in range(h.bit_length()):
+                    if k + d >= width:
+                        break
+                    sts, m = [], 1
+                    while m * (1 << d) <= h:
+                        sts.append(step(pairs, m * (1 << d), 1 if m % 2 else -1))
+                        m += 1
+                    new[k + d].append(n.gate(sts, f"{name}.c{level}_{k}_{part}_{d}"))
         cols = new
         level += 1
     ZERO = (n.ONE, False)
@@ -296,16 +332,9 @@ def _sum_columns(n: Netlist, cols: list[list], name: str) -> list[Sig]:
 
 
 def _exp_sum(n: Netlist, a: list, b: list, za: Sig, zb: Sig, name: str) -> list[Sig]:
-    """ea' + eb' (effective exponents: 1 for a zero exponent field), 9 bits, one level."""
-    out = []
-    for j in range(9):
-        h = 1 << j
-        pairs = [(v[23 + i], 1 << i) for i in range(min(j + 1, 8)) for v in (a, b)] + [(za, 1), (zb, 1)]
-        sts = [step(pairs, h), step(pairs, 2 * h, -1)]
-        if j < 8:
-            sts += [step(pairs, 3 * h), step(pairs, 4 * h, -1)]
-        out.append(n.gate(sts, f"{name}{j}"))
-    return out
+    """ea' + eb' (effective exponents: 1 for a zero exponent field), 9 bits, three levels."""
+    out, carry, _ = C.add(n, _eff_exp(a, za), _eff_exp(b, zb), name=name, want_carry=True)
+    return out + [carry]
 
 
 def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul"):
@@ -313,7 +342,9 @@ def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul")
     whose hidden bit is "exponent field nonzero"): (the 48 sum bits, the adder's level-1 groups).
     Under MUL the fraction-only products are zero and bits 0-31 are the integer product."""
     ea, eb = a[23:31], b[23:31]
-    anyx = [[(ea[i], 1) for i in range(8)], [(eb[i], 1) for i in range(8)]]
+
+    def lead(e, i):  # e's leading one is bit i: exclusive over i, their sum is [e != 0]
+        return [e[i]] + [neg(v) for v in e[i + 1:]]
     cols: list[list] = [[] for _ in range(48)]
     for i in range(32):
         for j in range(32):
@@ -325,12 +356,11 @@ def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul")
             if in_fmul:
                 if i < 23 and j < 23:
                     sts.append(and_step([fmul_en, a[i], b[j]]))
-                elif i == 23 and j == 23:
-                    f = [(fmul_en, 16)]
-                    sts += [step(f + anyx[0], 17), step(f + anyx[1], 17), step(f + anyx[0] + anyx[1], 17, -1)]
-                else:
-                    bit, ex = (b[j], anyx[0]) if i == 23 else (a[i], anyx[1])
-                    sts.append(step([(fmul_en, 16), (bit, 8)] + ex, 25))
+                elif i == 23 and j == 23:  # both hidden bits: both exponent fields nonzero
+                    sts += [and_step([fmul_en] + lead(ea, p) + lead(eb, q)) for p in range(8) for q in range(8)]
+                else:  # a hidden bit times a fraction bit, as AND steps (small sums on both sides)
+                    bit, ex = (b[j], ea) if i == 23 else (a[i], eb)
+                    sts += [and_step([fmul_en, bit] + lead(ex, p)) for p in range(8)]
             if sts:
                 cols[i + j].append(n.gate(sts, f"{name}.pp{i}_{j}"))
     P, _, (G, _) = _sum_columns(n, cols, f"{name}.m")
@@ -355,12 +385,11 @@ def fmul(n: Netlist, a: list, b: list, en, name: str = "fmul", P=None, G=None) -
                       and_step([neg(nan_a), neg(nan_b), inf_a, zb] + [neg(x) for x in b[:23]]),
                       and_step([neg(nan_a), neg(nan_b), inf_b, za] + [neg(x) for x in a[:23]])], f"{name}.nanout")
     inf_in = n.gate([and_step([neg(nan_out), inf_a]), and_step([neg(nan_out), neg(inf_a), inf_b])], f"{name}.infin")
-    Sp = [(x, 1 << i) for i, x in enumerate(S)]
     with n.not_before(G[0]):  # exponent tables, just in time for the shift
-        S_ge = {t: n.gate([step(Sp, t)], f"{name}.Sge{t}") for t in sorted({151 - k for k in range(25)}
-                                                                          | {405 - k for k in range(25)})}
-        S_eq = {t: n.gate([step(Sp, t), step(Sp, t + 1, -1)], f"{name}.Seq{t}") for t in range(103, 152)}
-        S_le102 = n.gate([step([(x, -w) for x, w in Sp], -102)], f"{name}.Sle102")
+        S_ge = {t: n.gate(C.cmp_const_steps(S, t), f"{name}.Sge{t}") for t in sorted({151 - k for k in range(25)}
+                                                                                    | {405 - k for k in range(25)})}
+        S_eq = {t: n.gate([and_step(C.eq_lits(S, t))], f"{name}.Seq{t}") for t in range(103, 152)}
+        S_le102 = n.gate(C.cmp_const_steps(S, 103, ge=False), f"{name}.Sle102")
         EX = {k: _plus_const(n, S[:8], k - 150, f"{name}.ex{k}_") for k in range(25)}
     # The right shift rs (one-hot), level after P.
     rs = {}
@@ -368,28 +397,19 @@ def fmul(n: Netlist, a: list, b: list, en, name: str = "fmul", P=None, G=None) -
         sts = []
         pos = k + 23
         if k < 25:
-            top = P[pos + 1:48]
-            W = len(top) + 1
-            sts.append(step([(P[pos], W), (S_ge[151 - k], W)] + [(t, -1) for t in top], 2 * W))
+            sts.append(and_step([P[pos], S_ge[151 - k]] + [neg(t) for t in P[pos + 1:48]]))
         if k < 49:
-            top = P[pos:48]
-            W = len(top) + 1
-            sts.append(step([(S_eq[151 - k], W)] + [(t, -1) for t in top], W))
+            sts.append(and_step([S_eq[151 - k]] + [neg(t) for t in P[pos:48]]))
         else:
             sts.append(and_step([S_le102]))
         rs[k] = n.gate(sts, f"{name}.rs{k}")
     # Shifted mantissa, exponent field, round-up, overflow.
     frac = [n.gate([and_step([rs[k], P[i + k]]) for k in range(50) if i + k < 48], f"{name}.f{i}") for i in range(23)]
     field = [n.gate([and_step([rs[k], P[k + 23], EX[k][j]]) for k in range(25)], f"{name}.e{j}") for j in range(8)]
-    sts = []
-    for k in range(1, 50):
-        g, lsb, rest = P[k - 1] if k - 1 < 48 else None, P[k] if k < 48 else None, P[:min(k - 1, 48)]
-        if g is None:
-            continue
-        W = len(rest) + 2
-        sts.append(step([(rs[k], W), (g, W)] + ([(lsb, 1)] if lsb is not None else []) + [(x, 1) for x in rest],
-                        2 * W + 1))
-    ru = n.gate(sts, f"{name}.ru")
+    cases = []
+    for k in range(1, 49):  # guard P[k-1]; ties to even: lsb P[k] or a sticky bit below the guard
+        cases.append((rs[k], P[k - 1], ([P[k]] if k < 48 else []) + P[:k - 1]))
+    ru = _round_up(n, cases, f"{name}.ru")
     ovf = n.gate([and_step([rs[k], P[k + 23], S_ge[405 - k]]) for k in range(25)], f"{name}.ovf")
     normal = n.gate([and_step([en, neg(nan_out), neg(inf_in), neg(ovf)])], f"{name}.normal")
     to_inf = n.gate([and_step([en, neg(nan_out), inf_in]), and_step([en, neg(nan_out), neg(inf_in), ovf])],
@@ -399,40 +419,65 @@ def fmul(n: Netlist, a: list, b: list, en, name: str = "fmul", P=None, G=None) -
     return _round_merge(n, frac + field, ru, normal, nan_en, to_inf, out_sign, name)
 
 
+def _round_up(n: Netlist, cases: list, name: str) -> Sig:
+    """Round to nearest even: OR over exclusive cases (select, guard, [lsb, sticky bits...])
+    of select AND guard AND (any of the rest), the ORs computed beside the selects."""
+    sts = []
+    for sel, g, rest in cases:
+        if rest:
+            sts.append(and_step([sel, g, _any(n, rest, f"{name}.q{len(rest)}")]))
+    return n.gate(sts, name)
+
+
 def _round_merge(n: Netlist, x: list, ru, normal, nan_en, to_inf, sign, name: str) -> list[Sig]:
-    """{exponent field, fraction} + round-up in one level (a carry out of the fraction bumps the
-    exponent; out of 254 it gives infinity), merged with the NaN and infinity results."""
+    """{exponent field, fraction} + round-up in two levels (a carry out of the fraction bumps the
+    exponent; out of 254 it gives infinity), merged with the NaN and infinity results.
+
+    As increment_if: per digit whether it is all ones, then bit i is x_i XOR (ru AND every
+    lower bit 1), as AND steps that also hold `normal`, so no weight exceeds 1."""
+    ones = [n.gate([and_step(x[lo:lo + C.DIGIT])], f"{name}.ones{g}")
+            for g, lo in enumerate(range(0, 30, C.DIGIT))]
     out = []
     for i in range(31):
-        M = i + 2
-        BIG = 2 * M + 2
-        pairs = [(x[i], M)] + [(x[j], 1) for j in range(i)] + [(ru, 1), (normal, BIG)]
-        sts = [step(pairs, i + 1 + BIG), step(pairs, M + i + 1 + BIG, -1), and_step([nan_en])]
+        g, lo = divmod(i, C.DIGIT)
+        lo = i - lo
+        carry = [ru] + ones[:g] + x[lo:i]
+        sts = [and_step([normal, x[i]]), and_step([normal, x[i]] + carry, -1),
+               and_step([normal, neg(x[i])] + carry), and_step([nan_en])]
         if i >= 23:
             sts.append(and_step([to_inf]))
         out.append(n.gate(sts, f"{name}.o{i}"))
     return out + [sign]
 
 
-def _xor_lower(x: list, i: int, gate_lits: list, big: int):
-    """Steps of x_i XOR (any of x_0..x_{i-1}), i.e. bit i of -x, firing only when every
-    literal of gate_lits holds (each weighted `big`)."""
-    M = i + 1
-    pairs = [(x[i], M)] + [(x[j], 1) for j in range(i)] + [(g, big) for g in gate_lits]
-    E = big * len(gate_lits)
-    return [step(pairs, 1 + E), step(pairs, M + 1 + E, -1)]
+def _zero_digits(n: Netlist, x: list, name: str) -> list[Sig]:
+    """Per DIGIT-bit digit of x, whether it is all zeros, one level."""
+    return [n.gate([and_step([neg(v) for v in x[lo:lo + C.DIGIT]])], f"{name}{g}")
+            for g, lo in enumerate(range(0, len(x), C.DIGIT))]
+
+
+def _negate_steps(x: list, zeros: list, i: int, gate_lits: list):
+    """AND steps whose sum is bit i of -x (x_i XOR any lower bit set), firing only when every
+    literal of gate_lits holds; `zeros` from _zero_digits(x)."""
+    gl = list(gate_lits)
+    if i == 0:
+        return [and_step(gl + [x[0]])]
+    g = i // C.DIGIT
+    low_zero = zeros[:g] + [neg(v) for v in x[g * C.DIGIT:i]]
+    return [and_step(gl + [x[i]] + low_zero), and_step(gl + [neg(x[i])]),
+            and_step(gl + [neg(x[i])] + low_zero, -1)]
 
 
 def i2f(n: Netlist, x: list, signed, en, name: str = "i2f") -> list[Sig]:
     """(float) of a signed (`signed` = 1) or unsigned 32-bit integer, rounded to nearest even;
-    three levels: the magnitude (a negative int negated in one level), then the fraction,
-    exponent field (127 + the leading one's position) and round-up straight from the leading
-    one, then the rounding increment."""
-    BIG = 70
+    five levels: the magnitude (a negative int negated digit-wise, two levels), then the
+    fraction, exponent field (127 + the leading one's position) and round-up straight from the
+    leading one, then the rounding increment (two levels)."""
+    zeros = _zero_digits(n, x, f"{name}.z")
     mag = []
     for i in range(32):
         sts = [and_step([neg(signed), x[i]]), and_step([signed, neg(x[31]), x[i]])]
-        sts += _xor_lower(x, i, [signed, x[31]], BIG)
+        sts += _negate_steps(x, zeros, i, [signed, x[31]])
         mag.append(n.gate(sts, f"{name}.m{i}"))
     sign = n.and_([en, signed, x[31]], f"{name}.sign")
 
@@ -455,34 +500,31 @@ def i2f(n: Netlist, x: list, signed, en, name: str = "i2f") -> list[Sig]:
 
 
 def f2i(n: Netlist, x: list, to_int, to_uint, name: str = "f2i") -> list[Sig]:
-    """(int) / (unsigned) of a float: truncation, saturation, NaN -> 0; two levels (the
-    magnitude shifted by the exponent, then the sign and the saturated values)."""
+    """(int) / (unsigned) of a float: truncation, saturation, NaN -> 0; five levels (the
+    exponent decoded, the magnitude shifted by it, then the sign and the saturated values,
+    a negative result negated digit-wise)."""
     e = x[23:31]
-    ep = [(e[i], 1 << i) for i in range(8)]
-    BIG = 512
+    lead = [n.gate([and_step(C.eq_lits(e, 127 + t))], f"{name}.t{t}") for t in range(32)]  # leading bit at t
     mag = []
     for i in range(32):
         sts = []
-        for t in range(i, min(i + 24, 32)):  # leading bit at t: x's exponent field is 127 + t
+        for t in range(i, min(i + 24, 32)):
             k = i + 23 - t
-            if k == 23:
-                sts += [step(ep, 127 + t), step(ep, 128 + t, -1)]
-            else:
-                pairs = ep + [(x[k], BIG)]
-                sts += [step(pairs, 127 + t + BIG), step(pairs, 128 + t + BIG, -1)]
+            sts.append(and_step([lead[t]] if k == 23 else [lead[t], x[k]]))
         mag.append(n.gate(sts, f"{name}.m{i}"))
-    nan = n.gate([step([(v, 24) for v in e] + [(v, 1) for v in x[:23]], 193)], f"{name}.nan")
-    big31 = n.gate([step(ep, 158)], f"{name}.ge31")  # |x| >= 2^31
-    big32 = n.gate([step(ep, 159)], f"{name}.ge32")
+    nan = _is_nan(n, x, f"{name}.nan")
+    big31 = n.gate(C.cmp_const_steps(e, 158), f"{name}.ge31")  # |x| >= 2^31
+    big32 = n.gate(C.cmp_const_steps(e, 159), f"{name}.ge32")
     s = x[31]
     pos_ok = n.gate([and_step([to_int, neg(s), neg(big31)]), and_step([to_uint, neg(s), neg(big32)])], f"{name}.pos")
     neg_ok = n.and_([to_int, s, neg(big31)], f"{name}.neg")
     sat_max = n.gate([and_step([to_int, neg(s), big31, neg(nan)])], f"{name}.smax")  # 0x7fffffff
     sat_min = n.and_([to_int, s, big31, neg(nan)], f"{name}.smin")  # 0x80000000 (-inf, -2^31 and below)
     sat_u = n.and_([to_uint, neg(s), big32, neg(nan)], f"{name}.su")  # 0xffffffff
+    zeros = _zero_digits(n, mag, f"{name}.z")
     out = []
     for i in range(32):
-        sts = [and_step([pos_ok, mag[i]])] + _xor_lower(mag, i, [neg_ok], 70)
+        sts = [and_step([pos_ok, mag[i]])] + _negate_steps(mag, zeros, i, [neg_ok])
         sts += [and_step([sat_u])] + ([and_step([sat_max])] if i < 31 else [and_step([sat_min])])
         out.append(n.gate(sts, f"{name}.o{i}"))
     return out

@@ -77,7 +77,7 @@ def build(n: Netlist, st: State, block_done: Sig, any_fault: Sig, oob: Sig, bar_
         "param": n.or_([FLT["param"], n.and_([RUN, par_bad], "f_par")], "nf_par"),
     }
     # BLKINIT: the warp-table row of warp CNT.
-    blk_live = [n.gate([step([(NT[i], 1 << i) for i in range(7)] + [(neg(CNT[i]), 4 << i) for i in range(5)],
-                             1 + l + 4 * 31)], f"blklive{l}") for l in range(W)]
+    # Lane l of warp CNT is live iff 4 CNT + l < NT.
+    blk_live = [C.less_than(n, C.const_bits(n, l, 2) + CNT[:5], NT, f"blklive{l}") for l in range(W)]
     ready_init = [n.gate([step([(NW[i], 1 << i) for i in range(5)], w + 1)], f"rdyinit{w}") for w in range(NWARP)]
     return Bookkeeping(ncnt, (ntx, nty, ntz), (ncx, ncy, ncz), nph, nflt, tid_done, blk_done, blk_live, ready_init)

@@ -15,7 +15,7 @@ from ...qwen35 import QWEN35_2B as qwen
 from .. import circuits as C
 from ..circuits import and_step, eq_lits, neg, step
 from ..layout import CELLS_PER_LAYER, GLOBAL_CELLS, L_MEM0, N_MEM_LAYERS, SHARED_CELLS, SLOTS, W
-from ..netlist import Netlist, Sig, Step
+from ..netlist import Netlist, Sig
 from .fetch import Decoded
 from .regfile import Operands
 from .state import State
@@ -83,7 +83,8 @@ def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
     # Atomic read-modify-write on the value just read.
     at = {a_.name: R(f"atom_{a_.name}") for a_ in AtomOp}
     isat = op["ATOM"]
-    nadd = C.add(n, MEMOUT, Bms, en=n.and_([isat, at["ADD"]], "en_atadd"), name="atadd")
+    en_atadd = n.and_([isat, at["ADD"]], "en_atadd")
+    nadd = C.add(n, MEMOUT, Bms, name="atadd")
     geu, equ = C.compare(n, MEMOUT, Bms, name="atcmpu")
     ges, _ = C.compare(n, MEMOUT[:31] + [neg(MEMOUT[31])], Bms[:31] + [neg(Bms[31])], name="atcmps")
     newv = []
@@ -100,11 +101,7 @@ def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
             step([(at["OR"], 2), (m_, 1), (b_, 1)], 3),
             step([(at["XOR"], 2), (m_, 1), (b_, 1)], 3), step([(at["XOR"], 2), (m_, 1), (b_, 1)], 4, -1),
         ]
-        newv.append(n.gate([_gate_with(s_, isat) for s_ in st] + [and_step([op["ST"], b_])]
-                           + [step([(nadd[i], 1)], 1)], f"newv{i}"))
+        newv.append(n.gate([C.gated(s_, isat) for s_ in st] + [and_step([op["ST"], b_])]
+                           + [and_step([en_atadd, nadd[i]])], f"newv{i}"))
     return MemoryAccess(Ams, Bms, ADDR, ldatom, RDEN, MEMOUT, valid, memop, oob, IDX, newv)
 
-
-def _gate_with(s_, en):
-    """A step that can only fire when `en` is 1."""
-    return Step(s_.terms + ((en, 64),), s_.const, s_.T + 64, s_.coef)

@@ -13,6 +13,9 @@ from ..layout import L_MEM0
 from ..netlist import Netlist, Sig
 
 
+COUNTER = 7  # widest column counter (7 bits -> a 3-bit count)
+
+
 def build(n: Netlist, Ams: list[Sig], Bms: list[Sig], en: Sig) -> list[Sig]:
     with n.at_least(L_MEM0 + 1):
         return multiplier(n, Ams, Bms, en=en)
@@ -25,26 +28,32 @@ def multiplier(n: Netlist, a: list, b: list, en: Sig) -> list[Sig]:
     for i in range(width):
         for j in range(width - i):
             cols[i + j].append(n.and_([a[i], b[j], en], f"pp{i}_{j}"))
-    # Compress until every column holds at most two bits.
+    # Compress until every column holds at most two bits, with counters of at most COUNTER
+    # bits each (a 7:3 counter's steps are sums of 7 bits: small rows, a small noise margin
+    # cost, where counting a whole column of 32 bits took 32-term rows and 32 steps).
     level = 0
     while max(len(c) for c in cols) > 2:
         new: list[list[Sig]] = [[] for _ in range(width)]
         for k, col in enumerate(cols):
-            h = len(col)
-            if h <= 2:
+            if len(col) <= 2:
                 new[k] += col
                 continue
-            nb = h.bit_length()
-            pairs = [(x, 1) for x in col]
-            for d in range(nb):
-                if k + d >= width:
-                    break
-                steps = []
-                m = 1
-                while m * (1 << d) <= h:
-                    steps.append(step(pairs, m * (1 << d), 1 if m % 2 else -1))
-                    m += 1
-                new[k + d].append(n.gate(steps, f"mc{level}_{k}_{d}"))
+            for part, lo in enumerate(range(0, len(col), COUNTER)):
+                chunk = col[lo:lo + COUNTER]
+                if len(chunk) <= 2 and lo:
+                    new[k] += chunk
+                    continue
+                h = len(chunk)
+                pairs = [(x, 1) for x in chunk]
+                for d in range(h.bit_length()):
+                    if k + d >= width:
+                        break
+                    steps = []
+                    m = 1
+                    while m * (1 << d) <= h:
+                        steps.append(step(pairs, m * (1 << d), 1 if m % 2 else -1))
+                        m += 1
+                    new[k + d].append(n.gate(steps, f"mc{level}_{k}_{part}_{d}"))
         cols = new
         level += 1
     x = [c[0] if len(c) > 0 else (n.ONE, False) for c in cols]
