@@ -20,6 +20,8 @@ a kernel.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -117,32 +119,24 @@ class Netlist:
         self.ONE = self.input("one")
 
     # -- construction -----------------------------------------------------------
+    @contextmanager
     def at_least(self, layer: int):
         """Context: gates built inside go no earlier than `layer` (they are not urgent)."""
-        net = self
+        old, self._floor = self._floor, layer
+        try:
+            yield
+        finally:
+            self._floor = old
 
-        class _Ctx:
-            def __enter__(self_):
-                self_.old = net._floor
-                net._floor = layer
-
-            def __exit__(self_, *a):
-                net._floor = self_.old
-        return _Ctx()
-
+    @contextmanager
     def not_before(self, sig: Sig):
         """Context: gates built inside are placed no earlier than `sig` (computed just in time,
         so that their outputs do not occupy residual dimensions while they wait)."""
-        net = self
-
-        class _Ctx:
-            def __enter__(self_):
-                self_.old = net._after
-                net._after = sig
-
-            def __exit__(self_, *a):
-                net._after = self_.old
-        return _Ctx()
+        old, self._after = self._after, sig
+        try:
+            yield
+        finally:
+            self._after = old
 
     def _add(self, node, name: str = "") -> Sig:
         self.nodes.append(node)
