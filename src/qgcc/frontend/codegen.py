@@ -1100,21 +1100,22 @@ class KernelGen:
         return self.call_lib(routine, args)
 
     def float_atomic_add(self, base, off: int, v):
-        """atomicAdd on a float cell: a compare-and-swap loop around the library's add.
-
-        Lanes of a warp reach the cell in lane order (as every ATOM does): the
-        first lane's CAS succeeds, the others see its sum and go round again."""
-        if base is None:
-            base = self.reg(C(off))
-            off = 0
+        """atomicAdd on a float cell: a compare-and-swap loop around the float add."""
         v = self.reg(v)
+        return self.cas_loop(base, off, lambda assumed: self.call_lib("__qg_fadd", [assumed, v]))
+
+    def cas_loop(self, base, off: int, new_of) -> int:
+        """An atomic read-modify-write the machine has no ATOM for: every lane loads the cell,
+        computes `new_of(assumed)` and swaps it in if the cell still holds what it loaded, else
+        goes round.  Lanes of a warp reach the cell in lane order (as every ATOM does): the
+        first lane's CAS succeeds, the others see its value and go round again.  Returns the
+        old value's vreg."""
         old, assumed = self.new(), self.new()
         self.emit(Op.LD, old, base, imm=off)
         top = self.label()
         self.place(top)
         self.mov(assumed, old)
-        new = self.call_lib("__qg_fadd", [assumed, v])
-        self.mov(old, new)
+        self.mov(old, new_of(assumed))
         self.emit(Op.ATOM, old, base, assumed, imm=off, mod=AtomOp.CAS)
         self.emit(Op.BRNZ, rs1=self.alu(Op.SNE, old, assumed), target=top)
         return old

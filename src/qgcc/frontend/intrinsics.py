@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..isa import MASK32, AtomOp, Op, ShflMode, SReg, VoteMode
+from ..isa import MASK32, Op, ShflMode, SReg, VoteMode
 from ..spec import SPEC
 from . import ast as A
 from .types import INT, UINT, is_float
@@ -187,29 +187,20 @@ def byte_perm(g: "KernelGen", x, y, s):
 
 
 def atomic_inc_dec(g: "KernelGen", base, off: int, v, name: str):
-    """atomicInc: old >= v ? 0 : old + 1;  atomicDec: (old == 0 || old > v) ? v : old - 1.
-
-    A compare-and-swap loop: every lane loads the cell, computes its new value and
-    swaps it in if the cell still holds what it loaded, in lane order, else goes round."""
+    """atomicInc: old >= v ? 0 : old + 1;  atomicDec: (old == 0 || old > v) ? v : old - 1,
+    as a compare-and-swap loop (KernelGen.cas_loop)."""
     from .codegen import C
     alu = g.alu
     v = g.reg(v)
-    old, assumed = g.new(), g.new()
-    g.emit(Op.LD, old, base, imm=off)
-    top = g.label()
-    g.place(top)
-    g.mov(assumed, old)
-    if name == "atomicInc":
-        keep = alu(Op.SLTU, assumed, v)  # 1: old + 1, 0: wrap to 0
-        new = alu(Op.AND, alu(Op.ADD, assumed, C(1)), alu(Op.SUB, C(0), keep))
-    else:
+
+    def new_of(assumed):
+        if name == "atomicInc":
+            keep = alu(Op.SLTU, assumed, v)  # 1: old + 1, 0: wrap to 0
+            return alu(Op.AND, alu(Op.ADD, assumed, C(1)), alu(Op.SUB, C(0), keep))
         wrap = alu(Op.OR, alu(Op.SEQ, assumed, C(0)), alu(Op.SLTU, v, assumed))
         dec = alu(Op.ADD, assumed, C(MASK32))
-        new = alu(Op.XOR, dec, alu(Op.AND, alu(Op.XOR, dec, v), alu(Op.SUB, C(0), wrap)))
-    g.mov(old, new)
-    g.emit(Op.ATOM, old, base, assumed, imm=off, mod=AtomOp.CAS)
-    g.emit(Op.BRNZ, rs1=alu(Op.SNE, old, assumed), target=top)
-    return old
+        return alu(Op.XOR, dec, alu(Op.AND, alu(Op.XOR, dec, v), alu(Op.SUB, C(0), wrap)))
+    return g.cas_loop(base, off, new_of)
 
 
 __all__ = ["warp", "integer", "atomic_inc_dec"]
