@@ -14,20 +14,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qgcc.diagnostics import CompileError
 from qgcc.frontend import compile_source
-from qgcc.ref.emulator import run as emulate
 from qgcc.runtime.launch import make_launch
+from frontcheck import assert_error, emulate_src
 from gxx import gxx_model, need_gxx
-
-def qgcc_run(src: str, grid: int, block: int, args: list) -> dict:
-    prog = compile_source(src, "t.cu")
-    k = prog.kernel(None)
-    scalars = {n: v for n, v in args if not isinstance(v, np.ndarray)}
-    arrays = {n: v.copy() for n, v in args if isinstance(v, np.ndarray)}
-    launch = make_launch(prog, k, (grid, 1, 1), (block, 1, 1), scalars, arrays)
-    res = emulate(launch, max_steps=2_000_000)
-    return {n: launch.read_buffer(res.memory, n) for n in arrays}
 
 MEDIAN = r"""
 #define WIN 5
@@ -92,7 +82,7 @@ def test_references_and_a_local_window_sorted_in_place_match_gxx(tmp_path):
     x = rng.normal(size=10).astype(np.float32)
     x[3] = x[7]  # ties
     args = [("in", x), ("out", np.zeros(10, np.float32)), ("range", np.zeros(10, np.float32)), ("n", 10)]
-    got = qgcc_run(MEDIAN, 3, 4, args)
+    got = emulate_src(MEDIAN, None, 3, 4, args)
     want = gxx_model(tmp_path, MEDIAN, "median5", 3, 4, args)
     for name in ("out", "range"):
         assert got[name].view(np.uint32).tolist() == want[name].view(np.uint32).tolist(), name
@@ -102,7 +92,7 @@ def test_references_and_a_local_window_sorted_in_place_match_gxx(tmp_path):
 def test_reference_outputs_and_dynamically_indexed_2d_and_1d_local_arrays_match_gxx(tmp_path):
     vals = np.array([0, 7, -7, 1234567, -2147483648, 2147483647, 100, -90], np.int32)
     args = [("in", vals), ("out", np.zeros(8, np.int32)), ("counts", np.arange(8, dtype=np.uint32))]
-    got = qgcc_run(DIGITS, 2, 4, args)
+    got = emulate_src(DIGITS, None, 2, 4, args)
     want = gxx_model(tmp_path, DIGITS, "digits", 2, 4, args)
     assert got["out"].tolist() == want["out"].tolist()
     assert got["counts"].tolist() == want["counts"].tolist()
@@ -142,10 +132,7 @@ def test_local_frames_are_per_thread_and_sized_by_the_kernel():
     ("__global__ void k(int *a) { int *v[2]; }\n", 1, 34, "arrays of pointers are not supported ('v')"),
 ], ids=lambda v: v if isinstance(v, str) and len(v) < 3 else None)
 def test_misuses_are_named(src, line, col, message):
-    with pytest.raises(CompileError) as info:
-        compile_source(src, "t.cu")
-    e = info.value
-    assert (e.line, e.col, e.message) == (line, col, message), e.render()
+    assert_error(src, line, col, message)
 
 
 NET = r"""

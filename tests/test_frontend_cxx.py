@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qgcc.diagnostics import CompileError
 from qgcc.frontend import compile_source
 from qgcc.frontend.parser import parse
 from qgcc.ref.emulator import run as emulate
 from qgcc.runtime.launch import make_launch
+from frontcheck import assert_error, error_of
 from models import s32, u32
 
 
@@ -29,19 +29,6 @@ def run(src: str, arrays: dict, scalars: dict | None = None, block: int = 4, fil
                          {n: np.asarray(v) for n, v in arrays.items()})
     res = emulate(launch, max_steps=400_000)
     return {n: [x.item() for x in launch.read_buffer(res.memory, n)] for n in launch.buffers}
-
-
-def error_of(src: str, filename: str = "t.cu", **kw) -> CompileError:
-    with pytest.raises(CompileError) as info:
-        compile_source(src, filename, **kw)
-    return info.value
-
-
-def assert_error(src: str, line: int, col: int, message: str, filename: str = "t.cu",
-                 **kw) -> CompileError:
-    e = error_of(src, filename, **kw)
-    assert (e.line, e.col, e.message) == (line, col, message), e.render()
-    return e
 
 
 Z4 = np.zeros(4, np.int32)

@@ -17,11 +17,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qgcc.diagnostics import CompileError, UsageError
+from qgcc.diagnostics import UsageError
 from qgcc.frontend import compile_source
 from qgcc.ref.emulator import run as emulate
 from qgcc.trace import MemoryFault
 from qgcc.runtime.launch import make_launch
+from frontcheck import assert_error
 
 F32 = np.float32
 
@@ -32,13 +33,6 @@ def launch_ref(src, grid, block, scalars, arrays, **kw):
     launch = make_launch(prog, k, (grid, 1, 1), (block, 1, 1), scalars, arrays, **kw)
     res = emulate(launch, max_steps=400_000)
     return {n: launch.read_buffer(res.memory, n) for n in launch.buffers}
-
-
-def assert_error(src, line, col, message):
-    with pytest.raises(CompileError) as info:
-        compile_source(src, "t.cu")
-    e = info.value
-    assert (e.line, e.col, e.message) == (line, col, message), e.render()
 
 
 # ------------------------------------------------------------------ extern __shared__

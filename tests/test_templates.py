@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from qgcc.diagnostics import CompileError
 from qgcc.frontend import compile_source
 from qgcc.ref.emulator import run as emulate
 from qgcc.runtime.launch import make_launch
+from frontcheck import assert_error, emulate_src
 from gxx import gxx_model, need_gxx
 
 F32 = np.float32
@@ -45,16 +45,6 @@ __global__ void templated(const float *fa, const int *ia, float *fout, int *iout
     uout[t] = rotl<7>(uout[t]) ^ rotl<31>(t);
 }
 """
-
-
-def emulate_src(src, kernel, grid, block, args, instantiate=()):
-    prog = compile_source(src, "t.cu", instantiate=instantiate)
-    k = prog.kernel(kernel)
-    scalars = {n: v for n, v in args if not isinstance(v, np.ndarray)}
-    arrays = {n: v.copy() for n, v in args if isinstance(v, np.ndarray)}
-    launch = make_launch(prog, k, (grid, 1, 1), (block, 1, 1), scalars, arrays)
-    res = emulate(launch, max_steps=2_000_000)
-    return {n: launch.read_buffer(res.memory, n) for n in arrays}
 
 
 @need_gxx
@@ -163,7 +153,4 @@ def test_qgrun_instantiates_the_kernel_it_is_asked_for(tmp_path, qgrun, monkeypa
      "unknown type name 'T'"),
 ], ids=lambda v: v if isinstance(v, str) and len(v) < 3 else None)
 def test_template_misuses_are_named(src, inst, line, col, message):
-    with pytest.raises(CompileError) as info:
-        compile_source(src, "t.cu", instantiate=inst)
-    e = info.value
-    assert (e.line, e.col, e.message) == (line, col, message), e.render()
+    assert_error(src, line, col, message, instantiate=inst)
