@@ -38,7 +38,7 @@ from .. import circuits as C
 from ..circuits import and_step, neg, step
 from ..layout import L_MEM0, N_MEM_LAYERS
 from ..netlist import Netlist, Sig
-from .mul import COUNTER
+from .mul import sum_columns
 
 
 def used_ops(program: Program) -> frozenset[str]:
@@ -294,43 +294,6 @@ def lane_compare(n: Netlist, a: list, b: list, ge: Sig, eq: Sig, op: dict, used:
     return bit, sel
 
 
-def _sum_columns(n: Netlist, cols: list[list], name: str) -> list[Sig]:
-    """The sum of weighted bits (cols[k]: the bits of weight 2^k), mod 2^len(cols): column
-    counters of at most mul.COUNTER bits (one level per round) until every column holds two
-    bits, then the adder.  A counter over h bits fires steps as far as h above their
-    thresholds, and a dense mantissa product fills its columns: counting whole columns (up
-    to 48 bits) broke the machine under relative weight noise of 1e-3."""
-    width = len(cols)
-    level = 0
-    while max(len(c) for c in cols) > 2:
-        new: list[list] = [[] for _ in range(width)]
-        for k, col in enumerate(cols):
-            if len(col) <= 2:
-                new[k] += col
-                continue
-            for part, lo in enumerate(range(0, len(col), COUNTER)):
-                chunk = col[lo:lo + COUNTER]
-                h = len(chunk)
-                if h <= 2 and lo:
-                    new[k] += chunk
-                    continue
-                pairs = [(x, 1) for x in chunk]
-                for d in range(h.bit_length()):
-                    if k + d >= width:
-                        break
-                    sts, m = [], 1
-                    while m * (1 << d) <= h:
-                        sts.append(step(pairs, m * (1 << d), 1 if m % 2 else -1))
-                        m += 1
-                    new[k + d].append(n.gate(sts, f"{name}.c{level}_{k}_{part}_{d}"))
-        cols = new
-        level += 1
-    ZERO = (n.ONE, False)
-    x = [c[0] if len(c) > 0 else ZERO for c in cols]
-    y = [c[1] if len(c) > 1 else ZERO for c in cols]
-    return C.add(n, x, y, name=f"{name}.sum", want_carry=True)
-
-
 def _exp_sum(n: Netlist, a: list, b: list, za: Sig, zb: Sig, name: str) -> list[Sig]:
     """ea' + eb' (effective exponents: 1 for a zero exponent field), 9 bits, three levels."""
     out, carry, _ = C.add(n, _eff_exp(a, za), _eff_exp(b, zb), name=name, want_carry=True)
@@ -363,7 +326,7 @@ def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul")
                     sts += [and_step([fmul_en, bit] + lead(ex, p)) for p in range(8)]
             if sts:
                 cols[i + j].append(n.gate(sts, f"{name}.pp{i}_{j}"))
-    P, _, (G, _) = _sum_columns(n, cols, f"{name}.m")
+    P, _, (G, _) = sum_columns(n, cols, f"{name}.m.c", f"{name}.m.sum", want_carry=True)
     return P, G
 
 

@@ -28,34 +28,42 @@ def multiplier(n: Netlist, a: list, b: list, en: Sig) -> list[Sig]:
     for i in range(width):
         for j in range(width - i):
             cols[i + j].append(n.and_([a[i], b[j], en], f"pp{i}_{j}"))
-    # Compress until every column holds at most two bits, with counters of at most COUNTER
-    # bits each (a 7:3 counter's steps are sums of 7 bits: small rows, a small noise margin
-    # cost, where counting a whole column of 32 bits took 32-term rows and 32 steps).
+    return sum_columns(n, cols, "mc", "mulsum")
+
+
+def sum_columns(n: Netlist, cols: list[list], counter: str, sum_name: str, want_carry: bool = False):
+    """The sum of weighted bits (cols[k]: the bits of weight 2^k), mod 2^len(cols): column
+    counters of at most COUNTER bits (one level per round) until every column holds two
+    bits, then the adder.  A counter over h bits fires steps as far as h above their
+    thresholds: a 7:3 counter's steps are sums of 7 bits (small rows, a small noise-margin
+    cost), where counting a whole column (32 bits here, 48 in FMUL's dense mantissa product)
+    broke the machine under relative weight noise of 1e-3.  Shared by MUL and FMUL."""
+    width = len(cols)
     level = 0
     while max(len(c) for c in cols) > 2:
-        new: list[list[Sig]] = [[] for _ in range(width)]
+        new: list[list] = [[] for _ in range(width)]
         for k, col in enumerate(cols):
             if len(col) <= 2:
                 new[k] += col
                 continue
             for part, lo in enumerate(range(0, len(col), COUNTER)):
                 chunk = col[lo:lo + COUNTER]
-                if len(chunk) <= 2 and lo:
+                h = len(chunk)
+                if h <= 2 and lo:
                     new[k] += chunk
                     continue
-                h = len(chunk)
                 pairs = [(x, 1) for x in chunk]
                 for d in range(h.bit_length()):
                     if k + d >= width:
                         break
-                    steps = []
-                    m = 1
+                    steps, m = [], 1
                     while m * (1 << d) <= h:
                         steps.append(step(pairs, m * (1 << d), 1 if m % 2 else -1))
                         m += 1
-                    new[k + d].append(n.gate(steps, f"mc{level}_{k}_{part}_{d}"))
+                    new[k + d].append(n.gate(steps, f"{counter}{level}_{k}_{part}_{d}"))
         cols = new
         level += 1
-    x = [c[0] if len(c) > 0 else (n.ONE, False) for c in cols]
-    y = [c[1] if len(c) > 1 else (n.ONE, False) for c in cols]
-    return C.add(n, x, y, name="mulsum")
+    zero = (n.ONE, False)
+    x = [c[0] if len(c) > 0 else zero for c in cols]
+    y = [c[1] if len(c) > 1 else zero for c in cols]
+    return C.add(n, x, y, name=sum_name, want_carry=want_carry)
