@@ -31,27 +31,32 @@ static qg_dim3 threadIdx, blockIdx, blockDim, gridDim;
 static void __syncthreads() {}
 """
 
-CTYPES = {np.dtype(np.int32): "int", np.dtype(np.uint32): "unsigned", np.dtype(np.float32): "float"}
+CTYPES = {np.dtype(np.int32): "int", np.dtype(np.uint32): "unsigned", np.dtype(np.float32): "float",
+          np.dtype(np.int64): "long long", np.dtype(np.uint64): "unsigned long long"}
 
 
-def gxx_model(tmp_path, src: str, kernel: str, grid: int, block: int, args: list) -> dict:
-    """Run `kernel` as C++ on the host, thread by thread; args are (name, array) or (name, int)."""
+def gxx_model(tmp_path, src: str, kernel: str, grid: int, block: int, args: list, flags=()) -> dict:
+    """Run `kernel` as C++ on the host, thread by thread; args are (name, array), (name, int) or
+    (name, numpy scalar) for a scalar of that type (np.int64(5): a long long)."""
     decls, call, prints = [], [], []
     for name, v in args:
         if isinstance(v, np.ndarray):
-            bits = ", ".join(str(int(x)) for x in v.view(np.uint32))
-            decls.append(f"static unsigned {name}_bits[] = {{{bits}}};")
+            words = v.view(np.uint32)  # a 64-bit element is two words, the low one first (x86 order)
+            bits = ", ".join(str(int(x)) for x in words)
+            decls.append(f"static unsigned {name}_bits[] __attribute__((aligned(8))) = {{{bits}}};")
             decls.append(f"static {CTYPES[v.dtype]} *{name} = ({CTYPES[v.dtype]} *){name}_bits;")
-            prints.append(f'for (unsigned i = 0; i < {v.size}; i++) printf("%u ", {name}_bits[i]); printf("\\n");')
+            prints.append(f'for (unsigned i = 0; i < {words.size}; i++) printf("%u ", {name}_bits[i]); printf("\\n");')
+        elif isinstance(v, np.generic):
+            decls.append(f"static {CTYPES[v.dtype]} {name} = ({CTYPES[v.dtype]})0x{int(v) & ((1 << 64) - 1):x}ull;")
         else:
             decls.append(f"static int {name} = {int(v)};")
         call.append(name)
     main = "\n".join(decls) + f"""
 int main() {{
     gridDim = {{{grid}, 1, 1}}; blockDim = {{{block}, 1, 1}};
-    for (unsigned b = 0; b < {grid}; b++)
-        for (unsigned t = 0; t < {block}; t++) {{
-            blockIdx = {{b, 0, 0}}; threadIdx = {{t, 0, 0}};
+    for (unsigned qg_b = 0; qg_b < {grid}; qg_b++)
+        for (unsigned qg_t = 0; qg_t < {block}; qg_t++) {{
+            blockIdx = {{qg_b, 0, 0}}; threadIdx = {{qg_t, 0, 0}};
             {kernel}({", ".join(call)});
         }}
     {" ".join(prints)}
@@ -61,7 +66,7 @@ int main() {{
     cpp = tmp_path / "model.cpp"
     cpp.write_text(SHIM + src + main)
     exe = tmp_path / "model"
-    subprocess.run(["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-strict-aliasing", "-o", str(exe),
+    subprocess.run(["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-strict-aliasing", *flags, "-o", str(exe),
                     str(cpp)], check=True, capture_output=True)
     lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
     arrays = [(n, v) for n, v in args if isinstance(v, np.ndarray)]

@@ -274,7 +274,7 @@ LITS = [_int_lit(v) for v in (0, 1, 2, 3, 4, 7, 8, 10, 31, 32, 33, -1, -2, -4, -
     Lit(0x10000, "0x10000u", "unsigned"),
     Lit(15, "017", "int"),  # octal
     Lit(5, "0b101", "int"),  # binary
-    Lit(3000000000, "3000000000", "unsigned"),  # decimal above INT_MAX: unsigned (no long)
+    Lit(3000000000, "3000000000u", "unsigned"),  # (unsuffixed, a decimal above INT_MAX is a long long)
     Lit(-1, "'\\xff'", "char"),  # character literals have type char
     Lit(65, "'A'", "char"),
 ]

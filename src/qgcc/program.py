@@ -16,6 +16,8 @@ ELEM_DTYPES = {
     "char": "int8",
     "uchar": "uint8",
     "float": "float32",
+    "llong": "int64",  # two cells per element, the low word first
+    "ullong": "uint64",
 }
 
 
@@ -23,7 +25,8 @@ ELEM_DTYPES = {
 _TYPE_KINDS = {"int": "int", "signed": "int", "signed int": "int", "int32_t": "int", "unsigned": "unsigned",
                "unsigned int": "unsigned", "uint32_t": "unsigned", "size_t": "unsigned", "bool": "bool",
                "char": "char", "signed char": "char", "int8_t": "char", "unsigned char": "uchar",
-               "uint8_t": "uchar", "float": "float"}
+               "uint8_t": "uchar", "float": "float", "long long": "llong", "long": "llong", "int64_t": "llong",
+               "unsigned long long": "ullong", "unsigned long": "ullong", "uint64_t": "ullong"}
 
 
 def instance_name(template: str, args: list) -> str:
@@ -58,8 +61,13 @@ class Param:
     pointer: bool = False
     const: bool = False
 
+    @property
+    def words(self) -> int:
+        """Parameter words (LDC slots) the parameter takes: a 64-bit scalar two, low word first."""
+        return 2 if not self.pointer and self.ctype in ("llong", "ullong") else 1
+
     def describe(self) -> str:
-        c = {"uchar": "unsigned char"}.get(self.ctype, self.ctype)
+        c = {"uchar": "unsigned char", "llong": "long long", "ullong": "unsigned long long"}.get(self.ctype, self.ctype)
         return f"{'const ' if self.const else ''}{c}{' *' if self.pointer else ''} {self.name}"
 
 

@@ -33,7 +33,10 @@ PARAM_TYPES = {
     "char": "char",
     "uchar": "uchar",
     "float": "float",
+    "llong": "llong",  # 64-bit: two parameter words, the low one first
+    "ullong": "ullong",
 }
+CONST_TYPES = {k: v for k, v in PARAM_TYPES.items() if k not in ("llong", "ullong")}
 
 _TOKEN_RE = re.compile(
     r"""
@@ -408,8 +411,8 @@ class _Assembler:
         if self.cur is not None or self.kernels:
             ln.error(t.col, ".const must come before the first kernel")
         tt = ln.next("a constant type")
-        if tt.kind != "ident" or tt.text not in PARAM_TYPES:
-            ln.error(tt.col, f"unknown constant type '{tt.text}' (types: {', '.join(PARAM_TYPES)})")
+        if tt.kind != "ident" or tt.text not in CONST_TYPES:
+            ln.error(tt.col, f"unknown constant type '{tt.text}' (types: {', '.join(CONST_TYPES)})")
         nt = ln.next("a constant name")
         if nt.kind != "ident" or not IDENT_RE.match(nt.text) or nt.text.startswith("."):
             ln.error(nt.col, f"expected a constant name, found '{nt.text}'")

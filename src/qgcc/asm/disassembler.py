@@ -61,8 +61,8 @@ def check_program(p: Program) -> str | None:
             return f"kernel '{k.name}' has local_words={k.local_words!r} (0..{SPEC.global_words})"
         if type(k.regs) is not int or not 0 <= k.regs <= SPEC.num_regs:
             return f"kernel '{k.name}' has regs={k.regs!r} (0..{SPEC.num_regs})"
-        if len(k.params) > SPEC.max_params:
-            return f"kernel '{k.name}' has {len(k.params)} parameters (at most {SPEC.max_params})"
+        if sum(prm.words for prm in k.params) > SPEC.max_params:
+            return f"kernel '{k.name}' has {len(k.params)} parameters (at most {SPEC.max_params} words)"
         pnames: set[str] = set()
         for prm in k.params:
             if not isinstance(prm.name, str) or not IDENT_RE.match(prm.name) or prm.name in RESERVED_PARAM_NAMES:
@@ -193,6 +193,16 @@ def instr_text(ins: Instr) -> str:
     return f"{mnem} {ops}".rstrip()
 
 
+def _param_words(k) -> list[str]:
+    """What each parameter word holds: a parameter's name (a 64-bit one's second word: 'NAME.hi')."""
+    out: list[str] = []
+    for prm in k.params:
+        out.append(prm.name)
+        if getattr(prm, "words", 1) == 2:
+            out.append(prm.name + ".hi")
+    return out
+
+
 def _param_decl(prm) -> str:
     return f".param {'const ' if prm.const else ''}{prm.ctype}{'*' if prm.pointer else ''} {prm.name}"
 
@@ -252,8 +262,8 @@ def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = Tr
                 mnem, ops = format_instr(ins)
                 body = f"{mnem:<8} {ops}".rstrip()
                 note = ""
-                if ins.op is Op.LDC and ins.imm < len(k.params):
-                    note = f"  {k.params[ins.imm].name}"
+                if ins.op is Op.LDC and ins.imm < len(words := _param_words(k)):
+                    note = f"  {words[ins.imm]}"
                 elif ins.op is Op.MOV and ins.use_imm and ins.imm == pc + 2 and i + 1 < len(code) \
                         and code[i + 1].op is Op.BRA:
                     note = "  return address (the BRA calls a soft-float routine)"

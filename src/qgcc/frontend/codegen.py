@@ -38,10 +38,12 @@ from . import ast as A
 from .ir import VI
 from . import floatconst
 from . import intrinsics
+from . import wide
+from .wide import Pair
 from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS, FuncSym, VarSym
 from .softfloat import library
 from .types import (BOOL, CHAR, FLOAT, INT, UINT, ArrayType, IntType, PtrType, Type,
-                    VoidType, fold_binary, is_float, is_ptr, wrap)
+                    VoidType, fold_binary, is_float, is_ptr, is_wide, words, wrap)
 
 MASK32 = 0xFFFFFFFF
 
@@ -102,6 +104,14 @@ class Routine:
 
 # Library functions small enough to inline into the routines that use them.
 INLINE_HELPERS = frozenset({"__qg_isnan", "__qg_mulhi", "__qgm_nan", "__qgm_canon", "__qgm_small_int", "__qgm_key"})
+
+
+def _flat(vals) -> tuple[int, ...]:
+    """The registers of routine operands (a 64-bit one is two)."""
+    out: list[int] = []
+    for v in vals:
+        out.extend(v.regs() if isinstance(v, Pair) else (v,))
+    return tuple(out)
 
 
 def _log2(c: int) -> int | None:
@@ -187,7 +197,15 @@ class KernelGen:
             return t
         return v
 
-    def mov(self, dst: int, v) -> None:
+    def new_like(self, t: Type):
+        """A fresh home for a value of type t: a register, or a register pair for 64 bits."""
+        return Pair(self.new(), self.new()) if is_wide(t) else self.new()
+
+    def mov(self, dst, v) -> None:
+        if isinstance(dst, Pair):
+            self.mov(dst.lo, v.lo)
+            self.mov(dst.hi, v.hi)
+            return
         if is_c(v):
             self.emit(Op.MOV, dst, imm=v.value, use_imm=True)
         elif v != dst:
@@ -222,6 +240,8 @@ class KernelGen:
             t = p.ty
             if isinstance(t, PtrType):
                 params.append(Param(p.name, t.elem.kind, pointer=True, const=t.const))
+            elif is_wide(t):
+                params.append(Param(p.name, t.kind, pointer=False, const=p.readonly))
             else:
                 params.append(Param(p.name, t.kind, pointer=False, const=p.readonly))
         self.frames.append(Frame(fs, None, None))
@@ -231,10 +251,9 @@ class KernelGen:
         for p in fs.params:
             if self.remat_params and not p.assigned:
                 continue  # read where used (e_Name)
-            v = self.new()
-            self.emit(Op.LDC, v, imm=p.index)
+            v = self.load_param(p)
             self.env[p] = v
-            self.var_regs.add(v)
+            self.var_regs.update(v.regs() if isinstance(v, Pair) else (v,))
         for item in fd.body.items:
             self.stmt(item)
         self.line = fd.end_line
@@ -245,6 +264,17 @@ class KernelGen:
             head = [VI(Op.BRA, target=body, line=fs.line)]
             self.code = head + self.routine_code + [VI(None, target=body)] + self.code
         return self.code, params
+
+    def load_param(self, p: VarSym):
+        """A kernel parameter's value from the parameter words: a 64-bit one from two (low first)."""
+        if is_wide(p.ty):
+            lo, hi = self.new(), self.new()
+            self.emit(Op.LDC, lo, imm=p.index)
+            self.emit(Op.LDC, hi, imm=p.index + 1)
+            return Pair(lo, hi)
+        v = self.new()
+        self.emit(Op.LDC, v, imm=p.index)
+        return v
 
     # ------------------------------------------------------------------ statements
 
@@ -266,7 +296,15 @@ class KernelGen:
             elif sym.kind == "shared":
                 self.mem_addr(sym)
             elif sym.kind == "const":
-                self.env[sym] = C(sym.const_value)
+                self.env[sym] = wide.const(sym.const_value) if is_wide(sym.ty) else C(sym.const_value)
+            elif is_wide(sym.ty):
+                v = self.new_like(sym.ty)
+                if it.init is not None:
+                    self.mov(v, self.convert(self.val(it.init), it.init.ty, sym.ty))
+                else:
+                    self.mov(v, wide.const(0))
+                self.env[sym] = v
+                self.var_regs.update(v.regs())
             else:
                 v = self.new()
                 if it.init is not None:
@@ -290,22 +328,24 @@ class KernelGen:
 
     def local_array(self, sym: VarSym) -> None:
         """Place a local array in the thread's frame and store its initialiser (missing cells 0)."""
+        w = words(sym.ty.elem)
         if sym not in self.local:
             self.local[sym] = self.local_used
             size = 1
             for d in sym.ty.dims:
                 size *= d
-            self.local_used += size
+            self.local_used += size * w
         if sym.init_exprs is not None:
             size = 1
             for d in sym.ty.dims:
                 size *= d
             given = dict(sym.init_exprs)
             base, off = self.sym_addr(sym)
+            zero = wide.const(0) if w == 2 else C(0)
             for i in range(size):
                 e = given.get(i)
-                v = C(0) if e is None else self.convert(self.val(e), e.ty, sym.ty.elem)
-                self.store(MemLV(base, off + i, sym.ty.elem), v)
+                v = zero if e is None else self.convert(self.val(e), e.ty, sym.ty.elem)
+                self.store(MemLV(base, off + i * w, sym.ty.elem), v)
 
     def sym_addr(self, sym: VarSym) -> tuple["int | None", int]:
         """(base register or None, offset) of a memory-resident variable."""
@@ -334,6 +374,7 @@ class KernelGen:
         if isinstance(sym.ty, ArrayType):
             for d in sym.ty.dims:
                 size *= d
+        size *= words(sym.ty.elem if isinstance(sym.ty, ArrayType) else sym.ty)
         if self.shared_used + size > SPEC.shared_words:
             raise self.error(sym.line, sym.col,
                              f"kernel '{self.fs.name}' needs {self.shared_used + size} cells of "
@@ -427,6 +468,8 @@ class KernelGen:
     # ------------------------------------------------------------------ conversions
 
     def convert(self, v, src: Type, dst: Type):
+        if is_wide(src) or is_wide(dst):
+            return self.convert_wide(v, src, dst)
         if is_float(dst) and isinstance(src, IntType):
             if is_c(v):
                 return C(floatconst.from_int(v.value, src.signed))
@@ -456,6 +499,38 @@ class KernelGen:
             return self.alu(Op.AND, v, C(0xFF))
         return v
 
+    def convert_wide(self, v, src: Type, dst: Type):
+        """Conversions with a 64-bit side (C's rules: modulo 2^N between integers, float -> 64-bit
+        truncating and saturating as CUDA does, 64-bit -> float rounded once)."""
+        if is_wide(src) and is_wide(dst):
+            return v
+        if is_wide(dst):
+            if is_float(src):
+                if is_c(v):
+                    return wide.const(floatconst.to_int64(v.value, dst.signed))
+                return self.call_lib("__qg_f2ll" if dst.signed else "__qg_f2ull", [v])
+            if isinstance(src, PtrType):
+                return Pair(v, C(0))
+            if is_c(v):
+                return wide.const(wrap(v.value, src))
+            return wide.widen(self, v, src)
+        # src is 64-bit
+        if is_float(dst):
+            cv = wide.const_value(v)
+            if cv is not None:
+                return C(floatconst.from_int64(cv, src.signed))
+            return self.call_lib("__qg_ll2f" if src.signed else "__qg_ull2f", [v])
+        if isinstance(dst, IntType):
+            cv = wide.const_value(v)
+            if cv is not None:
+                return C(wrap(cv, dst))
+            return wide.narrow(self, v, dst)
+        return v.lo  # a pointer from the constant 0
+
+    def low_word(self, v, t: Type):
+        """An index or offset of type t as a 32-bit value (addresses are 32 bits)."""
+        return v.lo if is_wide(t) else v
+
     # ------------------------------------------------------------------ memory
 
     def base_reg(self, lv: MemLV) -> tuple[int, int]:
@@ -465,8 +540,13 @@ class KernelGen:
             return t, 0
         return lv.base, lv.off
 
-    def load(self, lv: MemLV) -> int:
+    def load(self, lv: MemLV):
         b, off = self.base_reg(lv)
+        if is_wide(lv.elem):
+            lo, hi = self.new(), self.new()
+            self.emit(Op.LD, lo, b, imm=off)
+            self.emit(Op.LD, hi, b, imm=off + 1)
+            return Pair(lo, hi)
         t = self.new()
         self.emit(Op.LD, t, b, imm=off)
         if lv.elem == CHAR:
@@ -477,6 +557,12 @@ class KernelGen:
         """Store v (already converted to the element type) into a cell."""
         if lv.elem == CHAR:
             v = self.alu(Op.AND, v, C(0xFF))
+        if is_wide(lv.elem):
+            lo, hi = self.reg(v.lo), self.reg(v.hi)
+            b, off = self.base_reg(lv)
+            self.emit(Op.ST, -1, b, lo, imm=off)
+            self.emit(Op.ST, -1, b, hi, imm=off + 1)
+            return
         v = self.reg(v)
         b, off = self.base_reg(lv)
         self.emit(Op.ST, -1, b, v, imm=off)
@@ -522,17 +608,17 @@ class KernelGen:
         arr = e.base.arr
         if arr is not None:
             base, off = self.array_addr(e.base)
-            stride = 1
+            stride = words(arr.elem)
             for d in arr.dims[1:]:
                 stride *= d
         else:
             base, off = self.ptr_addr(e.base)
-            stride = 1
+            stride = words(e.base.ty.elem)
         rest, c = self.split_const(e.index)
-        off += c * stride
+        off += to_s32(c) * stride
         if rest is None:
             return base, off
-        return self.add_offset(base, off, self.val(rest), stride)
+        return self.add_offset(base, off, self.low_word(self.val(rest), rest.ty), stride)
 
     def array_addr(self, e: A.Expr) -> tuple["int | None", int]:
         """Address of an array or array row expression."""
@@ -553,13 +639,14 @@ class KernelGen:
             base, off = self.ptr_addr(p)
             rest, c = self.split_const(ie)
             sign = -1 if pe.op == "-" else 1
-            off += sign * c
+            w = words(p.ty.elem)
+            off += sign * to_s32(c) * w
             if rest is None:
                 return base, off
-            iv = self.val(rest)
+            iv = self.low_word(self.val(rest), rest.ty)
             if sign < 0:
                 iv = self.alu(Op.MUL, iv, C(-1))
-            return self.add_offset(base, off, iv, 1)
+            return self.add_offset(base, off, iv, w)
         if isinstance(pe, A.Unary) and pe.op == "&":
             lv = self.lvalue(pe.operand)
             assert isinstance(lv, MemLV)
@@ -580,6 +667,8 @@ class KernelGen:
             if is_c(v):  # an unassigned parameter bound to a constant: give it a register
                 r = self.reg(v)
                 self.env[sym] = r
+            elif isinstance(v, Pair) and (is_c(v.lo) or is_c(v.hi)):
+                self.env[sym] = Pair(self.reg(v.lo), self.reg(v.hi))
             return VarLV(sym)
         if isinstance(e, A.Index):
             base, off = self.index_addr(e)
@@ -615,7 +704,7 @@ class KernelGen:
     def val(self, e: A.Expr):
         """The value of e (decayed arrays give their address)."""
         if e.const is not None and not is_ptr(e.ty):
-            return C(e.const)
+            return wide.const(e.const) if is_wide(e.ty) else C(e.const)
         if e.fconst is not None:
             return C(e.fconst)
         saved = self.line
@@ -633,9 +722,7 @@ class KernelGen:
         if sym.kind == "shared":
             return self.load(MemLV(None, self.mem_addr(sym), sym.ty))
         if sym not in self.env and sym.kind == "param" and sym in self.fs.params:
-            t = self.new()  # a kernel parameter re-read where it is used
-            self.emit(Op.LDC, t, imm=sym.index)
-            return t
+            return self.load_param(sym)  # a kernel parameter re-read where it is used
         v = self.env[sym]
         if isinstance(v, MemLV):  # a reference parameter bound to a memory cell
             return self.load(v)
@@ -656,6 +743,14 @@ class KernelGen:
                 return C(off)
             return base if off == 0 else self.alu(Op.ADD, base, C(off))
         v = self.val(e.operand)
+        if is_wide(e.operand.ty):
+            if op == "-":
+                return wide.neg(self, v)
+            if op == "~":
+                return wide.bitwise(self, Op.XOR, v, wide.const(-1))
+            if op == "!":
+                return self.alu(Op.SEQ, wide.either(self, v), C(0))
+            return v
         if is_float(e.operand.ty):
             if op == "+":
                 return v
@@ -679,10 +774,16 @@ class KernelGen:
         old = self.read(lv)
         delta = 1 if e.op == "++" else -1
         if isinstance(lv, VarLV) and want and not e.prefix:
-            copy = self.new()
+            copy = self.new_like(t)
             self.mov(copy, old)
             old = copy
-        if is_float(t):
+        if is_wide(t):
+            new = wide.add(self, old, wide.const(delta))
+            stored = self.assign_to(lv, new, t, t, want and e.prefix)
+        elif is_ptr(t) and words(t.elem) == 2:
+            new = self.alu(Op.ADD, old, C(2 * delta))
+            stored = self.assign_to(lv, new, t, t, want and e.prefix)
+        elif is_float(t):
             new = self.float_arith("+", old, C(floatconst.from_int(delta, True)))
             stored = self.assign_to(lv, new, t, t, want and e.prefix)
         else:
@@ -699,13 +800,17 @@ class KernelGen:
         lt, rt = e.left.ty, e.right.ty
         if op in ("+", "-") and (is_ptr(lt) or is_ptr(rt)):
             if op == "-" and is_ptr(lt) and is_ptr(rt):
-                return self.alu(Op.SUB, self.val(e.left), self.val(e.right))
+                d = self.alu(Op.SUB, self.val(e.left), self.val(e.right))
+                return self.alu(Op.SRA, d, C(1)) if words(lt.elem) == 2 else d  # elements, not cells
             base, off = self.ptr_addr(e)
             if base is None:
                 return C(off)
             return base if off == 0 else self.alu(Op.ADD, base, C(off))
         a = self.convert(self.val(e.left), lt, e.opty)
-        b = self.convert(self.val(e.right), rt, e.opty)
+        if op in ("<<", ">>"):  # the amount keeps its own type; its low word is what counts
+            b = self.low_word(self.val(e.right), rt)
+        else:
+            b = self.convert(self.val(e.right), rt, e.opty)
         if op in ("<", ">", "<=", ">=", "==", "!="):
             t, neg = self.compare(op, a, b, e.opty)
             return self.alu(Op.XOR, t, C(1)) if neg else t
@@ -714,6 +819,8 @@ class KernelGen:
     def arith(self, op: str, a, b, t: IntType):
         if is_float(t):
             return self.float_arith(op, a, b)
+        if is_wide(t):
+            return wide.arith(self, op, a, b, t)
         if is_c(a) and is_c(b):
             return C(fold_binary(op, a.value, b.value, t))
         if op in ("+", "*", "&", "|", "^") and is_c(a):
@@ -766,6 +873,8 @@ class KernelGen:
                           ">=": ("__qg_fle", True), "==": ("__qg_feq", False)}[op]
             return self.call_lib(name, [b, a] if swap else [a, b]), False
         signed = t.signed
+        if is_wide(t):
+            return wide.compare(self, op, a, b, signed)
         slt = Op.SLT if signed else Op.SLTU
         if is_c(a) and is_c(b):
             return C(fold_binary(op, a.value, b.value, t)), False
@@ -813,6 +922,8 @@ class KernelGen:
             return v
         if is_float(e.ty):
             return self.float_truth(v)
+        if isinstance(v, Pair):
+            return wide.truth(self, v)
         if is_c(v):
             return C(int(v.value != 0))
         return self.alu(Op.SNE, v, C(0))
@@ -864,6 +975,8 @@ class KernelGen:
         self.line = saved
 
     def cond_jump(self, v, nonzero: bool, lab: int) -> None:
+        if isinstance(v, Pair):
+            v = wide.either(self, v)
         if is_c(v):
             if (v.value != 0) == nonzero:
                 self.emit(Op.BRA, target=lab)
@@ -893,6 +1006,9 @@ class KernelGen:
         lv = self.lvalue(e.target)
         old = self.read(lv)
         if is_ptr(tt):
+            rv = self.low_word(rv, e.value.ty)
+            if words(tt.elem) == 2:
+                rv = self.alu(Op.SHL, rv, C(1))
             if op == "-":
                 rv = C(-rv.value) if is_c(rv) else self.alu(Op.MUL, rv, C(-1))
             new = old if is_c(rv) and rv.value & MASK32 == 0 else self.alu(Op.ADD, old, rv)
@@ -900,6 +1016,10 @@ class KernelGen:
         if is_float(e.opty):
             old = self.convert(old, tt, FLOAT)
             rv = self.convert(rv, e.value.ty, FLOAT)
+        elif is_wide(e.opty) or is_wide(e.value.ty):
+            old = self.convert(old, tt, e.opty)
+            rv = (self.low_word(rv, e.value.ty) if op in ("<<", ">>")
+                  else self.convert(rv, e.value.ty, e.opty))
         new = self.arith(op, old, rv, e.opty)
         return self.assign_to(lv, new, e.opty, tt, want)
 
@@ -913,7 +1033,7 @@ class KernelGen:
                 return None
             return self.convert(self.val(chosen), chosen.ty, e.ty)
         else_l, end_l = self.label(), self.label()
-        res = None if void else self.new()
+        res = None if void else self.new_like(e.ty)
         self.branch(e.cond, else_l, False)
         for i, arm in enumerate((e.then, e.other)):
             if void:
@@ -965,6 +1085,12 @@ class KernelGen:
         if callee in ("min", "max") and is_float(e.ty):
             args = [self.convert(self.val(a), a.ty, FLOAT) for a in e.args]
             return self.float_func("fminf" if callee == "min" else "fmaxf", args)
+        if callee in ("min", "max") and is_wide(e.ty):
+            a = self.convert(self.val(e.args[0]), e.args[0].ty, e.ty)
+            b = self.convert(self.val(e.args[1]), e.args[1].ty, e.ty)
+            return wide.minmax(self, callee, a, b, e.ty.signed)
+        if callee == "abs" and is_wide(e.ty):
+            return wide.abs_(self, self.convert(self.val(e.args[0]), e.args[0].ty, e.ty))
         if callee in ("min", "max"):
             t = e.ty
             a = self.convert(self.val(e.args[0]), e.args[0].ty, t)
@@ -999,6 +1125,14 @@ class KernelGen:
             return self.float_atomic_add(base, off, vals[0])
         if name in ("atomicInc", "atomicDec"):
             return intrinsics.atomic_inc_dec(self, base, off, vals[0], name)
+        if is_wide(elem):  # atomicAdd on unsigned long long: the low word, then the high word and carry
+            v = vals[0]
+            old_lo, old_hi = self.new(), self.new()
+            self.emit(Op.ATOM, old_lo, base, self.reg(v.lo), imm=off, mod=AtomOp.ADD)
+            carry = self.alu(Op.SLTU, self.alu(Op.ADD, old_lo, v.lo), old_lo)
+            self.emit(Op.ATOM, old_hi, base, self.reg(self.alu(Op.ADD, v.hi, carry)), imm=off + 1,
+                      mod=AtomOp.ADD)
+            return Pair(old_lo, old_hi)
         rd = self.new()
         if name == "atomicCAS":
             cmp, new = vals
@@ -1030,9 +1164,10 @@ class KernelGen:
                 args.append(self.env[lv.sym] if isinstance(lv, VarLV) else lv)
                 continue
             v = self.convert(self.val(a), a.ty, pt)
-            if not is_c(v) and v in self.var_regs and (i + 1 < len(e.args) or any(binds)):
+            held = v.regs() if isinstance(v, Pair) else () if is_c(v) else (v,)
+            if any(r in self.var_regs for r in held) and (i + 1 < len(e.args) or any(binds)):
                 # A later argument (or a reference) might modify the variable: pass its current value.
-                r = self.new()
+                r = self.new_like(pt)
                 self.mov(r, v)
                 v = r
             args.append(v)
@@ -1040,18 +1175,18 @@ class KernelGen:
             if bound:
                 self.env[sym] = v
             elif sym.assigned:
-                r = self.new()
+                r = self.new_like(sym.ty)
                 self.mov(r, v)
                 self.env[sym] = r
-                self.var_regs.add(r)
+                self.var_regs.update(r.regs() if isinstance(r, Pair) else (r,))
             else:
                 self.env[sym] = v
-        ret_reg = None if isinstance(fs.ret, VoidType) else self.new()
+        ret_reg = None if isinstance(fs.ret, VoidType) else self.new_like(fs.ret)
         frame = Frame(fs, self.label(), ret_reg)
         self.frames.append(frame)
         if ret_reg is not None and not self.always_returns(fd.body):
             # Falling off the end of a non-void function is undefined; make it 0.
-            self.emit(Op.MOV, ret_reg, imm=0, use_imm=True)
+            self.mov(ret_reg, wide.const(0) if isinstance(ret_reg, Pair) else C(0))
         for item in fd.body.items:
             self.stmt(item)
         self.frames.pop()
@@ -1146,17 +1281,17 @@ class KernelGen:
         line = 0 if self.in_routine else self.line
         self.code.append(VI(Op.MOV, r.link, imm=0, use_imm=True, target=back, line=line))
         call = VI(Op.BRA, target=r.entry, line=line)
-        call.extra_reads = tuple(r.params) + (r.link,)
+        call.extra_reads = _flat(r.params) + (r.link,)
         call.clobbers = r.clobbers
         self.code.append(call)
         self.place(back)
-        out = self.new()
+        out = Pair(self.new(), self.new()) if isinstance(r.ret, Pair) else self.new()
         self.mov(out, r.ret)
         return out
 
     def emit_routine(self, name: str) -> Routine:
         fs = library()[name]
-        r = Routine(self.label(), [self.new() for _ in fs.params], self.new(), self.new())
+        r = Routine(self.label(), [self.new_like(p.ty) for p in fs.params], self.new_like(fs.ret), self.new())
         self.routines[name] = r
         saved = (self.code, self.frames, self.in_routine, self.line, self.fma_only)
         self.code, self.frames, self.in_routine = [], [], True
@@ -1164,7 +1299,7 @@ class KernelGen:
         self.place(r.entry)
         for sym, v in zip(fs.params, r.params):
             if sym.assigned:
-                copy = self.new()
+                copy = self.new_like(sym.ty)
                 self.mov(copy, v)
                 self.env[sym] = copy
             else:
@@ -1175,7 +1310,7 @@ class KernelGen:
             self.stmt(item)
         self.place(frame.ret_label)
         jr = VI(Op.JR, rs1=r.link, line=0)
-        jr.extra_reads = (r.ret,)
+        jr.extra_reads = _flat([r.ret])
         self.code.append(jr)
         writes = set()
         for vi in self.code:

@@ -86,6 +86,27 @@ def from_int(value: int, signed: bool) -> int:
     return _bits(np.float32(value))
 
 
+def from_int64(value: int, signed: bool) -> int:
+    """(float) of a 64-bit integer value, rounded once to nearest even (exact rational)."""
+    value &= (1 << 64) - 1
+    if signed and value >> 63:
+        return decimal_to_bits(Fraction((1 << 64) - value)) | SIGN
+    return decimal_to_bits(Fraction(value))
+
+
+def to_int64(bits: int, signed: bool) -> int:
+    """(long long)f / (unsigned long long)f as CUDA's cvt.rzi: truncation, NaN -> 0, saturating
+    at the type's limits (negative values -> 0 for unsigned)."""
+    if is_nan(bits):
+        return 0
+    x = Fraction(float(_f32(bits))) if (bits & 0x7F800000) != 0x7F800000 else None
+    lo, hi = (-(1 << 63), (1 << 63) - 1) if signed else (0, (1 << 64) - 1)
+    if x is None:
+        return hi if not bits & SIGN else lo
+    v = int(x)  # truncates toward zero
+    return min(max(v, lo), hi)
+
+
 def to_int(bits: int) -> int:
     """(int)f as the machine computes it: truncation, NaN -> 0, saturating (an s32 value)."""
     if is_nan(bits):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..isa import MASK32, Op, ShflMode, SReg, VoteMode
 from ..spec import SPEC
 from . import ast as A
-from .types import INT, UINT, is_float
+from .types import INT, UINT, is_float, is_wide
 
 if TYPE_CHECKING:  # pragma: no cover
     from .codegen import KernelGen
@@ -37,10 +37,17 @@ def _operand(g: "KernelGen", v):
 def warp(g: "KernelGen", e: A.Call, name: str):
     from .codegen import C
     args = e.args
-    if name == "clock":
+    if name in ("clock", "clock64"):
         t = g.new()
         g.emit(Op.S2R, t, mod=SReg.CLOCK)
+        if name == "clock64":  # the same count, zero-extended (2^32 warp instructions never run)
+            from .wide import Pair
+            return Pair(t, C(0))
         return t
+    if name.startswith("__reduce_"):
+        return reduce_sync(g, e, name[9:].split("_")[0])
+    if name == "__match_all_sync":
+        return match_all(g, e)
     if name == "__syncwarp":
         for a in args:
             g.effect(a)
@@ -77,6 +84,8 @@ def warp(g: "KernelGen", e: A.Call, name: str):
         return t
     mask = g.convert(g.val(args[0]), args[0].ty, UINT)
     v = g.val(args[1])
+    if is_wide(args[1].ty):  # __match_any_sync of a 64-bit value: lanes whose both halves match
+        return _match64(g, v, mask)
     if is_float(args[1].ty) and name != "__match_any_sync":
         v = g.float_truth(v)
     v = g.reg(v)
@@ -97,14 +106,11 @@ def integer(g: "KernelGen", e: A.Call, name: str):
     if name == "__clz":
         return clz(g, args[0])
     if name == "__ffs":
-        x = args[0]
-        lsb = alu(Op.AND, x, alu(Op.SUB, C(0), x))
-        return alu(Op.SUB, C(32), clz(g, lsb))
+        return ffs(g, args[0])
     if name == "__brev":
-        x = args[0]
-        for k, m in ((1, 0x55555555), (2, 0x33333333), (4, 0x0F0F0F0F), (8, 0x00FF00FF), (16, 0x0000FFFF)):
-            x = alu(Op.OR, alu(Op.AND, alu(Op.SHR, x, C(k)), C(m)), alu(Op.SHL, alu(Op.AND, x, C(m)), C(k)))
-        return x
+        return brev(g, args[0])
+    if name.endswith("ll") or name.endswith("64hi"):
+        return integer64(g, name, args)
     if name == "__byte_perm":
         return byte_perm(g, *args)
     if name in ("__mul24", "__umul24"):
@@ -127,6 +133,122 @@ def integer(g: "KernelGen", e: A.Call, name: str):
         d = alu(Op.SUB, x, y)
         return alu(Op.ADD, alu(Op.SUB, alu(Op.XOR, d, m), m), z)
     raise AssertionError(name)  # pragma: no cover
+
+
+def brev(g: "KernelGen", x):
+    from .codegen import C
+    alu = g.alu
+    for k, m in ((1, 0x55555555), (2, 0x33333333), (4, 0x0F0F0F0F), (8, 0x00FF00FF), (16, 0x0000FFFF)):
+        x = alu(Op.OR, alu(Op.AND, alu(Op.SHR, x, C(k)), C(m)), alu(Op.SHL, alu(Op.AND, x, C(m)), C(k)))
+    return x
+
+
+def integer64(g: "KernelGen", name: str, args: list):
+    """The 64-bit integer intrinsics on register pairs (frontend/wide.py)."""
+    from .codegen import C
+    from . import wide
+    from .wide import Pair
+    alu = g.alu
+    if name == "__popcll":
+        x = args[0]
+        return alu(Op.ADD, popc(g, x.lo), popc(g, x.hi))
+    if name == "__clzll":  # clz(hi), plus clz(lo) when hi is 0
+        x = args[0]
+        return alu(Op.ADD, clz(g, x.hi), alu(Op.AND, clz(g, x.lo), alu(Op.SUB, C(0), alu(Op.SEQ, x.hi, C(0)))))
+    if name == "__ffsll":  # ffs(lo), or 32 + ffs(hi) when lo is 0 (0 when both are)
+        x = args[0]
+        f_hi = ffs(g, x.hi)
+        f_hi = alu(Op.ADD, f_hi, alu(Op.SHL, alu(Op.SNE, f_hi, C(0)), C(5)))
+        return alu(Op.ADD, ffs(g, x.lo), alu(Op.AND, f_hi, alu(Op.SUB, C(0), alu(Op.SEQ, x.lo, C(0)))))
+    if name == "__brevll":
+        x = args[0]
+        return Pair(brev(g, x.hi), brev(g, x.lo))
+    a, b = args  # __umul64hi, __mul64hi: the high 64 bits of the 128-bit product
+    z = C(0)
+
+    def full(x, y) -> Pair:
+        return Pair(alu(Op.MUL, x, y), umulhi(g, x, y))
+    p00, p01, p10, p11 = full(a.lo, b.lo), full(a.lo, b.hi), full(a.hi, b.lo), full(a.hi, b.hi)
+    mid = wide.add(g, wide.add(g, Pair(p00.hi, z), Pair(p01.lo, z)), Pair(p10.lo, z))
+    hi = wide.add(g, wide.add(g, p11, Pair(p01.hi, z)), Pair(p10.hi, z))
+    hi = wide.add(g, hi, Pair(mid.hi, z))
+    if name == "__mul64hi":  # signed: subtract b when a < 0 and a when b < 0 (mod 2^64)
+        sa, sb = alu(Op.SRA, a.hi, C(31)), alu(Op.SRA, b.hi, C(31))
+        hi = wide.sub(g, hi, wide.bitwise(g, Op.AND, b, Pair(sa, sa)))
+        hi = wide.sub(g, hi, wide.bitwise(g, Op.AND, a, Pair(sb, sb)))
+    return hi
+
+
+def ffs(g: "KernelGen", x):
+    from .codegen import C
+    alu = g.alu
+    lsb = alu(Op.AND, x, alu(Op.SUB, C(0), x))
+    return alu(Op.SUB, C(32), clz(g, lsb))
+
+
+def _match64(g: "KernelGen", v, mask):
+    lo, hi = g.new(), g.new()
+    rs2, imm, use_imm = _operand(g, mask)
+    g.emit(Op.VOTE, lo, g.reg(v.lo), rs2, imm=imm, use_imm=use_imm, mod=VoteMode.MATCH)
+    g.emit(Op.VOTE, hi, g.reg(v.hi), rs2, imm=imm, use_imm=use_imm, mod=VoteMode.MATCH)
+    return g.alu(Op.AND, lo, hi)
+
+
+def match_all(g: "KernelGen", e: A.Call):
+    """__match_all_sync(mask, v, &pred): the lanes taking part (a ballot of 1 over the mask) when
+    every one of them holds this lane's value, else 0; pred says which."""
+    from .codegen import C, MemLV, VarLV
+    args = e.args
+    mask = g.convert(g.val(args[0]), args[0].ty, UINT)
+    v = g.val(args[1])
+    rs2, imm, use_imm = _operand(g, mask)
+    if is_wide(args[1].ty):
+        m = _match64(g, v, mask)
+    else:
+        m = g.new()
+        g.emit(Op.VOTE, m, g.reg(v), rs2, imm=imm, use_imm=use_imm, mod=VoteMode.MATCH)
+    part = g.new()
+    g.emit(Op.VOTE, part, g.reg(C(1)), rs2, imm=imm, use_imm=use_imm, mod=VoteMode.BALLOT)
+    same = g.alu(Op.SEQ, m, part)
+    p = args[2]
+    if isinstance(p, A.Unary) and p.op == "&" and isinstance(p.operand, A.Name) and \
+            isinstance(g.lvalue(p.operand), VarLV):
+        g.write(g.lvalue(p.operand), same)
+    else:
+        base, off = g.ptr_addr(p)
+        g.store(MemLV(base, off, INT), same)
+    return g.alu(Op.AND, m, g.alu(Op.SUB, C(0), same))
+
+
+def reduce_sync(g: "KernelGen", e: A.Call, op: str):
+    """__reduce_{add,min,max,and,or,xor}_sync(mask, v): every lane reads each lane's value with
+    one SHFL.IDX and combines those of the lanes taking part (a ballot of 1 over the mask).  A
+    lane not taking part gives the caller's own value (docs/qsass.md), which min, max, and, or
+    absorb; for add and xor it is masked to 0."""
+    from .codegen import C
+    alu = g.alu
+    args = e.args
+    mask = g.convert(g.val(args[0]), args[0].ty, UINT)
+    v = g.reg(g.convert(g.val(args[1]), args[1].ty, e.ty))
+    rs2, imm, use_imm = _operand(g, mask)
+    part = g.new()
+    g.emit(Op.VOTE, part, g.reg(C(1)), rs2, imm=imm, use_imm=use_imm, mod=VoteMode.BALLOT)
+    acc = C(0) if op in ("add", "xor") else v
+    for k in range(SPEC.warp_size):
+        x = g.new()
+        g.emit(Op.SHFL, x, v, imm=k, use_imm=True, mod=int(ShflMode.IDX) | ((SPEC.warp_size.bit_length() - 1) << 2))
+        on = alu(Op.SUB, C(0), alu(Op.AND, alu(Op.SHR, part, C(k)), C(1)))  # all ones: lane k takes part
+        if op in ("add", "xor"):
+            acc = alu(Op.ADD if op == "add" else Op.XOR, acc, alu(Op.AND, x, on))
+            continue
+        x = alu(Op.XOR, v, alu(Op.AND, alu(Op.XOR, v, x), on))  # v unless lane k takes part
+        if op in ("and", "or"):
+            acc = alu(Op.AND if op == "and" else Op.OR, acc, x)
+        else:  # acc = x when it wins: acc ^ ((acc ^ x) & -(wins))
+            signed = e.ty == INT
+            lt = alu(Op.SLT if signed else Op.SLTU, *((acc, x) if op == "max" else (x, acc)))
+            acc = alu(Op.XOR, acc, alu(Op.AND, alu(Op.XOR, acc, x), alu(Op.SUB, C(0), lt)))
+    return acc
 
 
 def popc(g: "KernelGen", x):

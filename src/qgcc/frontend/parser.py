@@ -85,10 +85,8 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "protected": "'protected' is not supported (no classes)",
     "typeid": "'typeid' is not supported",
     "wchar_t": "'wchar_t' is not supported",
-    "int64_t": "'int64_t' is not supported (no 64-bit integers)",
     "int16_t": "'int16_t' is not supported ('short' is not supported)",
     "uint16_t": "'uint16_t' is not supported ('short' is not supported)",
-    "uint64_t": "'uint64_t' is not supported (no 64-bit integers)",
 }
 
 _REGEX_TERMINAL_NAMES = {

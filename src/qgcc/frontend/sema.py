@@ -18,8 +18,8 @@ from ..isa import SReg
 from ..spec import SPEC
 from . import ast as A
 from . import floatconst
-from .types import (BOOL, BUILTIN_TYPEDEFS, CHAR, FLOAT, INT, UCHAR, UINT, VOID, ArrayType,
-                    FloatType, IntType,
+from .types import (BOOL, BUILTIN_TYPEDEFS, CHAR, FLOAT, INT, LLONG, UCHAR, UINT, ULLONG, VOID, ArrayType,
+                    FloatType, IntType, is_wide, words,
                     PtrType, Type, is_float,
                     VoidType, fold_binary, is_arith, is_int, is_ptr, is_scalar, promote,
                     usual_arithmetic, wrap)
@@ -123,6 +123,9 @@ BIT_CASTS = {"__float_as_int": INT, "__float_as_uint": UINT, "__int_as_float": F
 WARP_FUNCS = {"__shfl_sync": (3, 4), "__shfl_up_sync": (3, 4), "__shfl_down_sync": (3, 4),
               "__shfl_xor_sync": (3, 4), "__ballot_sync": (2,), "__any_sync": (2,), "__all_sync": (2,),
               "__match_any_sync": (2,), "__activemask": (0,), "__syncwarp": (0, 1), "clock": (0,),
+              "clock64": (0,), "__match_all_sync": (3,), "__reduce_add_sync": (2,), "__reduce_min_sync": (2,),
+              "__reduce_max_sync": (2,), "__reduce_and_sync": (2,), "__reduce_or_sync": (2,),
+              "__reduce_xor_sync": (2,),
               # cg::reduce over a tile (frontend/coopgroups.py): (value, tile size)
               "__qg_reduce_add": (2,), "__qg_reduce_max": (2,), "__qg_reduce_min": (2,)}
 # Integer intrinsics: name -> (parameter types, result type), as CUDA declares them.
@@ -130,12 +133,16 @@ INT_FUNCS = {"__popc": ((UINT,), INT), "__clz": ((INT,), INT), "__ffs": ((INT,),
              "__brev": ((UINT,), UINT), "__byte_perm": ((UINT, UINT, UINT), UINT),
              "__mul24": ((INT, INT), INT), "__umul24": ((UINT, UINT), UINT),
              "__mulhi": ((INT, INT), INT), "__umulhi": ((UINT, UINT), UINT),
-             "__sad": ((INT, INT, UINT), UINT), "__usad": ((UINT, UINT, UINT), UINT)}
+             "__sad": ((INT, INT, UINT), UINT), "__usad": ((UINT, UINT, UINT), UINT),
+             # 64-bit forms (frontend/wide.py)
+             "__popcll": ((ULLONG,), INT), "__clzll": ((LLONG,), INT), "__ffsll": ((LLONG,), INT),
+             "__brevll": ((ULLONG,), ULLONG), "__mul64hi": ((LLONG, LLONG), LLONG),
+             "__umul64hi": ((ULLONG, ULLONG), ULLONG)}
 # atomicInc/atomicDec, and the _block/_system scopes of every atomic (one block runs at a time,
 # so every scope is the same).
 ATOMICS |= {"atomicInc", "atomicDec"}
 ATOMIC_SCOPES = {f"{a}{sfx}": a for a in ATOMICS for sfx in ("_block", "_system")}
-BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs"} | set(FLOAT_FUNCS) | set(BIT_CASTS) | \
+BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(FLOAT_FUNCS) | set(BIT_CASTS) | \
     set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES) | set(MATH_FUNCS)
 
 UNSUPPORTED_FUNCS = {
@@ -152,12 +159,6 @@ for _n in ("__threadfence", "__threadfence_block", "__syncthreads_count", "__syn
     UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported"
 for _n in ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__ballot", "__any", "__all"):
     UNSUPPORTED_FUNCS[_n] = f"'{_n}' was removed in CUDA 9; use {_n}_sync(0xffffffff, ...)"
-for _n in ("__match_all_sync", "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync",
-           "__reduce_and_sync", "__reduce_or_sync", "__reduce_xor_sync"):
-    UNSUPPORTED_FUNCS[_n] = (f"'{_n}' is not supported (warp intrinsics: __shfl*_sync, __ballot_sync, "
-                             "__any_sync, __all_sync, __match_any_sync, __activemask, __syncwarp)")
-UNSUPPORTED_FUNCS["clock64"] = ("'clock64' is not supported (no 64-bit integers); clock() counts the same "
-                                "warp instructions in 32 bits")
 for _n in ("fadd", "fsub", "fmul", "fdiv", "fmaf", "frcp", "fsqrt"):
     for _m in ("rz", "ru", "rd"):
         UNSUPPORTED_FUNCS[f"__{_n}_{_m}"] = (f"'__{_n}_{_m}' is not supported (only round to nearest: "
@@ -184,7 +185,8 @@ BASE_TYPES = {
 }
 # Element types that fill a 32-bit cell exactly, as in CUDA: pointers to them convert freely.
 CELL_TYPES = (INT, UINT, FLOAT)
-PARAM_CTYPES = {"int": "int", "unsigned": "unsigned", "bool": "bool", "char": "char", "uchar": "uchar"}
+PARAM_CTYPES = {"int": "int", "unsigned": "unsigned", "bool": "bool", "char": "char", "uchar": "uchar",
+                "llong": "llong", "ullong": "ullong"}
 
 
 @dataclass
@@ -259,8 +261,9 @@ class Sema:
                 raise self.error(s, "'double' is not supported; use 'float' (the machine has no "
                                     "64-bit floating point)")
             if t == "long":
-                raise self.error(s, "'long long' is not supported" if len(longs) > 1
-                                 else "'long' is not supported")
+                if len(longs) > 2 and s is longs[2]:
+                    raise self.error(s, "'long long long' is too long")
+                continue
             if t == "short":
                 raise self.error(s, "'short' is not supported")
             if t == "auto":
@@ -297,6 +300,15 @@ class Sema:
                                             or s.typename) + "'")
             base, tconst = self.typedefs[tdef.text]
             return SpecInfo(base, const or tconst, storage, specs[0])
+        if longs:
+            # long, long long, long int, unsigned long long, ...: 64 bits (LP64, as CUDA on Linux)
+            if tdef is not None or set(words) - {"int", "signed", "unsigned"} or \
+                    {"signed", "unsigned"} <= set(words):
+                later = max([*longs, *words.values(), *([tdef] if tdef else [])], key=lambda s: (s.line, s.col))
+                raise self.error(later, "invalid combination of type specifiers '"
+                                 + " ".join(s.text for s in specs if s.text in TYPE_WORDS + ("long",)
+                                            or s.typename) + "'")
+            return SpecInfo(ULLONG if "unsigned" in words else LLONG, const, storage, specs[0])
         if not words:
             raise self.error(specs[0], f"missing type specifier in {what}")
         key = tuple(sorted(words))
@@ -535,9 +547,13 @@ class Sema:
             ref_consts.append(p.ref is not None and readonly)
             ptypes.append(t)
             pnames.append((p, t, readonly))
-        if kind == "global" and len(ptypes) > SPEC.max_params:
-            raise self.error(d, f"kernel '{d.name}' has {len(ptypes)} parameters; the machine "
-                                f"allows at most {SPEC.max_params}")
+        nwords = sum(1 if isinstance(t, PtrType) else words(t) for t in ptypes)
+        if kind == "global" and nwords > SPEC.max_params:
+            raise self.error(d, f"kernel '{d.name}' has {len(ptypes)} parameters ({nwords} words: a 64-bit "
+                                f"one takes two); the machine allows at most {SPEC.max_params}"
+                             if nwords > len(ptypes) else
+                             f"kernel '{d.name}' has {len(ptypes)} parameters; the machine "
+                             f"allows at most {SPEC.max_params}")
         prev = self.functions.get(d.name)
         if d.name in self.globals:
             raise self.error(d, f"redefinition of '{d.name}' (a constant)")
@@ -559,6 +575,7 @@ class Sema:
             fs.params = []
             seen: set[str] = set()
             named = {p.name for p, _, _ in pnames if p.name is not None}
+            word = 0  # a parameter's first word (LDC index): 64-bit scalars take two
             for i, (p, t, readonly) in enumerate(pnames):
                 name = p.name
                 if name is None:  # an unnamed parameter still needs a name in Kernel.params
@@ -568,8 +585,9 @@ class Sema:
                 elif name in seen:
                     raise self.error(p, f"redefinition of parameter '{p.name}'")
                 seen.add(name)
-                fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=i,
+                fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=word,
                                         hidden=p.name is None, ref=p.ref is not None))
+                word += 1 if isinstance(t, PtrType) else words(t)
         return fs
 
     def function_body(self, fs: FuncSym, fd: A.FunctionDef) -> None:
@@ -992,6 +1010,9 @@ class Sema:
                                    "array or scalar")
         if not is_arith(info.base):
             raise self.error(decl, f"__constant__ variable '{decl.name}' has type '{info.base}'")
+        if is_wide(info.base):
+            raise self.error(decl, f"__constant__ variables of 64-bit type are not supported ('{decl.name}'); "
+                                   "pass a 'const long long *' buffer")
         if len(decl.arrays) > 2:
             raise self.error(decl, "__constant__ arrays have at most 2 dimensions")
         base, init, arrays = info.base, it.init, decl.arrays
@@ -1024,7 +1045,12 @@ class Sema:
             if e.fconst is not None:
                 return e.fconst
             if e.const is not None:
-                return floatconst.from_int(e.const, e.ty.signed)
+                return (floatconst.from_int64 if is_wide(e.ty) else floatconst.from_int)(e.const, e.ty.signed)
+        elif is_wide(ty):  # both cells in one int, the low word first (split by the caller)
+            if e.fconst is not None:
+                return wrap(floatconst.to_int64(e.fconst, ty.signed), ty) & ((1 << 64) - 1)
+            if e.const is not None:
+                return wrap(e.const, ty) & ((1 << 64) - 1)
         elif e.fconst is not None:
             fc = e.fconst
             v = (int(floatconst.truth(fc)) if ty.kind == "bool" else floatconst.to_uint(fc)
@@ -1108,16 +1134,29 @@ class Sema:
             value = int(digits, 8)
         else:
             value = int(digits)
-        if suffix and suffix not in ("u", "U"):
-            if re.fullmatch(r"[uU]?[lL]{1,2}[uU]?", suffix):
-                raise self.error(e, f"integer literal suffix '{suffix}' is not supported "
-                                    "('long' is not supported)")
+        m = re.fullmatch(r"(?:([uU])(l|L|ll|LL)?|(l|L|ll|LL)([uU])?)?", suffix)
+        if m is None:
             raise self.error(e, f"invalid suffix '{suffix}' on integer literal")
-        if value > 0xFFFFFFFF:
-            raise self.error(e, f"integer literal '{e.text}' does not fit in 32 bits")
-        t = UINT if suffix or value > INT_MAX else INT
-        e.const = value
-        return t
+        unsigned = bool(m.group(1) or m.group(4))
+        long_ = bool(m.group(2) or m.group(3))
+        if value > (1 << 64) - 1:
+            raise self.error(e, f"integer literal '{e.text}' is too large (it does not fit in 64 bits)")
+        # C++'s rule: the first type of the list that holds the value; a decimal literal without
+        # 'u' is never unsigned (long is 64 bits, so long and long long are one type here).
+        decimal = not digits.startswith("0") or digits == "0"
+        if unsigned:
+            cands = [ULLONG] if long_ else [UINT, ULLONG]
+        elif decimal:
+            cands = [LLONG] if long_ else [INT, LLONG]
+        else:
+            cands = [LLONG, ULLONG] if long_ else [INT, UINT, LLONG, ULLONG]
+        fits = [t for t in cands if value <= {"int": INT_MAX, "unsigned": 0xFFFFFFFF,
+                                              "llong": (1 << 63) - 1, "ullong": (1 << 64) - 1}[t.kind]]
+        if not fits:
+            raise self.error(e, f"integer literal '{e.text}' is too large for 'long long'; write "
+                                f"'{e.text}ull'")
+        e.const = wrap(value, fits[0])
+        return fits[0]
 
     def check_CharLit(self, e: A.CharLit) -> Type:
         body = e.text[1:-1]
@@ -1434,7 +1473,8 @@ class Sema:
                                 f"supported ('{st}' to '{t}')")
         if isinstance(t, FloatType):
             if e.operand.const is not None:
-                e.fconst = floatconst.from_int(e.operand.const, st.signed)
+                e.fconst = (floatconst.from_int64 if is_wide(st) else floatconst.from_int)(e.operand.const,
+                                                                                          st.signed)
             elif e.operand.fconst is not None:
                 e.fconst = e.operand.fconst
             return t
@@ -1443,6 +1483,8 @@ class Sema:
             if fc is not None:
                 if t.kind == "bool":
                     e.const = int(floatconst.truth(fc))
+                elif t.wide:
+                    e.const = wrap(floatconst.to_int64(fc, t.signed), t)
                 elif t.kind == "unsigned":
                     e.const = floatconst.to_uint(fc)
                 else:
@@ -1572,10 +1614,15 @@ class Sema:
             want = " or ".join(str(c) for c in counts)
             raise self.error(e, f"'{name}' expects {want} argument{'s' if counts[-1] != 1 else ''}, "
                                 f"got {len(e.args)}")
-        for i, a in enumerate(e.args, start=1):
+        if name == "__match_all_sync":
+            self.match_all_pred(e)
+        for i, a in enumerate(e.args[:2] if name == "__match_all_sync" else e.args, start=1):
             t = self.rvalue(a)
             if not is_arith(t):
                 raise self.error(a, f"argument {i} of '{name}' must be a number (got '{t}')")
+            if is_wide(t) and not (i == 2 and name.startswith("__match")):
+                raise self.error(a, f"argument {i} of '{name}' is 64-bit ('{t}'); the warp intrinsics "
+                                    "take 32-bit values (shuffle the two halves separately)")
             if i != 2 and is_float(t):
                 raise self.error(a, f"argument {i} of '{name}' must be an integer (got '{t}')")
         if name.startswith("__qg_reduce"):
@@ -1591,11 +1638,34 @@ class Sema:
             if is_float(e.args[1].ty):
                 return FLOAT
             return UINT if e.args[1].ty == UINT else INT
-        if name in ("__ballot_sync", "__activemask", "__match_any_sync"):
+        if name.startswith("__reduce_"):
+            if is_float(e.args[1].ty):
+                raise self.error(e.args[1], f"argument 2 of '{name}' must be an integer (got 'float')")
+            signed = name[9:12] in ("add", "min", "max") and promote(e.args[1].ty) == INT
+            return INT if signed else UINT
+        if name == "clock64":
+            return LLONG
+        if name in ("__ballot_sync", "__activemask", "__match_any_sync", "__match_all_sync"):
             return UINT
         if name == "__syncwarp":
             return VOID
         return INT  # __any_sync, __all_sync, clock
+
+    def match_all_pred(self, e: A.Call) -> None:
+        """The third argument of __match_all_sync, where it stores whether all lanes matched: an
+        'int *', or the address of a local int variable (written in its register)."""
+        p = e.args[2]
+        if isinstance(p, A.Unary) and p.op == "&" and isinstance(p.operand, A.Name):
+            t = self.check(p.operand)
+            if self.lvalue_kind(p.operand) == "var":
+                if t != INT:
+                    raise self.error(p, f"argument 3 of '__match_all_sync' must point to an 'int' (got '{t}')")
+                self.check_assignable(p.operand, p, "assign to")
+                p.ty = PtrType(INT)
+                return
+        t = self.rvalue(p)
+        if not isinstance(t, PtrType) or t.elem != INT or t.const:
+            raise self.error(p, f"argument 3 of '__match_all_sync' must be an 'int *' (got '{t}')")
 
     def math_call(self, e: A.Call, name: str) -> Type:
         args, ret = MATH_FUNCS[name][1].split(":")
@@ -1646,12 +1716,16 @@ class Sema:
             if not (is_float(a) if is_float(want) else is_int(a)):
                 raise self.error(e.args[0], f"'{name}' needs a '{want}' argument (got '{a}')")
             return BIT_CASTS[name]
+        forced = None
+        if name in ("llmin", "llmax", "ullmin", "ullmax", "llabs"):  # CUDA's 64-bit spellings
+            forced = ULLONG if name.startswith("u") else LLONG
+            e.callee = name = name[2:] if name.startswith("ll") else name[3:]
         if name in ("min", "max"):
             self.nargs(e, name, 2)
             a, b = (self.rvalue(x) for x in e.args)
-            if not (is_arith(a) and is_arith(b)):
+            if not (is_arith(a) and is_arith(b)) or (forced and not (is_int(a) and is_int(b))):
                 raise self.error(e, f"'{name}' needs integer arguments ('{a}' and '{b}')")
-            t = usual_arithmetic(a, b)
+            t = forced or usual_arithmetic(a, b)
             if is_float(t):
                 return t  # fminf/fmaxf
             ca, cb = e.args[0].const, e.args[1].const
@@ -1665,9 +1739,10 @@ class Sema:
             if not is_int(a):
                 raise self.error(e, f"'abs' needs an integer argument ('{a}')"
                                  + ("; use fabsf" if is_float(a) else ""))
+            t = forced or (LLONG if is_wide(a) else INT)  # C++'s abs(long long) overload
             if e.args[0].const is not None:
-                e.const = wrap(abs(wrap(e.args[0].const, INT)), INT)
-            return INT
+                e.const = wrap(abs(wrap(e.args[0].const, t)), t)
+            return t
         # atomics
         self.nargs(e, name, 3 if name == "atomicCAS" else 2)
         pt = self.rvalue(e.args[0])
@@ -1675,7 +1750,12 @@ class Sema:
         if name in ("atomicInc", "atomicDec") and isinstance(pt, PtrType) and pt.elem != UINT:
             raise self.error(e.args[0], f"first argument of '{name}' must be an 'unsigned int *' pointer "
                                         f"(got '{pt}')")
-        if not isinstance(pt, PtrType) or pt.elem not in ((INT, UINT, FLOAT) if float_ok else (INT, UINT)):
+        if isinstance(pt, PtrType) and is_wide(pt.elem):
+            if name != "atomicAdd" or pt.elem != ULLONG:
+                raise self.error(e.args[0], f"'{name}' on '{pt}' is not supported (the machine's atomics are "
+                                            "32-bit; of the 64-bit atomics only atomicAdd on 'unsigned long long *' "
+                                            "is provided)")
+        elif not isinstance(pt, PtrType) or pt.elem not in ((INT, UINT, FLOAT) if float_ok else (INT, UINT)):
             kinds = "an 'int *', 'unsigned int *' or 'float *'" if float_ok else \
                 "an 'int *' or 'unsigned int *'"
             raise self.error(e.args[0], f"first argument of '{name}' must be {kinds} pointer (got '{pt}')")

@@ -38,18 +38,24 @@ class VoidType(Type):
 
 @dataclass(frozen=True)
 class IntType(Type):
-    kind: str  # 'int' | 'unsigned' | 'bool' | 'char' | 'uchar'
+    kind: str  # 'int' | 'unsigned' | 'bool' | 'char' | 'uchar' | 'llong' | 'ullong'
 
     def name(self) -> str:
-        return {"unsigned": "unsigned int", "uchar": "unsigned char"}.get(self.kind, self.kind)
+        return {"unsigned": "unsigned int", "uchar": "unsigned char", "llong": "long long",
+                "ullong": "unsigned long long"}.get(self.kind, self.kind)
 
     @property
     def signed(self) -> bool:
-        return self.kind in ("int", "char")
+        return self.kind in ("int", "char", "llong")
 
     @property
     def bits(self) -> int:
-        return {"int": 32, "unsigned": 32, "bool": 1, "char": 8, "uchar": 8}[self.kind]
+        return {"int": 32, "unsigned": 32, "bool": 1, "char": 8, "uchar": 8, "llong": 64, "ullong": 64}[self.kind]
+
+    @property
+    def wide(self) -> bool:
+        """A 64-bit integer: a register pair and two memory cells (frontend/wide.py)."""
+        return self.kind in ("llong", "ullong")
 
 
 @dataclass(frozen=True)
@@ -94,15 +100,29 @@ BOOL = IntType("bool")
 CHAR = IntType("char")
 UCHAR = IntType("uchar")
 FLOAT = FloatType()
+# `long` is 64 bits (LP64, as CUDA on Linux), so `long` and `long long` are one type here.
+LLONG = IntType("llong")
+ULLONG = IntType("ullong")
+MASK64 = (1 << 64) - 1
 
 # Typedef names every file has.  size_t is 32 bits because this machine's addresses are; the
 # stdint.h names are the types of those widths that the machine has.
 BUILTIN_TYPEDEFS = {"size_t": UINT, "ptrdiff_t": INT, "int32_t": INT, "uint32_t": UINT,
-                    "int8_t": CHAR, "uint8_t": UCHAR, "clock_t": INT}  # clock(): 32 bits here
+                    "int8_t": CHAR, "uint8_t": UCHAR, "clock_t": INT,  # clock(): 32 bits here
+                    "int64_t": LLONG, "uint64_t": ULLONG}
 
 
 def is_int(t: Type) -> bool:
     return isinstance(t, IntType)
+
+
+def is_wide(t: Type) -> bool:
+    return isinstance(t, IntType) and t.wide
+
+
+def words(t: Type) -> int:
+    """Memory cells (and registers) one value of t takes: 2 for a 64-bit integer, else 1."""
+    return 2 if is_wide(t) else 1
 
 
 def is_float(t: Type) -> bool:
@@ -122,8 +142,8 @@ def is_scalar(t: Type) -> bool:
 
 
 def promote(t):
-    """Integer promotion: bool/char/unsigned char -> int (float stays float: no double)."""
-    if isinstance(t, FloatType):
+    """Integer promotion: bool/char/unsigned char -> int (float and 64-bit types stay)."""
+    if isinstance(t, FloatType) or t.wide:
         return t
     return UINT if t.kind == "unsigned" else INT
 
@@ -133,6 +153,10 @@ def usual_arithmetic(a, b):
     if isinstance(a, FloatType) or isinstance(b, FloatType):
         return FLOAT
     pa, pb = promote(a), promote(b)
+    if ULLONG in (pa, pb):
+        return ULLONG
+    if LLONG in (pa, pb):  # long long holds every unsigned int: the result is signed
+        return LLONG
     return UINT if UINT in (pa, pb) else INT
 
 
@@ -149,6 +173,11 @@ def wrap(value: int, t: Type) -> int:
         if k == "int":
             value &= MASK32
             return value - (1 << 32) if value & 0x80000000 else value
+        if k == "llong":
+            value &= MASK64
+            return value - (1 << 64) if value >> 63 else value
+        if k == "ullong":
+            return value & MASK64
         return value & MASK32
     return value & MASK32  # pointers: cell addresses
 
@@ -197,7 +226,10 @@ def srem(a: int, b: int) -> int:
 
 
 def fold_binary(op: str, a: int, b: int, t: IntType) -> int:
-    """`a op b` evaluated in the (promoted) type t; comparisons return 0/1."""
+    """`a op b` evaluated in the (promoted) type t; comparisons return 0/1.  64-bit types use
+    the same rules at 64 bits (shift amounts modulo 64, division by zero as for 32 bits)."""
+    if isinstance(t, IntType) and t.wide:
+        return _fold64(op, a, b, t)
     ua, ub = a & MASK32, b & MASK32
     if op == "+":
         r = ua + ub
@@ -229,4 +261,29 @@ def fold_binary(op: str, a: int, b: int, t: IntType) -> int:
         return int(ua != 0 or ub != 0)
     else:  # pragma: no cover
         raise ValueError(op)
+    return wrap(r, t)
+
+
+def _fold64(op: str, a: int, b: int, t: IntType) -> int:
+    ua, ub = a & MASK64, b & MASK64
+    sa, sb = wrap(ua, LLONG), wrap(ub, LLONG)
+    if op in ("<", ">", "<=", ">=", "==", "!="):
+        x, y = (sa, sb) if t.signed else (ua, ub)
+        return int({"<": x < y, ">": x > y, "<=": x <= y, ">=": x >= y, "==": x == y, "!=": x != y}[op])
+    if op in ("/", "%"):
+        if t.signed:
+            q, r = (-1 if sa >= 0 else 1, sa) if sb == 0 else (abs(sa) // abs(sb), abs(sa) % abs(sb))
+            if sb != 0:
+                q = -q if (sa < 0) != (sb < 0) else q
+                r = -r if sa < 0 else r
+        else:
+            q, r = (MASK64, ua) if ub == 0 else (ua // ub, ua % ub)
+        return wrap(q if op == "/" else r, t)
+    if op == "<<":
+        return wrap(ua << (ub & 63), t)
+    if op == ">>":
+        return wrap((sa if t.signed else ua) >> (ub & 63), t)
+    r = {"+": ua + ub, "-": ua - ub, "*": ua * ub, "&": ua & ub, "|": ua | ub, "^": ua ^ ub}.get(op)
+    if r is None:
+        return int(bool(ua) and bool(ub)) if op == "&&" else int(bool(ua) or bool(ub))
     return wrap(r, t)

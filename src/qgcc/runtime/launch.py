@@ -25,7 +25,7 @@ Dim3 = tuple[int, int, int]
 class Buffer:
     name: str
     base: int  # first cell
-    length: int  # elements (= cells)
+    length: int  # cells (elements; two per element of a 64-bit type)
     ctype: str
 
 
@@ -35,7 +35,7 @@ class Launch:
     kernel: Kernel
     grid: Dim3
     block: Dim3
-    params: list[int]  # one u32 word per kernel parameter (pointers: base cell address)
+    params: list[int]  # u32 words: one per kernel parameter (pointers: base cell address), two for a 64-bit scalar
     memory: np.ndarray  # uint32 global memory image, one cell per element
     buffers: dict[str, Buffer] = field(default_factory=dict)
     # The layers the program was linked into (a .qg or a checkpoint carries them); None: the
@@ -165,7 +165,8 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
             chunks.append(cells)
             base += int(cells.size)
         else:
-            params.append(scalars[p.name] & 0xFFFFFFFF)
+            v = scalars[p.name]
+            params.extend((v >> (32 * i)) & 0xFFFFFFFF for i in range(p.words))
     if base > SPEC.global_words:
         what = ("the buffers" if not program.constants and not kernel.local_words else
                 "the __constant__ variables, local arrays and buffers")

@@ -18,6 +18,8 @@ SCALAR_RANGES: dict[str, tuple[int, int]] = {
     "bool": (0, 1),
     "char": (-128, 127),
     "uchar": (0, 255),
+    "llong": (-(1 << 63), (1 << 63) - 1),
+    "ullong": (0, (1 << 64) - 1),
 }
 
 
@@ -25,7 +27,8 @@ def check_int(label: str, v: int, p: Param) -> int:
     """An integer scalar, range-checked for the parameter's type."""
     lo, hi = SCALAR_RANGES[p.ctype]
     if not lo <= v <= hi:
-        raise UsageError(f"{label}: {v} is out of range for {p.ctype} ({lo}..{hi})")
+        ctype = {"llong": "long long", "ullong": "unsigned long long"}.get(p.ctype, p.ctype)
+        raise UsageError(f"{label}: {v} is out of range for {ctype} ({lo}..{hi})")
     return v
 
 
