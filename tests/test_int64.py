@@ -105,9 +105,9 @@ def _operands(n: int, seed: int):
 def test_every_operator_and_conversion_matches_gxx(tmp_path, part, launches):
     """One operand pair per thread: every pair of edge values (0, +-1, the 32-bit limits, 2^32,
     the 64-bit limits, ...) and random values over two launches of 128 threads (slow), or the
-    first 12 pairs in the default suite; C++ with -fwrapv is the model (signed
+    8 pairs spread over the table in the default suite; C++ with -fwrapv is the model (signed
     overflow wraps, as on a GPU); undefined cases are left out by the kernel's own guards."""
-    grid, block = (2, 64) if launches == 2 else (1, 12)
+    grid, block = (2, 64) if launches == 2 else (1, 8)
     for launch in range(launches):  # every edge pair over two launches (64 KiB of memory holds 128 threads)
         x, y, u, v, w, z, f = _operands(grid * block, launch)
         args = [("a", x), ("b", y), ("ua", u), ("ub", v), ("c", w), ("d", z), ("fl", f),
@@ -216,19 +216,108 @@ def test_what_is_not_supported_is_named(src, line, col, message):
 
 def test_the_network_agrees_with_the_emulator():
     """A short launch in the network, compared step by step with the emulator: a 64-bit
-    parameter, loads and stores of pairs, add with carry, multiply, compare and shift."""
+    parameter, loads and stores of pairs, add with carry, multiply, compare and shift, and the
+    warp reductions and __match_all_sync (test_int64_intrinsics.py checks them in full)."""
     from lockstep import both
 
     src = r"""
-    __global__ void k(const long long *a, long long *o, long long s) {
+    __global__ void k(const long long *a, long long *o, int *r, long long s) {
         int i = threadIdx.x;
         long long x = a[i];
         o[i] = (x < s) ? x * 3 + s : (x >> 7) - s;
+        int same;
+        r[i] = __reduce_add_sync(0xb, (int)x) + __reduce_max_sync(0xf, (unsigned)x) +
+               (int)__match_all_sync(0xf, x >> 62, &same) * 16 + same;
     }
     """
     a = np.array([5, -(1 << 40), (1 << 62) + 12345, -1], np.int64)
     s = 0xFFFFFFFF
-    outs, _ = both("int64_net", (1, 1, 1), (4, 1, 1), {"s": s}, {"a": a, "o": np.zeros(4, np.int64)},
-                   source=src, max_steps=3000)
+    outs, _ = both("int64_net", (1, 1, 1), (4, 1, 1), {"s": s},
+                   {"a": a, "o": np.zeros(4, np.int64), "r": np.zeros(4, np.int32)}, source=src, max_steps=3000)
     want = [(int(x) * 3 + s if x < s else (int(x) >> 7) - s) for x in a]
     assert [int(v) for v in outs["o"]] == want
+    low = [int(x) & 0xFFFFFFFF for x in a]
+    red = ((low[0] + low[1] + low[3]) + max(low)) & 0xFFFFFFFF
+    red -= (1 << 32) if red >> 31 else 0
+    assert [int(v) for v in outs["r"]] == [red] * 4  # x >> 62 differs between lanes: no match, same = 0
+
+
+NATIVE_SHIM = r"""
+#include <cstdio>
+#include <cstring>
+#define __device__ static
+static unsigned __clz(int x) { return x ? (unsigned)__builtin_clz((unsigned)x) : 32u; }
+static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+"""
+
+NATIVE_MAIN = r"""
+int main() {
+    unsigned long long p[2];
+    while (fread(p, 8, 2, stdin) == 2) {
+        unsigned long long x = p[0], y = p[1];
+        float f; unsigned fb = (unsigned)y; memcpy(&f, &fb, 4);
+        unsigned long long r[8] = {
+            __qg_udivmod64(x, y, 0), __qg_udivmod64(x, y, 1),
+            (unsigned long long)__qg_sdivmod64((long long)x, (long long)y, 0),
+            (unsigned long long)__qg_sdivmod64((long long)x, (long long)y, 1),
+            __float_as_uint(__qg_ull2f(x)), __float_as_uint(__qg_ll2f((long long)x)),
+            __qg_f2ull(f), (unsigned long long)__qg_f2ll(f)};
+        fwrite(r, 8, 8, stdout);
+    }
+    return 0;
+}
+"""
+
+
+@need_gxx
+def test_division_and_float_conversion_routines_natively(tmp_path):
+    """int64.cu's routines, compiled by g++ from the same text the machine runs, on 40,000
+    operands: division and remainder against exact integer arithmetic (and the documented
+    rules for x / 0 and LLONG_MIN / -1); 64-bit -> float against the host's correctly rounded
+    conversion; float -> 64-bit against truncation with CUDA's saturation (NaN -> 0)."""
+    import subprocess
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "src/qgcc/frontend/int64.cu").read_text()
+    cpp = tmp_path / "int64.cpp"
+    cpp.write_text(NATIVE_SHIM + text + NATIVE_MAIN)
+    exe = tmp_path / "int64"
+    subprocess.run(["g++", "-O2", "-std=c++17", "-o", str(exe), str(cpp)], check=True, capture_output=True)
+    rng = np.random.default_rng(11)
+    n = 40_000
+    x = rng.integers(0, 1 << 64, n, dtype=np.uint64) >> rng.integers(0, 64, n).astype(np.uint64)
+    y = rng.integers(0, 1 << 64, n, dtype=np.uint64) >> rng.integers(0, 64, n).astype(np.uint64)
+    edges = np.array([v & M64 for v in EDGES], np.uint64)
+    x[:len(edges) ** 2] = np.repeat(edges, len(edges))
+    y[:len(edges) ** 2] = np.tile(edges, len(edges))
+    floats = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.99, 1.0, -1.0, 2.0 ** 63, -2.0 ** 63,
+                       2.0 ** 64, 2.0 ** 62 * 3, -2.0 ** 62 * 3, 1e-45, 16777217.0], np.float32)
+    y[-len(floats):] = floats.view(np.uint32)
+    y[-5000:-len(floats)] = rng.integers(0, 1 << 32, 5000 - len(floats), dtype=np.uint64)  # any float
+    out = subprocess.run([str(exe)], input=np.stack([x, y], 1).tobytes(), check=True,
+                         capture_output=True).stdout
+    got = np.frombuffer(out, np.uint64).reshape(n, 8)
+    want_f = x.astype(np.float32).view(np.uint32), x.view(np.int64).astype(np.float32).view(np.uint32)
+    assert np.array_equal(got[:, 4], want_f[0]) and np.array_equal(got[:, 5], want_f[1])
+    for i in range(n):
+        xu, yu = int(x[i]), int(y[i])
+        xs, ys = s64(xu), s64(yu)
+        if yu == 0:
+            div = [M64, xu, (-1 if xs >= 0 else 1) & M64, xu]
+        else:
+            q = abs(xs) // abs(ys) * (1 if (xs < 0) == (ys < 0) else -1)
+            div = [xu // yu, xu % yu, q & M64, (xs - q * ys) & M64]
+        assert [int(v) for v in got[i, :4]] == div, (i, xu, yu)
+        f = float(np.uint32(yu & 0xFFFFFFFF).view(np.float32))
+        if f != f:
+            conv = [0, 0]
+        else:
+            t = int(f) if abs(f) != float("inf") else (1 << 70 if f > 0 else -(1 << 70))
+            conv = [min(max(t, 0), M64), min(max(t, -(1 << 63)), (1 << 63) - 1) & M64]
+        assert [int(v) for v in got[i, 6:]] == conv, (i, f)
+
+
+def s64(v: int) -> int:
+    v &= M64
+    return v - (1 << 64) if v >> 63 else v

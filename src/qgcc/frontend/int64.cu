@@ -15,10 +15,10 @@ __device__ unsigned long long __qg_udivmod64(unsigned long long n, unsigned long
     if ((n >> 32) == 0ull && (d >> 32) == 0ull) {  /* both fit 32 bits: one 32-bit division */
         unsigned a = (unsigned)n;
         unsigned b = (unsigned)d;
+        if (b == 0u)  /* (tested here, not left to the machine's a / 0, so that the host runs this text too) */
+            return rem ? n : 0xFFFFFFFFFFFFFFFFull;
         unsigned q = a / b;
-        if (rem)
-            return (unsigned long long)(a - q * b);
-        return b == 0u ? 0xFFFFFFFFFFFFFFFFull : (unsigned long long)q;
+        return rem ? (unsigned long long)(a - q * b) : (unsigned long long)q;
     }
     /* restoring division, one quotient bit per step; the quotient bits enter n from the right */
     unsigned long long r = 0ull;
