@@ -181,7 +181,9 @@ def test_literal_types_follow_cxx():
     """An unsuffixed decimal literal is int, then long long (never unsigned); a hex one may be
     unsigned int or unsigned long long; the suffixes u, l, ll, ul, ull pick the type."""
     src = r"""
+    #include <climits>
     __global__ void k(unsigned long long *o) {
+        o[8] = LLONG_MIN; o[9] = LONG_MAX; o[10] = ULLONG_MAX + (LLONG_MIN < 0);
         o[0] = -1 < 2147483648;            // long long: true
         o[1] = -1 < 0x80000000;            // unsigned int: false
         o[2] = -1 < 0x100000000;           // long long: true
@@ -192,8 +194,8 @@ def test_literal_types_follow_cxx():
         o[7] = 1ull << 63;
     }
     """
-    o = emulate_src(src, None, 1, 1, [("o", np.zeros(8, np.uint64))])["o"]
-    assert [int(v) for v in o] == [1, 0, 1, 0, 0, 1, 16000000000, 1 << 63]
+    o = emulate_src(src, None, 1, 1, [("o", np.zeros(11, np.uint64))])["o"]
+    assert [int(v) for v in o] == [1, 0, 1, 0, 0, 1, 16000000000, 1 << 63, 1 << 63, (1 << 63) - 1, 0]
 
 
 ERRORS = [

@@ -26,8 +26,9 @@ C semantics modelled:
 * (char) keeps the low byte sign-extended, (unsigned char) the low byte,
   (bool) is x != 0, (int)/(unsigned) keep the bit pattern; assignment to a
   narrower variable converts the same way;
-* an integer literal that does not fit int (0x80000000, 3000000000) is unsigned
-  (the subset has no long); character literals have type char (docs/subset.md).
+* a hex literal that does not fit int (0x80000000) is unsigned, a decimal one
+  (3000000000) a long long, as in C++ (tests/test_int64.py), so this file writes
+  3000000000u; character literals have type char (docs/subset.md).
 """
 
 from __future__ import annotations

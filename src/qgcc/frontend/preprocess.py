@@ -43,7 +43,9 @@ BUILTIN_HEADERS = frozenset({
 # The macros that built-in headers define, for this machine (32-bit int, signed 8-bit char).
 _LIMITS = ["CHAR_BIT 8", "SCHAR_MIN (-128)", "SCHAR_MAX 127", "UCHAR_MAX 255", "CHAR_MIN (-128)",
            "CHAR_MAX 127", "INT_MIN (-2147483647 - 1)", "INT_MAX 2147483647",
-           "UINT_MAX 4294967295u"]
+           "UINT_MAX 4294967295u", "LONG_MIN (-9223372036854775807ll - 1)", "LONG_MAX 9223372036854775807ll",
+           "ULONG_MAX 18446744073709551615ull", "LLONG_MIN (-9223372036854775807ll - 1)",
+           "LLONG_MAX 9223372036854775807ll", "ULLONG_MAX 18446744073709551615ull"]
 _FLOATS = ["FLT_MAX 3.40282347e+38f", "FLT_MIN 1.17549435e-38f", "FLT_EPSILON 1.1920929e-07f",
            "FLT_MANT_DIG 24", "FLT_RADIX 2"]
 HEADER_MACROS = {"limits.h": _LIMITS, "climits": _LIMITS, "float.h": _FLOATS, "cfloat": _FLOATS}
