@@ -202,9 +202,8 @@ ERRORS = [
     ("__global__ void k(long long *p) { atomicCAS(p, 0, 1); }", 1, 45,
      "'atomicCAS' on 'long long *' is not supported (the machine's atomics are 32-bit; of the 64-bit "
      "atomics only atomicAdd on 'unsigned long long *' is provided)"),
-    ("__global__ void k(long long *p) { p[0] = __shfl_sync(0xf, p[1], 0); }", 1, 59,
-     "argument 2 of '__shfl_sync' is 64-bit ('long long'); the warp intrinsics take 32-bit values "
-     "(shuffle the two halves separately)"),
+    ("__global__ void k(long long *p) { p[0] = __ballot_sync(0xf, p[1]); }", 1, 61,
+     "argument 2 of '__ballot_sync' is 64-bit ('long long'); it takes a 32-bit value"),
     ("__constant__ long long c[2] = {1, 2};\n__global__ void k(int *p) {}", 1, 24,
      "__constant__ variables of 64-bit type are not supported ('c'); pass a 'const long long *' buffer"),
     ("__global__ void k(int *p) { unsigned long long long x; }", 1, 48, "'long long long' is too long"),
@@ -323,3 +322,42 @@ def test_division_and_float_conversion_routines_natively(tmp_path):
 def s64(v: int) -> int:
     v &= M64
     return v - (1 << 64) if v >> 63 else v
+
+
+def test_with_the_other_constructs():
+    """64-bit values through a reference parameter (a register and a memory cell), a template
+    instantiated with long long (explicitly and deduced), a 2-D local array, extern __shared__
+    memory sized at launch (8 bytes an element), a bit cast of a narrowed value and a loop on a
+    64-bit counter."""
+    from qgcc.frontend import compile_source
+    from qgcc.ref.emulator import run
+    from qgcc.runtime.launch import make_launch
+
+    src = r"""
+    __device__ void bump(long long &v, long long d) { v += d; }
+    template <typename T> __device__ T twice(T v) { return v * 2; }
+    __global__ void k(long long *o) {
+        extern __shared__ long long dyn[];
+        long long loc[2][3] = {{1, 2, 3}, {4, 5, 6}};
+        int i = threadIdx.x;
+        long long x = 5000000000ll * (i + 1);
+        bump(x, 7);
+        bump(o[i * 4 + 3], -1);
+        dyn[i] = x;
+        __syncthreads();
+        o[i * 4 + 0] = x;
+        o[i * 4 + 1] = twice(x) + twice<long long>(loc[1][i % 3]) + dyn[3 - i];
+        o[i * 4 + 2] = __float_as_int(__int_as_float(x)) + (x ? 1 : 0);
+        long long n = 3; int c = 0;
+        while (n--) c++;
+        o[i * 4 + 2] += c * 100;
+    }
+    """
+    prog = compile_source(src, "t.cu")
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {}, {"o": np.zeros(16, np.int64)},
+                         shared_bytes=32)
+    o = launch.read_buffer(run(launch).memory, "o").reshape(4, 4)
+    for i in range(4):
+        x = 5000000000 * (i + 1) + 7
+        low = ((x & 0xFFFFFFFF) ^ (1 << 31)) - (1 << 31)
+        assert [int(v) for v in o[i]] == [x, 2 * x + 2 * (4 + i % 3) + 5000000000 * (4 - i) + 7, low + 301, -1]

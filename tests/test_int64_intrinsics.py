@@ -1,5 +1,5 @@
 """The 64-bit intrinsics (`__popcll`, `__clzll`, `__ffsll`, `__brevll`, `__umul64hi`,
-`__mul64hi`, `llmin`, `llmax`, `ullmin`, `ullmax`, `llabs`), `clock64()`, and the warp
+`__mul64hi`, `llmin`, `llmax`, `ullmin`, `ullmax`, `llabs`), `clock64()`, 64-bit shuffles, and the warp
 reductions `__reduce_*_sync` and `__match_all_sync`, against models written here from CUDA's
 definitions (Python integers; a warp of 4 lanes; only the lanes named in the mask and active
 take part)."""
@@ -41,6 +41,10 @@ __global__ void bits64(const unsigned long long *a, const unsigned long long *b,
     o[i * 10 + 7] = ullmin(x, y) ^ ullmax(x, y) * 3;
     o[i * 10 + 8] = llabs(x);
     o[i * 10 + 9] = clock64() - c0;
+    long long sum = (long long)x;  // a 64-bit warp reduction by shuffles (two SHFLs each)
+    for (int d = 2; d > 0; d /= 2)
+        sum += __shfl_down_sync(0xffffffff, sum, d);
+    o[160 + i] = __shfl_sync(0xffffffff, sum, 0);
 }
 """
 
@@ -60,11 +64,13 @@ def test_64bit_intrinsics_match_their_definitions():
     a = np.array(edges + list(rng.integers(0, 1 << 64, 16 - len(edges), dtype=np.uint64)), np.uint64)
     b = np.array(list(reversed(edges)) + list(rng.integers(0, 1 << 64, 16 - len(edges), dtype=np.uint64)),
                  np.uint64)
-    o = emulate_src(BITS_SRC, None, 1, 16, [("a", a), ("b", b), ("o", np.zeros(160, np.uint64))])["o"]
+    o = emulate_src(BITS_SRC, None, 1, 16, [("a", a), ("b", b), ("o", np.zeros(176, np.uint64))])["o"]
     for i, (x, y) in enumerate(zip(a, b)):
         got = [int(v) for v in o[i * 10:i * 10 + 10]]
         assert got[:9] == _bits_model(int(x), int(y)), (i, hex(int(x)), hex(int(y)))
         assert 0 < got[9] < 1 << 20  # the warp instructions of every warp since the first read
+        warp = [int(v) for v in a[i // 4 * 4:i // 4 * 4 + 4]]
+        assert int(o[160 + i]) == sum(warp) & M64  # lanes beyond the warp give their own value
 
 
 REDUCE_SRC = r"""

@@ -1081,7 +1081,8 @@ class KernelGen:
                     else self.val(a) for a, k in zip(e.args, sig.split(":")[0])]
             return self.call_lib(routine, args + [C(v) for v in extra])
         if callee in BIT_CASTS:
-            return self.val(e.args[0])
+            a = e.args[0]
+            return self.convert(self.val(a), a.ty, UINT) if is_wide(a.ty) else self.val(a)
         if callee in ("min", "max") and is_float(e.ty):
             args = [self.convert(self.val(a), a.ty, FLOAT) for a in e.args]
             return self.float_func("fminf" if callee == "min" else "fmaxf", args)

@@ -79,6 +79,14 @@ def warp(g: "KernelGen", e: A.Call, name: str):
         width = args[3].const if len(args) == 4 else SPEC.warp_size
         wlog = min(width, SPEC.warp_size).bit_length() - 1
         rs2, imm, use_imm = _operand(g, b)
+        if is_wide(e.ty):  # a 64-bit value: each half shuffled from the same source lane
+            from .wide import Pair
+            halves = []
+            for h in (v.lo, v.hi):
+                t = g.new()
+                g.emit(Op.SHFL, t, g.reg(h), rs2, imm=imm, use_imm=use_imm, mod=int(_SHFL[name]) | (wlog << 2))
+                halves.append(t)
+            return Pair(*halves)
         t = g.new()
         g.emit(Op.SHFL, t, v, rs2, imm=imm, use_imm=use_imm, mod=int(_SHFL[name]) | (wlog << 2))
         return t

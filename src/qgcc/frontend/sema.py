@@ -1620,9 +1620,8 @@ class Sema:
             t = self.rvalue(a)
             if not is_arith(t):
                 raise self.error(a, f"argument {i} of '{name}' must be a number (got '{t}')")
-            if is_wide(t) and not (i == 2 and name.startswith("__match")):
-                raise self.error(a, f"argument {i} of '{name}' is 64-bit ('{t}'); the warp intrinsics "
-                                    "take 32-bit values (shuffle the two halves separately)")
+            if is_wide(t) and not (i == 2 and (name.startswith("__match") or name.startswith("__shfl"))):
+                raise self.error(a, f"argument {i} of '{name}' is 64-bit ('{t}'); it takes a 32-bit value")
             if i != 2 and is_float(t):
                 raise self.error(a, f"argument {i} of '{name}' must be an integer (got '{t}')")
         if name.startswith("__qg_reduce"):
@@ -1635,8 +1634,8 @@ class Sema:
                 if w is None or w <= 0 or w & (w - 1):
                     raise self.error(e.args[3], f"the width of '{name}' must be a constant power of two "
                                                 f"(1, 2 or {SPEC.warp_size}; larger widths mean the whole warp)")
-            if is_float(e.args[1].ty):
-                return FLOAT
+            if is_float(e.args[1].ty) or is_wide(e.args[1].ty):
+                return e.args[1].ty
             return UINT if e.args[1].ty == UINT else INT
         if name.startswith("__reduce_"):
             if is_float(e.args[1].ty):
