@@ -1620,13 +1620,14 @@ class Sema:
             t = self.rvalue(a)
             if not is_arith(t):
                 raise self.error(a, f"argument {i} of '{name}' must be a number (got '{t}')")
-            if is_wide(t) and not (i == 2 and (name.startswith("__match") or name.startswith("__shfl"))):
+            if is_wide(t) and not (i == 2 and (name.startswith("__match") or name.startswith("__shfl"))) \
+                    and not name.startswith("__qg_reduce"):
                 raise self.error(a, f"argument {i} of '{name}' is 64-bit ('{t}'); it takes a 32-bit value")
             if i != 2 and is_float(t):
                 raise self.error(a, f"argument {i} of '{name}' must be an integer (got '{t}')")
         if name.startswith("__qg_reduce"):
-            if not is_int(e.args[0].ty):
-                raise self.error(e.args[0], f"cg::reduce of '{e.args[0].ty}' is not supported (integers only)")
+            if not is_int(e.args[0].ty) or is_wide(e.args[0].ty):
+                raise self.error(e.args[0], f"cg::reduce of '{e.args[0].ty}' is not supported (32-bit integers only)")
             return UINT if e.args[0].ty == UINT else INT
         if name.startswith("__shfl"):
             if len(e.args) == 4:
