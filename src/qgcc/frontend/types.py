@@ -1,7 +1,8 @@
 """The C types of the subset, their value domains and the conversions between them.
 
-Register representation: every scalar lives in one 32-bit register holding its
-C value as a two's-complement pattern: `int`/`unsigned` use all 32 bits, `bool`
+Register representation: every scalar but the 64-bit integers lives in one 32-bit
+register holding its C value as a two's-complement pattern (a `long long` or
+`unsigned long long` is a register pair, the low word first: `wide.py`): `int`/`unsigned` use all 32 bits, `bool`
 is 0 or 1, `char` (= `signed char`) is sign-extended (-128..127), `unsigned
 char` is 0..255.  Promotion to int is therefore free; narrowing conversions
 cost one or two instructions (see `codegen.convert`).
