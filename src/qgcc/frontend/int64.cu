@@ -20,6 +20,26 @@ __device__ unsigned long long __qg_udivmod64(unsigned long long n, unsigned long
         unsigned q = a / b;
         return rem ? (unsigned long long)(a - q * b) : (unsigned long long)q;
     }
+    if ((d >> 32) == 0ull) {  /* a 32-bit divisor: the high word by the 32-bit division, then 32 steps */
+        unsigned b = (unsigned)d;
+        if (b == 0u)
+            return rem ? n : 0xFFFFFFFFFFFFFFFFull;
+        unsigned nh = (unsigned)(n >> 32);
+        unsigned qh = nh / b;
+        unsigned long long rr = (unsigned long long)(nh - qh * b);  /* < d: the steps never overflow */
+        unsigned lo = (unsigned)n;
+        unsigned ql = 0u;
+        for (int i = 0; i < 32; i++) {
+            rr = (rr << 1) | (unsigned long long)(lo >> 31);
+            lo = lo << 1;
+            ql = ql << 1;
+            if (rr >= d) {
+                rr = rr - d;
+                ql = ql | 1u;
+            }
+        }
+        return rem ? rr : ((unsigned long long)qh << 32) | (unsigned long long)ql;
+    }
     /* restoring division, one quotient bit per step; the quotient bits enter n from the right */
     unsigned long long r = 0ull;
     for (int i = 0; i < 64; i++) {
