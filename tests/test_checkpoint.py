@@ -302,7 +302,8 @@ def test_a_bf16_shard_is_the_linked_machine_with_only_the_value_level_rounded(wo
     assert rounded > 0
 
 
-def test_the_sparse_machine_shard_reads_back_the_same_with_or_without_holes(tmp_path, monkeypatch):
+@pytest.mark.parametrize("dtype", ["F32", "BF16"])
+def test_the_sparse_machine_shard_reads_back_the_same_with_or_without_holes(tmp_path, monkeypatch, dtype):
     from qgcc.checkpoint import shards
 
     monkeypatch.setattr(shards, "PAGES_PER_BATCH", 3)  # many batches, pages shared by tensors
@@ -311,23 +312,24 @@ def test_the_sparse_machine_shard_reads_back_the_same_with_or_without_holes(tmp_
     for i, shape in enumerate([(5,), (300, 70), (1,), (4096, 33), (7,)]):
         d = np.zeros(int(np.prod(shape)), np.float32)
         d[rng.choice(d.size, size=min(d.size, 40), replace=False)] = rng.standard_normal(min(d.size, 40))
+        if dtype == "BF16":
+            d = torch.from_numpy(d).to(torch.bfloat16).float().numpy()
         idx = np.flatnonzero(d)
-        entries.append(shards.SparseEntry(f"t{i}", shape, idx, d[idx]))
+        entries.append(shards.SparseEntry(f"t{i}", shape, idx, d[idx], dtype))
         dense[f"t{i}"] = d.reshape(shape)
     sparse = tmp_path / "sparse.safetensors"
     shards.write_sparse_shard(str(sparse), entries, {"format": "pt"})
     filled = tmp_path / "filled.safetensors"
     filled.write_bytes(sparse.read_bytes())  # a plain copy has no holes
-    import safetensors.numpy
-
     for path in (sparse, filled):
-        assert {k: v.tolist() for k, v in safetensors.numpy.load_file(path).items()} == \
-               {k: v.tolist() for k, v in dense.items()}
+        loaded = safetensors.torch.load_file(path)
+        assert {v.dtype for v in loaded.values()} == {torch.float32 if dtype == "F32" else torch.bfloat16}
+        assert {k: v.float().tolist() for k, v in loaded.items()} == {k: v.tolist() for k, v in dense.items()}
         infos, _ = shards.read_header(str(path))
         fd = os.open(path, os.O_RDONLY)
         start = 8 + int.from_bytes(os.pread(fd, 8, 0), "little")
         for e in entries:
-            idx, val = shards.read_nonzeros(fd, start + infos[e.name].begin, int(np.prod(e.shape)))
+            idx, val = shards.read_nonzeros(fd, start + infos[e.name].begin, int(np.prod(e.shape)), dtype)
             assert idx.tolist() == e.idx.tolist() and val.tolist() == e.val.tolist()
         os.close(fd)
 
