@@ -48,8 +48,9 @@ class BatchRunner:
                                     fields["phase"][PHASES.index("halt")], fields["fault"], device, chunk)
         self.width, self.chunk = width, chunk
 
-    def run(self, launches: list[Launch], max_steps: int) -> list[NeuralResult | Fault]:
-        """Each launch's result (or its fault), in the order given."""
+    def run(self, launches: list[Launch], max_steps: int, on_step=None) -> list[NeuralResult | Fault]:
+        """Each launch's result (or its fault), in the order given.  `on_step` gets every
+        launch's trace records (in order within a launch), up to K steps late."""
         host, layers, names = self.host, self.layers, self.host._names
         results: list[NeuralResult | Fault | None] = [None] * len(launches)
         queue = deque(enumerate(launches))
@@ -61,7 +62,7 @@ class BatchRunner:
                     t0 = time.perf_counter()
                     h, init = host.initial(launch)
                     layers.load(b, h, init)
-                    slots[b] = _Slot(i, launch, Tracker(host, launch, max_steps, None, host.decode(h)), t0)
+                    slots[b] = _Slot(i, launch, Tracker(host, launch, max_steps, on_step, host.decode(h)), t0)
             bits, inexact = layers.run()
             values = host.decode_bits(bits)  # (K, B, fields)
             for b, slot in enumerate(slots):
