@@ -111,6 +111,19 @@ def test_a_batch_with_more_launches_than_slots_gives_each_launch_its_own_result_
     assert sum(isinstance(r, Fault) for r in results) == 2
 
 
+@needs_c
+def test_a_batch_of_one_traces_like_a_launch_run_alone():
+    """How `qgrun --device cuda` runs a single launch (there in a CUDA graph): the same
+    records, flags and buffers as the C step's loop, here with 4 steps per host read."""
+    prog, cm = program()
+    want, got = [], []
+    alone_result = Host(cm, neural_layers(cm, "cpu")).run(launch(1, 1, 1), 100, on_step=want.append)
+    result = BatchRunner(cm, 1, chunk=4).run([launch(1, 1, 1)], 100, on_step=got.append)[0]
+    assert [(r.key(), r.diverged, r.reconverged, r.barrier) for r in got] == \
+        [(r.key(), r.diverged, r.reconverged, r.barrier) for r in want]
+    assert np.array_equal(result.memory, alone_result.memory) and result.stats == alone_result.stats
+
+
 def test_cuda_graphs_are_asked_for_only_on_cuda():
     prog, cm = program()
     with pytest.raises(ValueError, match="CUDA graphs need --device cuda"):

@@ -158,11 +158,12 @@ class BatchedLayers:
             Sd = S * g.exp()[..., None, None]
         elif not isinstance(L.decay, str):
             Sd = S * L.decay[:, None, None]
-        kv_mem = torch.matmul(k[..., None, :], Sd)[..., 0, :]
+        flat = Sd.reshape(B * nh, HD, HD)  # the (launch, head) pairs as one bmm batch
+        kv_mem = torch.bmm(k.reshape(B * nh, 1, HD), flat).reshape(B, nh, HD)
         delta = (v - kv_mem) * beta[..., None]
-        Snew = Sd + k[..., :, None] * delta[..., None, :]
-        o = torch.matmul(q[..., None, :], Snew)[..., 0, :]
-        S.copy_(torch.where(self.running[:, None, None, None], Snew, S))
+        Snew = torch.baddbmm(flat, k.reshape(B * nh, HD, 1), delta.reshape(B * nh, 1, HD))
+        o = torch.bmm(q.reshape(B * nh, 1, HD), Snew).reshape(B, nh, HD)
+        torch.where(self.running[:, None, None, None], Snew.reshape(B, nh, HD, HD), S, out=S)
         var = o.pow(2).mean(-1, keepdim=True)
         o = o * torch.rsqrt(var + EPS)
         o = L.gnorm * o
