@@ -65,14 +65,13 @@ def alone(host: Host, net, lau) -> list[tuple[bytes, list[str]]]:
     return out
 
 
-@needs_c
-def test_every_member_equals_its_launch_run_alone_at_every_step_and_halted_members_stay_frozen():
-    prog, cm = program()
+def stacked_equals_alone(cm, launches) -> list[int]:
+    """Run `launches` stacked and each alone on the C step; every hidden state and every
+    recurrent state of every member must be the same bits at every step, a member that has
+    halted must stay frozen, and its running bit must drop at its halt step.  Returns
+    the members' lengths in steps."""
     host = Host(cm, neural_layers(cm, "cpu"))
-    launches = [launch(*s) for s in SHAPES]
     want = [alone(host, host.net, lau) for lau in launches]
-    assert sorted({len(w) for w in want}) == [15, 31, 33]
-
     halt = cm.fields["phase"][PHASES.index("halt")]
     batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"])
     for slot, lau in enumerate(launches):
@@ -89,6 +88,29 @@ def test_every_member_equals_its_launch_run_alone_at_every_step_and_halted_membe
             # The fields the host decodes were gathered on the device from that same row.
             assert np.array_equal(bits[0, slot], h[host._all_dims] > 0)
             assert bool(batch.running[slot]) == (step + 1 < len(w))
+    return [len(w) for w in want]
+
+
+@needs_c
+def test_every_member_equals_its_launch_run_alone_at_every_step_and_halted_members_stay_frozen():
+    prog, cm = program()
+    assert stacked_equals_alone(cm, [launch(*s) for s in SHAPES]) == [15, 31, 33]
+
+
+@needs_c
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["collatz", "histogram", "matmul", "reduce", "scan", "vadd"])
+def test_every_sample_stacked_with_a_shorter_launch_of_itself_equals_both_run_alone(name):
+    """Each sample's short launch (tests/lockstep.py) and the same launch with a smaller n."""
+    import lockstep as samples
+
+    grid, block, scalars, arrays = samples.CASES[name]
+    prog, cm = samples.linked(name)
+    launches = [make_launch(prog, prog.kernels[0], grid, block, dict(scalars, n=n),
+                            {a: v.copy() for a, v in arrays.items()}, network=cm)
+                for n in (scalars["n"], scalars["n"] // 2)]
+    lengths = stacked_equals_alone(cm, launches)
+    assert lengths[0] > lengths[1]
 
 
 @needs_c
