@@ -12,8 +12,11 @@ loop of each general division).
 Device functions are inlined at every call.  Values are `int` virtual
 registers or `C` constants (folded and used as immediates where the ISA allows).
 
-Float operations call routines of the soft-float library (`softfloat.cu`), and
-the math functions (`expf`, ...) routines of the math library (`mathlib.cu`).
+Float operations the machine has no instruction for call library routines:
+division and `sqrtf` those of `divsqrt.cu` (on the float unit; with --soft-float
+the integer ones), `fmaf` (and, with --soft-float, every float operation) those
+of the soft-float library (`softfloat.cu`), and the math functions (`expf`, ...)
+those of the math library (`mathlib.cu`).
 Each routine a kernel uses is emitted once, out of line, between the kernel's
 first instruction (`BRA body`) and its body, so routine code always has lower
 PCs than every call site: under min-PC scheduling, lanes that enter a routine
