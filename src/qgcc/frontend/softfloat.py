@@ -1,4 +1,4 @@
-"""The soft-float and math libraries (`softfloat.cu`, `mathlib.cu`), parsed and checked once per process.
+"""The soft-float and math libraries (`softfloat.cu`, `divsqrt.cu`, `mathlib.cu`), parsed and checked once per process.
 
 The library is CUDA-C in the subset itself, so the ordinary front end turns it
 into device functions; the code generator emits the ones a kernel calls as
@@ -13,7 +13,7 @@ from pathlib import Path
 from .parser import parse
 from .sema import FuncSym, analyse
 
-SOURCES = (Path(__file__).with_name("softfloat.cu"), Path(__file__).with_name("mathlib.cu"))
+SOURCES = tuple(Path(__file__).with_name(n) for n in ("softfloat.cu", "divsqrt.cu", "mathlib.cu"))
 
 
 @lru_cache(maxsize=1)
