@@ -3,7 +3,7 @@
  * The float unit has FADD, FSUB, FMUL and the conversions, each one IEEE
  * rounding, but no divider and no square root, so `x / y` and `sqrtf(x)` are
  * these two routines: a few dozen instructions where the integer routines of
- * softfloat.cu (still used under `qgcc --soft-float`) take about 530.  Like
+ * softfloat.cu (still used under `qgcc --soft-float`) take about 470-530.  Like
  * the other library files this is CUDA-C in the qgcc subset and, unchanged,
  * valid C: tests/native/divsqrt_check.c compiles it with the host C compiler
  * (binary32, one rounding per operation, no contraction: exactly the float
