@@ -3,7 +3,7 @@
  * The float unit has FADD, FSUB, FMUL and the conversions, each one IEEE
  * rounding, but no divider and no square root, so `x / y` and `sqrtf(x)` are
  * these two routines: a few dozen instructions where the integer routines of
- * softfloat.cu (still used under `qgcc --soft-float`) take about 530.  Like
+ * softfloat.cu (still used under `qgcc --soft-float`) take about 470-530.  Like
  * the other library files this is CUDA-C in the qgcc subset and, unchanged,
  * valid C: tests/native/divsqrt_check.c compiles it with the host C compiler
  * (binary32, one rounding per operation, no contraction: exactly the float
@@ -25,11 +25,12 @@
  *     remainder in one instruction once the network has it.)
  *  4. One correction c = d / mb from the float estimate (truncated: |c| is at
  *     most 64, so its error is far below 1), then d is recomputed: now the
- *     exact quotient lies within one unit of p.
+ *     exact quotient lies within 1 + 2^-10 units of p.
  *  5. The last bit from the exact remainder: p + 1 when the quotient is above
  *     the midpoint p + 1/2 (2d > mb), p - 1 when below p - 1/2 (2d < -mb).
  *     Neither a quotient of two 24-bit significands nor a square root can be
- *     a midpoint, so there is no tie to break.  p may round up to 2^24: the
+ *     a midpoint at 24 bits, so there is no tie to break (below the normal
+ *     range there can be: that path rounds ties to even).  p may round up to 2^24: the
  *     carry into the exponent field is the right result, infinity included.
  * Zero, infinite and NaN operands take a short branch (division by one FMUL
  * that gives IEEE's and CUDA's result for every such case), and quotients
