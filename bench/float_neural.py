@@ -6,9 +6,8 @@ For each operation, a kernel applies it once per thread (64 threads per block, 4
 per launch: 256 pairs per launch) and runs on the neural engine; the buffer is compared
 bit for bit with the IEEE reference in tests/floatref.py.  Prints, per operation, the
 pairs checked, mismatches, network steps and time; stops an operation at --pairs and the
-whole run at --minutes.  The network runs ~40 steps/s on one CPU core, so the expensive
-operations (div, sqrt: ~530 warp instructions each) get far fewer pairs per minute than
-the cheap ones (f2i, fmin: ~33).
+whole run at --minutes.  The expensive operations (fma: ~300 warp instructions; div, sqrt:
+~60) get fewer pairs per minute than the one-instruction ones.
 """
 import argparse, sys, time
 from pathlib import Path

@@ -90,7 +90,8 @@ def work(qgcc, tmp_path_factory):
     (d / "vadd.cu").write_text(VADD)
     for args in (["vadd.cu", "--base", "base_sharded", "-o", "out_sharded"],
                  ["vadd.cu", "-o", "vadd.qg"],
-                 ["vadd.qg", "--base", "base_single", "-o", "out_single"]):  # reuses the .qg's layers
+                 # reuses the .qg's layers; the sharded copy is in the base's bf16 (the default)
+                 ["vadd.qg", "--base", "base_single", "-o", "out_single", "--machine-dtype=float32"]):
         r = qgcc(*[str(d / a) if not a.startswith("-") else a for a in args])
         assert r.exit_code == 0, r.output
     return d
@@ -98,8 +99,11 @@ def work(qgcc, tmp_path_factory):
 
 # -- the layout -------------------------------------------------------------------------
 
+MACHINE_DTYPE = {"sharded": "BF16", "single": "F32"}  # the base's dtype by default, float32 when asked
+
+
 @pytest.mark.parametrize("kind", ["single", "sharded"])
-def test_every_original_tensor_is_byte_identical_and_the_machine_is_float32(work, kind):
+def test_every_original_tensor_is_byte_identical_and_the_machine_is_in_the_dtype_asked_for(work, kind):
     base, out = work / f"base_{kind}", work / f"out_{kind}"
     before, after = tensors_of(base), tensors_of(out)
     assert set(before) <= set(after)
@@ -114,7 +118,7 @@ def test_every_original_tensor_is_byte_identical_and_the_machine_is_float32(work
     assert not [n for n in added if n.startswith(PREFIX)]
     shard = config["qgpu"]["shard"]
     with safe_open(out / shard, "pt") as f:
-        assert {f.get_slice(n).get_dtype() for n in added} == {"F32"}
+        assert {f.get_slice(n).get_dtype() for n in added} == {MACHINE_DTYPE[kind]}
 
 
 def test_a_single_file_base_becomes_two_shards_with_an_index(work):
@@ -148,7 +152,8 @@ def test_config_is_the_bases_plus_the_qgpu_section(work, kind):
     out = json.loads((work / f"out_{kind}" / "config.json").read_text())
     q = out.pop("qgpu")
     assert out == base  # the text model keeps its layer count and layer types: nothing else changed
-    assert q["format"] == "qgpu" and q["format_version"] == 2 and q["dtype"] == "float32"
+    assert q["format"] == "qgpu" and q["format_version"] == 2
+    assert q["dtype"] == q["text_config"]["dtype"] == {"BF16": "bfloat16", "F32": "float32"}[MACHINE_DTYPE[kind]]
     assert q["layer_prefix"] == MACHINE_PREFIX
     assert [k["name"] for k in q["kernels"]] == ["vadd"]
     assert len(q["program_hash"]) == 64
@@ -253,26 +258,52 @@ def test_the_warning_capture_sees_a_loading_report(work):
     gc.collect()
 
 
-def test_the_machine_loads_into_transformers_own_decoder_layers_from_its_config_section(work):
+@pytest.mark.parametrize("kind", ["single", "sharded"])
+def test_the_machine_loads_into_transformers_own_decoder_layers_from_its_config_section(work, kind):
+    """The qgpu section's text_config (its dtype included) builds stock layers that take the stored tensors."""
     from transformers import Qwen3_5TextConfig
     from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
 
-    out = work / "out_single"  # 32 value heads
+    out = work / f"out_{kind}"  # 32 and 16 value heads
     q = json.loads((out / "config.json").read_text())["qgpu"]
     config = Qwen3_5TextConfig(**q["text_config"])
     layer = MACHINE_LAYERS - 1
     with safe_open(out / q["shard"], "pt") as f:
         prefix = f"{q['layer_prefix']}{layer}."
         sd = {k[len(prefix):]: f.get_tensor(k) for k in f.keys() if k.startswith(prefix)}
-    module = Qwen3_5DecoderLayer(config, layer)
+    module = Qwen3_5DecoderLayer(config, layer).to(config.dtype)  # what dtype="auto" does
     module.load_state_dict(sd, strict=True)  # every stock tensor, no other, at the stored shapes
-    assert {p.dtype for p in module.parameters()} == {torch.float32}
+    assert {p.dtype for p in module.parameters()} == {getattr(torch, q["dtype"])}
     assert torch.equal(module.mlp.gate_proj.weight, sd["mlp.gate_proj.weight"]) and sd["mlp.gate_proj.weight"].any()
     del module, sd
     gc.collect()
 
 
-def test_the_sparse_machine_shard_reads_back_the_same_with_or_without_holes(tmp_path, monkeypatch):
+def test_a_bf16_shard_is_the_linked_machine_with_only_the_value_level_rounded(work):
+    """Every weight but V = 181.019... is a bfloat16 value (docs/architecture.md), so the bf16 shard must
+    hold the .qg's float32 layers exactly, with +-V stored as +-181, and nothing else changed."""
+    from qgcc import qgfile
+    from qgcc.link.weights import VALUE_LEVEL
+
+    qg = qgfile.load(work / "vadd.qg")  # the same program; the sharded base has the .qg's 16 value heads
+    out = work / "out_sharded"
+    q = json.loads((out / "config.json").read_text())["qgpu"]
+    rounded = 0
+    with safe_open(out / q["shard"], "pt") as f:
+        for i in range(MACHINE_LAYERS):
+            for name in ("linear_attn.in_proj_qkv.weight", "mlp.gate_proj.weight", "mlp.down_proj.weight"):
+                stored = f.get_tensor(f"{q['layer_prefix']}{i}.{name}").float().reshape(-1).numpy()
+                want = np.zeros(stored.size, np.float32)
+                want[qg.tensors[f"layers.{i}.{name}.idx"]] = qg.tensors[f"layers.{i}.{name}.val"]
+                v = np.abs(want) == np.float32(VALUE_LEVEL)
+                rounded += int(v.sum())
+                assert np.array_equal(stored[~v], want[~v]), (i, name)
+                assert np.array_equal(stored[v], np.sign(want[v]) * 181.0), (i, name)
+    assert rounded > 0
+
+
+@pytest.mark.parametrize("dtype", ["F32", "BF16"])
+def test_the_sparse_machine_shard_reads_back_the_same_with_or_without_holes(tmp_path, monkeypatch, dtype):
     from qgcc.checkpoint import shards
 
     monkeypatch.setattr(shards, "PAGES_PER_BATCH", 3)  # many batches, pages shared by tensors
@@ -281,23 +312,24 @@ def test_the_sparse_machine_shard_reads_back_the_same_with_or_without_holes(tmp_
     for i, shape in enumerate([(5,), (300, 70), (1,), (4096, 33), (7,)]):
         d = np.zeros(int(np.prod(shape)), np.float32)
         d[rng.choice(d.size, size=min(d.size, 40), replace=False)] = rng.standard_normal(min(d.size, 40))
+        if dtype == "BF16":
+            d = torch.from_numpy(d).to(torch.bfloat16).float().numpy()
         idx = np.flatnonzero(d)
-        entries.append(shards.SparseEntry(f"t{i}", shape, idx, d[idx]))
+        entries.append(shards.SparseEntry(f"t{i}", shape, idx, d[idx], dtype))
         dense[f"t{i}"] = d.reshape(shape)
     sparse = tmp_path / "sparse.safetensors"
     shards.write_sparse_shard(str(sparse), entries, {"format": "pt"})
     filled = tmp_path / "filled.safetensors"
     filled.write_bytes(sparse.read_bytes())  # a plain copy has no holes
-    import safetensors.numpy
-
     for path in (sparse, filled):
-        assert {k: v.tolist() for k, v in safetensors.numpy.load_file(path).items()} == \
-               {k: v.tolist() for k, v in dense.items()}
+        loaded = safetensors.torch.load_file(path)
+        assert {v.dtype for v in loaded.values()} == {torch.float32 if dtype == "F32" else torch.bfloat16}
+        assert {k: v.float().tolist() for k, v in loaded.items()} == {k: v.tolist() for k, v in dense.items()}
         infos, _ = shards.read_header(str(path))
         fd = os.open(path, os.O_RDONLY)
         start = 8 + int.from_bytes(os.pread(fd, 8, 0), "little")
         for e in entries:
-            idx, val = shards.read_nonzeros(fd, start + infos[e.name].begin, int(np.prod(e.shape)))
+            idx, val = shards.read_nonzeros(fd, start + infos[e.name].begin, int(np.prod(e.shape)), dtype)
             assert idx.tolist() == e.idx.tolist() and val.tolist() == e.val.tolist()
         os.close(fd)
 
@@ -514,6 +546,28 @@ def test_the_output_cannot_be_the_base_or_inside_it(qgcc, work, tmp_path):
 def test_base_needs_an_output_directory(qgcc, work):
     r = qgcc(str(work / "vadd.cu"), "--base", str(work / "base_single"))
     assert r.exit_code == 2 and "--base needs -o OUTDIR" in r.output
+
+
+def test_machine_dtype_is_an_option_of_base_only(qgcc, work, tmp_path):
+    r = qgcc(str(work / "vadd.cu"), "--machine-dtype", "bfloat16", "-o", str(tmp_path / "x.qg"))
+    assert r.exit_code == 2 and "--machine-dtype only applies with --base" in r.output
+    assert not (tmp_path / "x.qg").exists()
+
+
+def test_a_machine_that_bf16_cannot_hold_is_refused_before_anything_is_written():
+    """Only +-V may be rounded; any other weight bf16 cannot hold, or a weight the reader would take for a
+    rounded V, must stop the link (the reader could not give the linked machine back)."""
+    from qgcc.checkpoint.machine_dtype import from_bf16, to_bf16
+    from qgcc.link.weights import VALUE_LEVEL
+
+    qkv = "linear_attn.in_proj_qkv.weight"
+    vals = np.array([VALUE_LEVEL, -VALUE_LEVEL, 128.0, -8.0], np.float32)
+    assert to_bf16(qkv, vals).tolist() == [181.0, -181.0, 128.0, -8.0]
+    assert from_bf16(qkv, to_bf16(qkv, vals)).tolist() == vals.tolist()
+    with pytest.raises(ValueError, match="not a bfloat16 value"):
+        to_bf16("mlp.gate_proj.weight", np.array([VALUE_LEVEL], np.float32))
+    with pytest.raises(ValueError, match="uses for the value level"):
+        to_bf16(qkv, np.array([181.0], np.float32))
 
 
 def test_a_failure_while_writing_leaves_no_outdir_and_no_temporary(work, tmp_path, monkeypatch):

@@ -722,6 +722,36 @@ def test_batch_results_equal_the_same_launches_run_one_by_one(qgrun, work):
     assert [x["warp_instructions"] for x in report["results"]] == [57, 19, 38]
 
 
+def test_batch_width_steps_launches_together_and_changes_no_result(qgrun, work):
+    """--batch-width stacks launches as a batch dimension through the layers; each launch's
+    buffers and statistics are the emulator's, launch by launch."""
+    specs = [(1, 4), (1, 1)]
+    lines = [{"grid": g, "block": 2, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:4", "n": n},
+              "outs": {"c": f"out{i}.npy"}} for i, (g, n) in enumerate(specs)]
+    _batch(work, lines)
+    reports = {}
+    for engine, width in (("neural", "2"), ("ref", "1")):
+        r = qgrun("vadd.qg", "--batch", "launches.jsonl", "--engine", engine, "--batch-width", width,
+                  "--json", f"{engine}.json", "--trace", "none")
+        assert r.exit_code == 0, r.stderr
+        reports[engine] = json.loads((work / f"{engine}.json").read_text())
+        for i, (g, n) in enumerate(specs):
+            c = np.load(work / f"out{i}.npy")
+            assert list(c) == [101 * k if k < min(n, 2 * g) else 0 for k in range(4)]
+    assert reports["neural"]["batch_width"] == 2
+    keys = ("steps", "warp_instructions", "divergent_steps", "barrier_waits", "atomics", "loads", "stores")
+    for a, b in zip(reports["neural"]["results"], reports["ref"]["results"]):
+        assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
+
+
+def test_batch_width_is_the_neural_engines_and_needs_a_batch(qgrun, work):
+    _batch(work, [{"grid": 1, "block": 2, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:4", "n": 2}}])
+    r = qgrun("vadd.qg", "--batch", "launches.jsonl", "--batch-width", "4", "--engine", "ref")
+    assert "only the neural engine steps launches together" in one_line_error(r, "qgrun", int(ExitCode.USAGE))
+    r = qgrun("vadd.qg", "--grid", "1", "--block", "2", "--batch-width", "4")
+    assert "--batch-width needs --batch" in one_line_error(r, "qgrun", int(ExitCode.USAGE))
+
+
 def test_batch_runs_every_launch_and_reports_the_first_fault(qgrun, work):
     good = {"grid": 1, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:10", "n": 4},
             "outs": {"c": "good.npy"}}

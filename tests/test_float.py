@@ -278,8 +278,8 @@ __global__ void basic(const float *a, const float *b, float *r) {
 
 
 def test_add_mul_div_run_bit_exact_inside_the_network():
-    # One warp: trace record by record equal to the emulator's (calls, nested calls,
-    # the division loop and JR returns included), buffers equal to the IEEE references.
+    # One warp: trace record by record equal to the emulator's (the division routine's call,
+    # divergent paths and JR return included), buffers equal to the IEEE references.
     # sqrtf and fmaf inside the network: the slow test below.
     rng = np.random.default_rng(5)
     a, b = R.pairs(rng, 4)

@@ -1,11 +1,12 @@
 """qgrun's side: a patched checkpoint directory as a program source.
 
-The machine layers are read from the checkpoint's own shards by tensor name, in
-float32 and straight from safetensors (never through a bf16 model), one tensor at
-a time, and re-sparsified.  The result is checked against the `program_hash` in
-config.json's `qgpu` section, which is the content hash the same program's .qg
-would carry: a checkpoint whose machine layers were altered, or cast to bf16 and
-back, is refused rather than run.
+The machine layers are read from the checkpoint's own shards by tensor name,
+straight from safetensors (never through a model), one tensor at a time, widened to
+float32 (a bf16 shard's value level is put back, machine_dtype.py) and
+re-sparsified.  The result is checked against the `program_hash` in config.json's
+`qgpu` section, which is the content hash the same program's .qg would carry: a
+checkpoint whose machine layers were altered, or cast to another dtype, is refused
+rather than run.
 
 Format 2 keeps the layers beside the text model (`<qgpu.layer_prefix><i>.*`, i.e.
 `mtp.qgpu.layers.<i>.*`); format 1, written by earlier versions, appended them to the
@@ -25,6 +26,7 @@ import numpy as np
 from ..diagnostics import QgFileError
 from ..qwen35 import GeometryError, ValueHeads
 from .base import CONFIG, INDEX, SINGLE
+from .machine_dtype import NAMES, from_bf16
 from .shards import HeaderError, read_header, read_nonzeros
 from .writer import FORMAT, FORMAT_VERSION
 
@@ -128,6 +130,10 @@ def load_checkpoint_program(path: str) -> LinkedProgram:
     heads = ValueHeads(q["value_heads"])
     if heads.count <= 0 or heads.count % 16:
         raise _bad(path, f"qgpu.value_heads is {heads.count}, expected a multiple of 16")
+    dtype = q.get("dtype", "float32")
+    stored = NAMES.get(dtype)
+    if stored is None:
+        raise _bad(path, f"qgpu.dtype is {dtype!r}, expected one of {', '.join(NAMES)}")
     wm = _weight_map(path)
     headers: dict[str, dict] = {}
     keys: dict[str, list[tuple[str, str]]] = {}  # shard -> [(checkpoint name, .qg name)]
@@ -146,9 +152,9 @@ def load_checkpoint_program(path: str) -> LinkedProgram:
             info = headers[shard].get(key)
             if info is None:
                 raise _bad(path, f"tensor {key} is not in {shard}")
-            if info.dtype != "F32" or info.shape != tuple(shape):
-                raise _bad(path, f"tensor {key} is {info.dtype} {list(info.shape)}, the machine needs F32 "
-                                 f"{list(shape)} (its layers must stay float32)")
+            if info.dtype != stored or info.shape != tuple(shape):
+                raise _bad(path, f"tensor {key} is {info.dtype} {list(info.shape)}, the machine needs {stored} "
+                                 f"{list(shape)} (qgpu.dtype is {dtype})")
             keys.setdefault(shard, []).append((key, f"layers.{i}.{name}"))
     tensors: dict[str, np.ndarray] = {}
     for shard, pairs in keys.items():
@@ -161,8 +167,11 @@ def load_checkpoint_program(path: str) -> LinkedProgram:
             for key, qname in pairs:
                 info = headers[shard][key]
                 try:
-                    idx, val = read_nonzeros(fd, data_start + info.begin, (info.end - info.begin) // 4)
-                    idx, val = heads.from_base(qname.split(".", 2)[2], idx, val)
+                    name = qname.split(".", 2)[2]
+                    idx, val = read_nonzeros(fd, data_start + info.begin, int(np.prod(info.shape)), stored)
+                    if stored == "BF16":
+                        val = from_bf16(name, val)
+                    idx, val = heads.from_base(name, idx, val)
                 except HeaderError as e:
                     raise _bad(path, f"{shard}: {e}") from None
                 except GeometryError as e:

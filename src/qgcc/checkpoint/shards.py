@@ -74,35 +74,65 @@ def read_header(path: str) -> tuple[dict[str, TensorInfo], dict[str, str]]:
     return tensors, meta
 
 
+# How each stored dtype's elements are laid out: (size, little-endian numpy dtype of the bits).
+# bfloat16 is the upper half of a float32, so its bits are handled as uint16.
+ELEMENT = {"F32": (4, "<f4"), "BF16": (2, "<u2")}
+
+
+def to_bits(val: np.ndarray, dtype: str) -> np.ndarray:
+    """Float32 values as the stored elements of `dtype`; the caller has checked they are exact there."""
+    v = np.ascontiguousarray(val, dtype=np.float32)
+    if dtype == "F32":
+        return v.astype("<f4")
+    bits = v.view(np.uint32)
+    if np.any(bits & 0xFFFF):
+        raise ValueError("a value is not a bfloat16 value")
+    return (bits >> 16).astype("<u2")
+
+
+def from_bits(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """Stored elements of `dtype` as float32 values (widening bfloat16 is exact)."""
+    if dtype == "F32":
+        return raw.astype(np.float32)
+    return (raw.astype(np.uint32) << 16).view(np.float32)
+
+
 @dataclass
 class SparseEntry:
-    """One float32 tensor given by its non-zero entries (flat indices ascending, values)."""
+    """One tensor given by its non-zero entries (flat indices ascending, float32 values), stored as `dtype`."""
     name: str
     shape: tuple[int, ...]
     idx: np.ndarray  # int64
     val: np.ndarray  # float32
+    dtype: str = "F32"  # or "BF16" (every value must then be a bfloat16 value)
 
 
 def write_sparse_shard(path: str, entries: list[SparseEntry], metadata: dict[str, str]) -> int:
-    """Write a float32 safetensors file holding `entries` densely; returns the data section's size.
+    """Write a safetensors file holding `entries` densely; returns the data section's size.
 
-    Memory stays at a few times the number of non-zeros, whatever the dense size.
+    Memory stays at a few times the number of non-zeros, whatever the dense size.  All
+    entries share one dtype (F32 or BF16).
     """
+    dtypes = {e.dtype for e in entries} or {"F32"}
+    if len(dtypes) != 1:
+        raise ValueError("one shard, one dtype")
+    (dtype,) = dtypes
+    size, view = ELEMENT[dtype]
     header: dict = {"__metadata__": dict(metadata)}
     offset = 0
     starts = []
     for e in entries:
-        nbytes = 4 * int(np.prod(e.shape))
-        header[e.name] = {"dtype": "F32", "shape": list(e.shape), "data_offsets": [offset, offset + nbytes]}
+        nbytes = size * int(np.prod(e.shape))
+        header[e.name] = {"dtype": dtype, "shape": list(e.shape), "data_offsets": [offset, offset + nbytes]}
         starts.append(offset)
         offset += nbytes
     hbytes = json.dumps(header, separators=(",", ":")).encode("utf-8")
     hbytes += b" " * (-len(hbytes) % 8)  # safetensors pads the header to 8 bytes with spaces
     data_start = 8 + len(hbytes)
     # Every non-zero as (file offset, value); pages that hold any are written whole.
-    offs = np.concatenate([data_start + s + 4 * e.idx.astype(np.int64) for s, e in zip(starts, entries)]
+    offs = np.concatenate([data_start + s + size * e.idx.astype(np.int64) for s, e in zip(starts, entries)]
                           or [np.zeros(0, np.int64)])
-    vals = np.concatenate([e.val.astype("<f4") for e in entries] or [np.zeros(0, "<f4")])
+    vals = np.concatenate([to_bits(e.val, dtype) for e in entries] or [np.zeros(0, view)])
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         total = data_start + offset
@@ -113,8 +143,8 @@ def write_sparse_shard(path: str, entries: list[SparseEntry], metadata: dict[str
             hi = min(lo + PAGES_PER_BATCH, len(pages))
             sel = slice(int(np.searchsorted(inv, lo)), int(np.searchsorted(inv, hi)))  # offs is ascending
             buf = np.zeros((hi - lo, PAGE), np.uint8)
-            # data_start and every offset are multiples of 4: no value straddles a page.
-            buf.view("<f4")[inv[sel] - lo, (offs[sel] % PAGE) // 4] = vals[sel]
+            # data_start and every offset are multiples of the element size: no value straddles a page.
+            buf.view(view)[inv[sel] - lo, (offs[sel] % PAGE) // size] = vals[sel]
             breaks = np.flatnonzero(np.diff(pages[lo:hi]) != 1) + 1
             for run in np.split(np.arange(hi - lo), breaks):  # one pwrite per run of consecutive pages
                 at = int(pages[lo + run[0]]) * PAGE
@@ -127,15 +157,16 @@ def write_sparse_shard(path: str, entries: list[SparseEntry], metadata: dict[str
     return offset
 
 
-def read_nonzeros(fd: int, start: int, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(flat indices, values) of the non-zero float32 entries of a tensor at file offset `start`.
+def read_nonzeros(fd: int, start: int, count: int, dtype: str = "F32") -> tuple[np.ndarray, np.ndarray]:
+    """(flat indices, float32 values) of the non-zero entries of a `dtype` tensor at file offset `start`.
 
     Only the file's data extents are read (SEEK_DATA / SEEK_HOLE): a hole is zeros, so
     a sparse machine shard costs what its non-zeros occupy, not its 4.2 GB.  Where the
     file system has no holes (or a copy filled them) the whole tensor is read, in
     pieces of at most CHUNK bytes, with the same result.
     """
-    end = start + 4 * count
+    size, view = ELEMENT[dtype]
+    end = start + size * count
     idx_parts, val_parts = [], []
     pos = start
     while pos < end:
@@ -147,18 +178,18 @@ def read_nonzeros(fd: int, start: int, count: int) -> tuple[np.ndarray, np.ndarr
         if data >= end:
             break
         a = max(pos, data)
-        a -= (a - start) % 4  # extents are block-aligned, entries 4-aligned; stay on entry boundaries
+        a -= (a - start) % size  # extents are block-aligned; stay on entry boundaries
         b = min(end, hole)
-        b += -(b - start) % 4
+        b += -(b - start) % size
         b = min(end, b)
         while a < b:
             n = min(b - a, CHUNK)
-            buf = np.frombuffer(os.pread(fd, n, a), dtype="<f4")
-            if buf.size * 4 != n:
+            buf = from_bits(np.frombuffer(os.pread(fd, n, a), dtype=view), dtype)
+            if buf.size * size != n:
                 raise HeaderError("truncated: a tensor ends past the end of the file")
             nz = np.flatnonzero(buf)
-            idx_parts.append(nz + (a - start) // 4)
-            val_parts.append(buf[nz].astype(np.float32))
+            idx_parts.append(nz + (a - start) // size)
+            val_parts.append(buf[nz])
             a += n
         pos = b
     if not idx_parts:

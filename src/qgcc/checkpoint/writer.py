@@ -4,8 +4,8 @@ Why this shape (docs/checkpoint.md):
 * The base's shard files are copied verbatim (the kernel's copy, never through
   Python memory), so every original tensor is byte-identical by construction and
   peak memory does not grow with the checkpoint.
-* The compiled layers go into one new shard, float32, as stock decoder-layer
-  tensors under `mtp.qgpu.layers.<i>.*`, beside the text model rather than in it:
+* The compiled layers go into one new shard, in the base's dtype (bfloat16 for
+  Qwen3.5-2B, machine_dtype.py) or float32, as stock decoder-layer tensors under `mtp.qgpu.layers.<i>.*`, beside the text model rather than in it:
   transformers' Qwen3.5 classes ignore every `mtp.*` tensor on load (where real
   checkpoints keep their multi-token-prediction head), so the text forward pass,
   the text config and every output stay the base's, bit for bit.  The `qgpu`
@@ -34,6 +34,7 @@ from ..atomicfile import fsync_dir
 from ..program import Program
 from .base import CONFIG, INDEX, BaseCheckpoint
 from ..qwen35 import ValueHeads
+from .machine_dtype import NAMES, to_bf16
 from .shards import SparseEntry, write_sparse_shard
 
 FORMAT = "qgpu"
@@ -115,7 +116,7 @@ def patched_config(base: BaseCheckpoint, qgpu: dict) -> dict:
     return cfg
 
 
-def machine_text_config(num_layers: int, value_heads: int) -> dict:
+def machine_text_config(num_layers: int, value_heads: int, dtype: str = "float32") -> dict:
     """The Qwen3_5TextConfig under which the machine's layers are stock `Qwen3_5DecoderLayer`s.
 
     The hf engine's own config (qgcc.qwen35.text_config) at the base's value heads; the base's
@@ -126,13 +127,16 @@ def machine_text_config(num_layers: int, value_heads: int) -> dict:
     tc = text_config(num_layers, value_heads).to_dict()
     for noise in ("id2label", "label2id", "_name_or_path"):
         tc.pop(noise, None)
-    tc["dtype"] = "float32"
+    tc["dtype"] = dtype
     return tc
 
 
 def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta: dict[str, str],
-                     outdir: str) -> LinkedCheckpoint:
-    """Write OUTDIR from the base and the linker's `to_tensors` output (sparse layers and metadata)."""
+                     outdir: str, dtype: str = "float32") -> LinkedCheckpoint:
+    """Write OUTDIR from the base and the linker's `to_tensors` output (sparse layers and metadata).
+
+    `dtype` ("float32" or "bfloat16") is what the machine's tensors are stored as
+    (machine_dtype.py: a bf16 shard rounds only the value level, and qgrun undoes it)."""
     from ..qwen35 import SHAPES
     from ..qgfile import RESERVED_META, code_tensor, content_hash, kernels_json, program_description, save
 
@@ -151,8 +155,8 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
         "format_version": FORMAT_VERSION,
         "layer_prefix": LAYER_PREFIX,
         "machine_layers": layers,
-        "text_config": machine_text_config(num, heads.count),
-        "dtype": "float32",
+        "text_config": machine_text_config(num, heads.count, dtype),
+        "dtype": dtype,
         "value_heads": heads.count,
         "value_head_map": heads.head_map,
         "shard": machine_shard,
@@ -166,7 +170,14 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
     for i, layer in enumerate(layers):
         for name in SHAPES:
             idx, val = heads.to_base(name, tensors[f"layers.{i}.{name}.idx"], tensors[f"layers.{i}.{name}.val"])
-            entries.append(SparseEntry(f"{LAYER_PREFIX}{layer}.{name}", heads.shape(name), idx, val))
+            if dtype == "bfloat16":
+                try:
+                    val = to_bf16(name, val)
+                except ValueError as e:
+                    raise CheckpointError(f"cannot store the machine in bfloat16: layer {i}: {e}; "
+                                          f"use --machine-dtype float32") from None
+            entries.append(SparseEntry(f"{LAYER_PREFIX}{layer}.{name}", heads.shape(name), idx, val,
+                                       NAMES[dtype]))
 
     parent = os.path.dirname(os.path.abspath(outdir))
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(outdir))}.", suffix=".tmp", dir=parent)
@@ -183,7 +194,8 @@ def write_checkpoint(base: BaseCheckpoint, program: Program, tensors: dict, meta
         index_meta = dict(base.index_meta)
         index_meta["total_size"] = base.tensor_bytes + machine_bytes
         if "total_parameters" in index_meta:
-            index_meta["total_parameters"] = int(index_meta["total_parameters"]) + machine_bytes // 4
+            index_meta["total_parameters"] = int(index_meta["total_parameters"]) + machine_bytes // (
+                2 if dtype == "bfloat16" else 4)
         index = {"metadata": index_meta, "weight_map": dict(sorted(weight_map.items()))}
         _write_json(os.path.join(tmp, INDEX), index)
         _write_json(os.path.join(tmp, CONFIG), patched_config(base, qgpu))

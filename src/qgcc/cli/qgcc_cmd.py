@@ -45,7 +45,8 @@ def _write_text(path: str, text: str) -> None:
         atomic_write(path, text.encode("utf-8"))
 
 
-def _link_checkpoint(input_path: str, base_dir: str, output: str | None, pp: dict) -> int:
+def _link_checkpoint(input_path: str, base_dir: str, output: str | None, pp: dict,
+                     machine_dtype: str = "base") -> int:
     """`--base`: the base is checked before compiling, so a wrong directory fails in a second.
 
     The input may also be a linked .qg, whose layers are then copied rather than linked again.
@@ -59,6 +60,10 @@ def _link_checkpoint(input_path: str, base_dir: str, output: str | None, pp: dic
         raise UsageError("--base needs -o OUTDIR, the new checkpoint directory")
     base = inspect_base(base_dir)
     check_outdir(output, base)
+    if machine_dtype == "base":
+        from ..checkpoint.machine_dtype import base_dtype
+
+        machine_dtype = base_dtype(base.config, base.text_config)
     if Path(input_path).suffix.lower() in QG_EXTS:
         # A linked .qg already holds the layers: reuse them rather than link again.
         from ..qgfile import load
@@ -75,21 +80,23 @@ def _link_checkpoint(input_path: str, base_dir: str, output: str | None, pp: dic
         except CapacityError as e:
             raise UsageError(f"{input_path}: the program does not fit the compiled machine: {e}") from None
     try:
-        write_checkpoint(base, program, tensors, meta, output)
+        write_checkpoint(base, program, tensors, meta, output, machine_dtype)
     except OSError as e:
         raise CheckpointError(f"cannot write {output}: {e.strerror or e}") from None
     return 0
 
 
 def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_link: bool = False,
-         base_dir: str | None = None, pp: dict | None = None) -> int:
+         base_dir: str | None = None, pp: dict | None = None, machine_dtype: str | None = None) -> int:
     from ..asm import disassemble
     from ..qgfile import load, save
 
     if base_dir is not None:
         if asm_out or disasm or no_link:
             raise UsageError("--base cannot be combined with -S, -d or --no-link")
-        return _link_checkpoint(input_path, base_dir, output, pp or {})
+        return _link_checkpoint(input_path, base_dir, output, pp or {}, machine_dtype or "base")
+    if machine_dtype is not None:
+        raise UsageError("--machine-dtype only applies with --base (a .qg always holds float32 layers)")
     if asm_out and disasm:
         raise UsageError("-S and -d cannot be combined")
     ext = Path(input_path).suffix.lower()
@@ -144,6 +151,9 @@ def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_li
               help="Write the program only, without baking the layers (network engines then link at run time).")
 @click.option("--base", "base_dir", metavar="DIR",
               help="Link into a copy of this Hugging Face Qwen3.5 checkpoint; -o names the new directory.")
+@click.option("--machine-dtype", "machine_dtype", type=click.Choice(["base", "bfloat16", "float32"]),
+              default=None, help="With --base: store the machine's layers in the base's dtype (the default; "
+                                 "bfloat16 for Qwen3.5-2B), or as given (docs/checkpoint.md).")
 @click.option("-D", "defines", metavar="NAME[=VALUE]", multiple=True,
               help="Define a macro for a .cu file (NAME alone defines it as 1).")
 @click.option("-I", "include_dirs", metavar="DIR", multiple=True,
@@ -157,14 +167,14 @@ def _run(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_li
                       message=f"%(prog)s %(version)s (.qg format version {QG_FORMAT_VERSION})")
 def main(input_path: str, output: str | None, asm_out: bool, disasm: bool, no_link: bool,
          base_dir: str | None, defines: tuple = (), include_dirs: tuple = (), soft_float: bool = False,
-         instances: tuple = ()) -> int:
+         instances: tuple = (), machine_dtype: str | None = None) -> int:
     """Compile a CUDA-C kernel file (.cu) or qsass assembly (.qsass) into a .qg program."""
     try:
         for d in include_dirs:
             if not os.path.isdir(d):
                 raise UsageError(f"-I {d}: no such directory")
         pp = {"include_dirs": include_dirs, "defines": defines, "soft_float": soft_float, "instantiate": instances}
-        return _run(input_path, output, asm_out, disasm, no_link, base_dir, pp)
+        return _run(input_path, output, asm_out, disasm, no_link, base_dir, pp, machine_dtype)
     except REPORTED as e:
         return report(TOOL, e)
     except OSError as e:

@@ -4,7 +4,7 @@
           [--arg NAME=VALUE]... [--out NAME=PATH.npy]... [--shared BYTES] [--const NAME=@FILE.npy]...
           [--engine ref] [--device cpu|cuda]
           [--trace full|summary|none] [--json PATH] [--max-steps N] [--progress]
-    qgrun KERNEL.qg --batch LAUNCHES.jsonl [--engine ...] [--json PATH]
+    qgrun KERNEL.qg --batch LAUNCHES.jsonl [--batch-width N] [--engine ...] [--json PATH]
 
 Every argument is checked before anything runs.  Outputs (--out files) are
 written only after a successful run, all renamed into place together; the
@@ -344,10 +344,25 @@ def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
     return launches
 
 
+def _batch_width(requested: int | None, engine: str, device: str, launches: int) -> int:
+    """How many launches step together through the layers (docs/engines.md, "Batched launches").
+
+    The batched step is the neural engine's torch path with a batch dimension: the default on
+    CUDA (up to 1024 launches at a time); on the CPU the compiled C step running the launches
+    one by one is faster per launch, so there the default is 1."""
+    if requested is None:
+        requested = min(launches, 1024) if engine == "neural" and device == "cuda" else 1
+    if requested > 1 and engine != "neural":
+        raise UsageError(f"--batch-width {requested}: only the neural engine steps launches together; "
+                         "drop --batch-width or use --engine neural")
+    return max(1, min(requested, launches))
+
+
 def _run_batch(program_file: str, batch_path: str, engine: str, device: str, trace: str,
-               json_path: str | None, max_steps: int, dtype: str = "fp32") -> int:
-    """Many launches of one program: loaded and linked once, run one after another through the
-    same layers, each exactly as a single qgrun would run it.  Every line is checked first;
+               json_path: str | None, max_steps: int, dtype: str = "fp32", width: int | None = None) -> int:
+    """Many launches of one program: loaded and linked once, then run one after another
+    through the same layers, or with --batch-width N stacked N at a time as a batch dimension;
+    either way each exactly as a single qgrun would run it.  Every line is checked first;
     the --out files of the launches that succeed are written together at the end."""
     from .. import engines
     from .args import check_writable
@@ -363,6 +378,7 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
     linked = open_program(program_file)
     program = linked.program
     launches = _batch_launches(batch_path, program, linked.network)
+    width = _batch_width(width, eng.name, dev, len(launches))
     if json_path is not None and os.path.realpath(json_path) in {
             os.path.realpath(p) for *_, outs in launches for p in outs.values()}:
         raise UsageError(f"--json {json_path} is also an --out file")
@@ -372,14 +388,20 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
 
     results, buffers, first_failure = [], {}, 0
     t_all = time.perf_counter()
+    batched = _run_batched(launches, linked.network, width, dev, max_steps) if width > 1 else None
     network = linked.network  # a program compiled on the fly is linked by its first launch, once
-    for no, kernel, grid3, block3, launch, outs in launches:
+    for i, (no, kernel, grid3, block3, launch, outs) in enumerate(launches):
         launch.network = launch.network or network
         summary: dict[str, Any] = {"line": no, "kernel": kernel.name, "grid": list(grid3), "block": list(block3),
                                    "status": "ok", "exit_code": 0}
         t0 = time.perf_counter()
         try:
-            result = eng.run(launch, max_steps=max_steps, on_step=None, device=dev, dtype=dtype)
+            if batched is not None:
+                result = batched[i]
+                if isinstance(result, Fault):
+                    raise result
+            else:
+                result = eng.run(launch, max_steps=max_steps, on_step=None, device=dev, dtype=dtype)
             network = launch.network
         except Fault as fault:
             summary.update(status=fault.kind, exit_code=int(fault.exit_code),
@@ -392,10 +414,12 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
                 buf = io.BytesIO()
                 np.save(buf, launch.read_buffer(result.memory, name), allow_pickle=False)
                 buffers[path] = buf.getvalue()
-        summary["wall_time_s"] = round(time.perf_counter() - t0, 6)
+        # Batched launches overlap in time: each one's own span, from its start to its end.
+        summary["wall_time_s"] = round(time.perf_counter() - t0 if batched is None
+                                       else getattr(batched[i], "wall_s", 0.0), 6)
         results.append(summary)
     wall = time.perf_counter() - t_all
-    report = {"engine": eng.name, "device": dev, "launches": len(results),
+    report = {"engine": eng.name, "device": dev, "batch_width": width, "launches": len(results),
               "ok": sum(r["status"] == "ok" for r in results), "wall_time_s": round(wall, 6),
               "launches_per_s": round(len(results) / wall, 3) if wall > 0 else None, "results": results}
     _write_outputs(buffers, json_path, report)
@@ -405,6 +429,26 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
     if trace in ("summary", "full"):
         print_batch_summary(make_console(), report)
     return first_failure
+
+
+def _run_batched(launches, network, width: int, device: str, max_steps: int) -> list | None:
+    """Every launch through the batched step, `width` at a time: results or faults in order.
+    None for a .qg linked before the exact encoding, which runs one launch at a time."""
+    from ..engines.batch import BatchRunner, batchable
+    from ..engines.network import network_for
+
+    network = network or network_for(launches[0][4])
+    if not batchable(network):
+        note(TOOL, "this .qg predates the exact encoding the batched step relies on; "
+                   "its launches run one at a time (link it again with qgcc to batch them)")
+        return None
+    for *_, launch, _outs in launches:
+        launch.network = launch.network or network
+    key = ("neural-batch", device, width)
+    runner = network.hosts.get(key)
+    if runner is None:
+        runner = network.hosts[key] = BatchRunner(network, width, device)
+    return runner.run([launch for *_, launch, _outs in launches], max_steps)
 
 
 def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict[str, Any]) -> None:
@@ -453,6 +497,9 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
               metavar="N", help="Fault (exit 6) after N warp steps.")
 @click.option("--batch", "batch_path", metavar="FILE.jsonl",
               help="Run many launches of the program, one JSON object per line (docs/cli.md).")
+@click.option("--batch-width", "batch_width", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --batch: step N launches together through the layers as a batch dimension "
+                   "(default: up to 1024 on CUDA; 1 on the CPU, where the compiled step is faster per launch).")
 @click.option("--timeline", metavar="FILE.svg|FILE.html",
               help="Draw the launch: a row per warp and lane, a column per step (.html: with hover details).")
 @click.option("--trace-out", "trace_out", metavar="FILE.jsonl",
@@ -464,7 +511,8 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
 def main(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int, batch_path: str | None, progress: bool | None, timeline: str | None,
-         trace_out: str | None, shared: int, consts: tuple[str, ...], dtype: str = "fp32") -> int:
+         trace_out: str | None, shared: int, consts: tuple[str, ...], dtype: str = "fp32",
+         batch_width: int | None = None) -> int:
     """Run a kernel of a compiled .qg program or of a checkpoint linked with qgcc --base (a .cu or .qsass is
     compiled on the fly)."""
     try:
@@ -476,7 +524,10 @@ def main(program_file: str, grid: str, block: str, kernel_name: str | None, args
             if used:
                 raise UsageError(f"--batch takes each launch's {', '.join(used)} from {batch_path}; "
                                  "drop them from the command line")
-            return _run_batch(program_file, batch_path, engine, device, trace, json_path, max_steps, dtype)
+            return _run_batch(program_file, batch_path, engine, device, trace, json_path, max_steps, dtype,
+                              batch_width)
+        if batch_width is not None:
+            raise UsageError("--batch-width needs --batch FILE.jsonl (the launches to step together)")
         for name, value in (("grid", grid), ("block", block)):
             if value is None:
                 raise UsageError(f"missing --{name} (or give the launches with --batch FILE.jsonl)")

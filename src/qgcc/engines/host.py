@@ -97,127 +97,164 @@ class Host:
             row(pl, ph, j, v)
         return h, init
 
-    def read_cells(self, count: int) -> np.ndarray:
-        """Cells 0..count-1 from the memory states: bit i is rail 2i > rail 2i+1."""
+    def read_cells(self, count: int, recurrent_state=None) -> np.ndarray:
+        """Cells 0..count-1 from the memory states: bit i is rail 2i > rail 2i+1.
+        `recurrent_state(layer)` gives a layer's states (default: the stepped layers')."""
+        recurrent_state = recurrent_state or self.net.recurrent_state
         out = np.zeros(count, dtype=np.uint32)
         pow2 = (1 << np.arange(32, dtype=np.uint64))
         states: dict[int, np.ndarray] = {}
         for index in range(count):
             layer, head, slot = cell_location(index)
             if layer not in states:
-                states[layer] = self.net.recurrent_state(layer)
+                states[layer] = recurrent_state(layer)
             row = states[layer][head, slot]
             out[index] = int((row[0:64:2] > row[1:64:2]) @ pow2)
         return out
+
+    def decode_bits(self, bits: np.ndarray) -> np.ndarray:
+        """Every field's value from rows of gathered signs (`bits[..., i]` is the sign of
+        dimension `all_dims[i]`), as an int64 array (..., fields) in `names` order."""
+        return np.add.reduceat(bits * self._all_pow, self._starts, axis=-1)
 
     def run(self, launch: Launch, max_steps: int = 1_000_000, on_step=None) -> NeuralResult:
         t0 = time.perf_counter()
         h, init = self.initial(launch)
         self.net.reset(init)
-        stats = Stats()
-        code = launch.program.code
-        rec: StepRecord | None = None
-        instr_steps = 0
-        netsteps = 0
-        gx, gy, _ = launch.grid
-        last_active: dict[tuple[int, int], int] = {}
-        f = self.decode(h)
+        tracker = Tracker(self, launch, max_steps, on_step, self.decode(h))
         while True:
-            block = f["ctax"] + gx * (f["ctay"] + gy * f["ctaz"])
-            phase_in = f["phase"]
-            wait_in = f["wait"]
-            if instr_steps >= max_steps and phase_in == 1 << PHASES.index("run"):
-                raise self._step_limit(h, block, max_steps, instr_steps, launch)
+            if tracker.at_limit():
+                # One more network step shows which warp and PC it issues next; the run
+                # ends here, so that step's effects are never used.
+                raise tracker.limit_fault(self.decode(self.net.step(h)))
             h = self.net.step(h)
-            f = self.decode(h)
-            netsteps += 1
-            if netsteps > 64 * max_steps + 10_000:
-                raise StepLimitFault("the network did not halt", step=instr_steps)
-            flt = f["fault"]
-            if phase_in == 1 << PHASES.index("run"):
-                pc, act, warp = f["tr_pc"], f["tr_act"], f["tr_w"]
-                if flt:
-                    raise self._fault(flt, h, block, warp, pc, launch, act, instr_steps)
-                if rec is None:
-                    rec = StepRecord(step=instr_steps, block=block, warp=warp, pc=pc, active=act)
-                lane = f["tr_lane"]
-                ins = code[pc]
-                wb_en = f["wb_en"]
-                wb_rd = f["wb_rd"]
-                for l in range(W):
-                    if (wb_en >> l) & 1:
-                        rec.writes.append(RegWrite(l, wb_rd, f[f"wb_val{l}"]))
-                if f["tr_ld"]:
-                    addr = f["tr_addr"]
-                    if ins.op is Op.LD:
-                        rec.mem.append(MemAccess(lane, "ld", addr, f[f"wb_val{lane}"]))
-                        stats.loads += 1
-                if f["mw_en"]:
-                    addr = f["tr_addr"]
-                    kind = "atom" if ins.op is Op.ATOM else "st"
-                    rec.mem.append(MemAccess(lane, kind, addr, f["mw_val"]))
-                    if kind == "atom":
-                        stats.atomics += 1
-                    else:
-                        stats.stores += 1
-                if f["tr_done"]:
-                    self._finish(rec, f, last_active, stats)
-                    if f["wait"] == 0 and (wait_in or ins.op is Op.BAR):
-                        rec.barrier = "release"  # every live lane had arrived: the network freed them
-                    if on_step is not None:
-                        on_step(rec)
-                    rec = None
-                    instr_steps += 1
-            elif flt:
-                raise self._fault(flt, h, block, None, None, launch, None, instr_steps)
-            if f["phase"] == 1 << PHASES.index("halt"):
+            if tracker.feed(self.decode(h)):
                 break
-        stats.steps = stats.warp_instructions = instr_steps
         mem = self.read_cells(len(launch.memory))
-        return NeuralResult(mem, stats, netsteps, time.perf_counter() - t0)
-
-    def _finish(self, rec: StepRecord, f: dict[str, int], last_active, stats: Stats) -> None:
-        """Presentation flags, decoded from the network's own fields."""
-        key = (rec.block, rec.warp)
-        prev = last_active.get(key, 0)
-        rec.reconverged = prev != 0 and (rec.active & ~prev) != 0 and (prev & ~rec.active) == 0
-        last_active[key] = rec.active
-        ins = self.cm_code(rec.pc)
-        if ins.op in (Op.BRZ, Op.BRNZ, Op.JR):
-            pcs = {f[f"wt_pc{l}"] for l in range(W) if (rec.active >> l) & 1}
-            if len(pcs) > 1:
-                rec.diverged = True
-                stats.divergent_steps += 1
-        if ins.op is Op.BAR:
-            stats.barrier_waits += 1
-            rec.barrier = "wait"
+        return NeuralResult(mem, tracker.finish(), tracker.netsteps, time.perf_counter() - t0)
 
     def cm_code(self, pc: int):
         return decode(self.cm.code[pc])
 
-    def _step_limit(self, h, block: int, max_steps: int, steps: int, launch: Launch) -> Fault:
-        """The step-limit (or barrier-deadlock) fault, located at the instruction that would run next.
 
-        The waiting and ready warp masks are the network's scheduler state; one more
-        network step shows which warp and PC it issues next.  The run ends here, so
-        that step's effects are never used.
-        """
-        wait, ready = self.get(h, "wait"), self.get(h, "ready")
-        nxt = self.net.step(h)
-        pc, warp = self.get(nxt, "tr_pc"), self.get(nxt, "tr_w")
-        code = launch.program.code
-        line = code[pc].line if pc < len(code) else None
-        return step_limit_fault(max_steps, [w for w in range(NWARP) if wait >> w & 1],
+RUN, HALT = 1 << PHASES.index("run"), 1 << PHASES.index("halt")
+
+
+class Tracker:
+    """One launch's host-side bookkeeping, fed one decoded step at a time.
+
+    Shared by the one-launch loop (Host.run) and the batched runner (engines.batch), so
+    a launch's records, statistics and faults do not depend on how its steps were
+    computed.  `feed` takes the fields of one step's output and says whether the
+    launch halted; it raises the launch's fault.
+    """
+
+    def __init__(self, host: Host, launch: Launch, max_steps: int, on_step, first: dict[str, int]):
+        self.host, self.launch, self.max_steps, self.on_step = host, launch, max_steps, on_step
+        self.code = launch.program.code
+        self.stats = Stats()
+        self.rec: StepRecord | None = None
+        self.instr_steps = 0
+        self.netsteps = 0
+        self.last_active: dict[tuple[int, int], int] = {}
+        self.f = first  # the fields of the next step's input
+
+    def _block(self) -> int:
+        gx, gy, _ = self.launch.grid
+        f = self.f
+        return f["ctax"] + gx * (f["ctay"] + gy * f["ctaz"])
+
+    def at_limit(self) -> bool:
+        """The next step would run an instruction beyond --max-steps."""
+        return self.instr_steps >= self.max_steps and self.f["phase"] == RUN
+
+    def limit_fault(self, nxt: dict[str, int]) -> Fault:
+        """The step-limit (or barrier-deadlock) fault, located at the instruction that would run
+        next: `nxt` are the fields of one more step, which shows the warp and PC it issues.
+
+        The waiting and ready warp masks are the network's scheduler state."""
+        wait, ready = self.f["wait"], self.f["ready"]
+        pc, warp = nxt["tr_pc"], nxt["tr_w"]
+        line = self.code[pc].line if pc < len(self.code) else None
+        return step_limit_fault(self.max_steps, [w for w in range(NWARP) if wait >> w & 1],
                                 [w for w in range(NWARP) if ready >> w & 1],
-                                block=block, warp=warp, pc=pc, line=line, step=steps)
+                                block=self._block(), warp=warp, pc=pc, line=line, step=self.instr_steps)
 
-    def _fault(self, flt: int, h, block, warp, pc, launch, active, step) -> Fault:
-        lane = self.get(h, "tr_lane")
-        code = launch.program.code
+    def feed(self, f: dict[str, int]) -> bool:
+        """The fields of the output of one step (whose input was the previous output)."""
+        block, phase_in, wait_in = self._block(), self.f["phase"], self.f["wait"]
+        self.f = f
+        self.netsteps += 1
+        if self.netsteps > 64 * self.max_steps + 10_000:
+            raise StepLimitFault("the network did not halt", step=self.instr_steps)
+        flt = f["fault"]
+        stats, code = self.stats, self.code
+        if phase_in == RUN:
+            pc, act, warp = f["tr_pc"], f["tr_act"], f["tr_w"]
+            if flt:
+                raise self._fault(flt, f, block, warp, pc, act)
+            if self.rec is None:
+                self.rec = StepRecord(step=self.instr_steps, block=block, warp=warp, pc=pc, active=act)
+            rec = self.rec
+            lane = f["tr_lane"]
+            ins = code[pc]
+            wb_en = f["wb_en"]
+            wb_rd = f["wb_rd"]
+            for l in range(W):
+                if (wb_en >> l) & 1:
+                    rec.writes.append(RegWrite(l, wb_rd, f[f"wb_val{l}"]))
+            if f["tr_ld"]:
+                addr = f["tr_addr"]
+                if ins.op is Op.LD:
+                    rec.mem.append(MemAccess(lane, "ld", addr, f[f"wb_val{lane}"]))
+                    stats.loads += 1
+            if f["mw_en"]:
+                addr = f["tr_addr"]
+                kind = "atom" if ins.op is Op.ATOM else "st"
+                rec.mem.append(MemAccess(lane, kind, addr, f["mw_val"]))
+                if kind == "atom":
+                    stats.atomics += 1
+                else:
+                    stats.stores += 1
+            if f["tr_done"]:
+                self._finish(rec, f)
+                if f["wait"] == 0 and (wait_in or ins.op is Op.BAR):
+                    rec.barrier = "release"  # every live lane had arrived: the network freed them
+                if self.on_step is not None:
+                    self.on_step(rec)
+                self.rec = None
+                self.instr_steps += 1
+        elif flt:
+            raise self._fault(flt, f, block, None, None, None)
+        return f["phase"] == HALT
+
+    def finish(self) -> Stats:
+        self.stats.steps = self.stats.warp_instructions = self.instr_steps
+        return self.stats
+
+    def _finish(self, rec: StepRecord, f: dict[str, int]) -> None:
+        """Presentation flags, decoded from the network's own fields."""
+        key = (rec.block, rec.warp)
+        prev = self.last_active.get(key, 0)
+        rec.reconverged = prev != 0 and (rec.active & ~prev) != 0 and (prev & ~rec.active) == 0
+        self.last_active[key] = rec.active
+        ins = self.host.cm_code(rec.pc)
+        if ins.op in (Op.BRZ, Op.BRNZ, Op.JR):
+            pcs = {f[f"wt_pc{l}"] for l in range(W) if (rec.active >> l) & 1}
+            if len(pcs) > 1:
+                rec.diverged = True
+                self.stats.divergent_steps += 1
+        if ins.op is Op.BAR:
+            self.stats.barrier_waits += 1
+            rec.barrier = "wait"
+
+    def _fault(self, flt: int, f: dict[str, int], block, warp, pc, active) -> Fault:
+        launch, code, step = self.launch, self.code, self.instr_steps
+        lane = f["tr_lane"]
         line = code[pc].line if pc is not None and pc < len(code) else None
         ctx = dict(block=block, warp=warp, lane=lane, pc=pc, line=line, step=step)
         if flt & 1:
-            addr = self.get(h, "tr_addr")
+            addr = f["tr_addr"]
             where = memory_map(len(launch.memory), launch.shared_words)
             op = code[pc].op if pc is not None and pc < len(code) else None
             what = {Op.LD: "load from", Op.ST: "store to", Op.ATOM: "atomic on"}.get(op, "access to")
@@ -233,4 +270,3 @@ class Host:
             return MemoryFault(f"PC {pc} left the kernel (instructions {launch.kernel.entry}.."
                                f"{launch.kernel.end - 1})", **ctx)
         return MemoryFault(f"parameter index out of range (the kernel has {len(launch.params)})", **ctx)
-

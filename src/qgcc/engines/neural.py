@@ -1,8 +1,9 @@
 """The `neural` engine (qgrun's default): the compiled layers' stock math over their nonzero weights.
 
-Two implementations of the same numbers (docs/engines.md): the compiled C step
-(neural_c) on the CPU, and the torch path (neural_torch) on CUDA, without a C
-compiler, or when the C step's load-time checks refuse the layers.  Both are
+Implementations of the same numbers (docs/engines.md): the compiled C step (neural_c)
+on the CPU; on CUDA the batched step (neural_batch) as a batch of one, in a CUDA graph;
+the torch path (neural_torch) without a C compiler, when the C step's load-time checks
+refuse the layers, or for a .qg linked before the exact encoding.  All are
 bit-identical to transformers' modules because the linked network is exact by
 construction.  Neither is imported until needed, so a CPU run never imports torch.
 """
@@ -11,7 +12,10 @@ from __future__ import annotations
 
 from ..link.linker import LinkedNetwork
 from ..link.weights import VALUE_LEVEL
-from .network import NetworkEngine
+from ..runtime.launch import Launch
+from ..trace import Fault
+from .host import NeuralResult
+from .network import NetworkEngine, network_for
 
 
 def neural_layers(network: LinkedNetwork, device: str = "cpu"):
@@ -35,3 +39,20 @@ class NeuralEngine(NetworkEngine):
 
     def layers(self, network: LinkedNetwork):
         return neural_layers(network, self.device)
+
+    def run(self, launch: Launch, max_steps: int, on_step=None) -> NeuralResult:
+        """On CUDA a launch runs as a batch of one through the batched step, whose steps are
+        replayed from a CUDA graph (docs/engines.md, "Batched launches")."""
+        if self.device == "cuda":
+            from .batch import BatchRunner, batchable
+
+            network = network_for(launch)
+            if batchable(network):
+                runner = network.hosts.get(("neural-batch", "cuda", 1))
+                if runner is None:
+                    runner = network.hosts[("neural-batch", "cuda", 1)] = BatchRunner(network, 1, "cuda")
+                result = runner.run([launch], max_steps, on_step)[0]
+                if isinstance(result, Fault):
+                    raise result
+                return result
+        return super().run(launch, max_steps, on_step)

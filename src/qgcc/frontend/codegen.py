@@ -12,8 +12,11 @@ loop of each general division).
 Device functions are inlined at every call.  Values are `int` virtual
 registers or `C` constants (folded and used as immediates where the ISA allows).
 
-Float operations call routines of the soft-float library (`softfloat.cu`), and
-the math functions (`expf`, ...) routines of the math library (`mathlib.cu`).
+Float operations the machine has no instruction for call library routines:
+division and `sqrtf` those of `divsqrt.cu` (on the float unit; with --soft-float
+the integer ones), `fmaf` (and, with --soft-float, every float operation) those
+of the soft-float library (`softfloat.cu`), and the math functions (`expf`, ...)
+those of the math library (`mathlib.cu`).
 Each routine a kernel uses is emitted once, out of line, between the kernel's
 first instruction (`BRA body`) and its body, so routine code always has lower
 PCs than every call site: under min-PC scheduling, lanes that enter a routine
@@ -65,6 +68,10 @@ HW_ROUTINES = {"__qg_fadd": Op.FADD, "__qg_fsub": Op.FSUB, "__qg_fmul": Op.FMUL,
                "__qg_fmin": Op.FMIN, "__qg_fmax": Op.FMAX, "__qg_flt": Op.FSLT, "__qg_fle": Op.FSLE,
                "__qg_feq": Op.FSEQ, "__qg_f2i": Op.F2I, "__qg_f2u": Op.F2U, "__qg_i2f": Op.I2F,
                "__qg_u2f": Op.U2F}
+# Soft-float routines with a shorter version on the float unit (divsqrt.cu), and the float
+# instructions that version uses.
+ON_FPU = {"__qg_fdiv": "__qg_fdiv_fpu", "__qg_fsqrt": "__qg_fsqrt_fpu"}
+FPU_ROUTINE_OPS = frozenset({Op.FADD, Op.FMUL, Op.F2I, Op.F2U, Op.I2F, Op.U2F})
 
 
 def is_c(v) -> bool:
@@ -1260,7 +1267,9 @@ class KernelGen:
         """Call a soft-float routine (emitting it on first use); returns the result's vreg.
 
         A routine the machine has an instruction for (HW_ROUTINES, unless --soft-float) is
-        that one instruction instead."""
+        that one instruction instead, and division and square root the float unit's routines."""
+        if name in ON_FPU and FPU_ROUTINE_OPS <= self.hw_float:
+            name = ON_FPU[name]
         op = HW_ROUTINES.get(name)
         if op in self.hw_float:
             if op is Op.FFMA:

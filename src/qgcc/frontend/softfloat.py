@@ -1,4 +1,5 @@
-"""The soft-float, math and 64-bit integer libraries (`softfloat.cu`, `mathlib.cu`, `int64.cu`), parsed and checked once per process.
+"""The soft-float, math and 64-bit integer libraries (`softfloat.cu`, `divsqrt.cu`, `mathlib.cu`,
+`int64.cu`), parsed and checked once per process.
 
 The library is CUDA-C in the subset itself, so the ordinary front end turns it
 into device functions; the code generator emits the ones a kernel calls as
@@ -13,8 +14,7 @@ from pathlib import Path
 from .parser import parse
 from .sema import FuncSym, analyse
 
-SOURCES = (Path(__file__).with_name("softfloat.cu"), Path(__file__).with_name("mathlib.cu"),
-           Path(__file__).with_name("int64.cu"))
+SOURCES = tuple(Path(__file__).with_name(n) for n in ("softfloat.cu", "divsqrt.cu", "mathlib.cu", "int64.cu"))
 
 
 @lru_cache(maxsize=1)

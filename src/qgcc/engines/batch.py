@@ -1,0 +1,95 @@
+"""Many launches of one program through the batched step (qgrun --batch with --batch-width).
+
+The runner keeps `width` slots busy: a launch starts in a free slot (its first input and
+recurrent states loaded there), every slot steps together on the device, and the host
+reads the decoded fields of all slots once per K steps.  Each launch's fields go through
+its own Tracker (engines.host), the same bookkeeping as a launch run alone, so its
+result, statistics and faults are the ones `Host.run` gives.  A slot whose launch ended
+is frozen on the device and refilled with the next launch.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from ..link.layout import PHASES
+from ..link.linker import LinkedNetwork
+from ..link.weights import VALUE_LEVEL
+from ..runtime.launch import Launch
+from ..trace import Fault
+from .host import Host, NeuralResult, Tracker
+from .neural_c import StepError
+
+
+def batchable(network: LinkedNetwork) -> bool:
+    """The batched step relies on the exactness argument, which holds for networks linked with
+    the exact encoding; older .qg files run one launch at a time."""
+    return network.value_level == VALUE_LEVEL
+
+
+@dataclass
+class _Slot:
+    index: int
+    launch: Launch
+    tracker: Tracker
+    t0: float
+
+
+class BatchRunner:
+    def __init__(self, network: LinkedNetwork, width: int, device: str = "cpu", chunk: int | None = None):
+        from .neural_batch import BatchedLayers
+
+        self.host = Host(network, None)
+        fields = network.fields
+        chunk = chunk or (16 if device == "cuda" else 1)
+        self.layers = BatchedLayers(network.layers, width, self.host._all_dims,
+                                    fields["phase"][PHASES.index("halt")], fields["fault"], device, chunk)
+        self.width, self.chunk = width, chunk
+
+    def run(self, launches: list[Launch], max_steps: int, on_step=None) -> list[NeuralResult | Fault]:
+        """Each launch's result (or its fault), in the order given.  `on_step` gets every
+        launch's trace records (in order within a launch), up to K steps late."""
+        host, layers, names = self.host, self.layers, self.host._names
+        results: list[NeuralResult | Fault | None] = [None] * len(launches)
+        queue = deque(enumerate(launches))
+        slots: list[_Slot | None] = [None] * self.width
+        while queue or any(s is not None for s in slots):
+            for b in range(self.width):
+                if slots[b] is None and queue:
+                    i, launch = queue.popleft()
+                    t0 = time.perf_counter()
+                    h, init = host.initial(launch)
+                    layers.load(b, h, init)
+                    slots[b] = _Slot(i, launch, Tracker(host, launch, max_steps, on_step, host.decode(h)), t0)
+            bits, inexact = layers.run()
+            values = host.decode_bits(bits)  # (K, B, fields)
+            for b, slot in enumerate(slots):
+                if slot is None:
+                    continue
+                if inexact[b]:
+                    raise StepError(f"launch {slot.index + 1} of the batch: a residual entry is not "
+                                    "exactly +-8 (the batched step's exactness premise)")
+                outcome = self._advance(b, slot, values[:, b].tolist(), names)
+                if outcome is not None:
+                    results[slot.index] = outcome
+                    layers.stop(b)
+                    slots[b] = None
+        return results  # type: ignore[return-value]
+
+    def _advance(self, b: int, slot: _Slot, rows: list[list[int]], names: list[str]):
+        """Feed one slot's K decoded steps to its tracker; its result or fault when it ended."""
+        tr = slot.tracker
+        try:
+            for row in rows:
+                f = dict(zip(names, row))
+                if tr.at_limit():
+                    raise tr.limit_fault(f)
+                if tr.feed(f):
+                    mem = self.host.read_cells(len(slot.launch.memory),
+                                               lambda layer: self.layers.recurrent_state(b, layer))
+                    return NeuralResult(mem, tr.finish(), tr.netsteps, time.perf_counter() - slot.t0)
+        except Fault as fault:
+            return fault
+        return None

@@ -1,0 +1,152 @@
+"""Launches stacked as a batch dimension compute exactly what each computes alone.
+
+The batched step (qgcc.engines.neural_batch) runs B launches of one program through the
+layers together: the projections become matrix-matrix products and each launch keeps its
+own recurrent states.  Every sum in the layers is an exact integer (docs/engines.md), so a
+member's numbers cannot depend on its neighbours or on the order of additions; these tests
+hold it to that, bit for bit, against the compiled C step running each launch alone, and
+check that a member that has halted stays frozen while the others go on.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from qgcc.engines.batch import BatchRunner
+from qgcc.engines.host import HALT, Host
+from qgcc.engines.neural import neural_layers
+from qgcc.engines.neural_batch import BatchedLayers
+from qgcc.engines.neural_c import library
+from qgcc.frontend import compile_source
+from qgcc.link.layout import PHASES
+from qgcc.link.linker import link
+from qgcc.runtime.launch import make_launch
+from qgcc.trace import Fault
+
+needs_c = pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
+
+KERNEL = ("__global__ void k(int *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
+          "if (i < n) a[i] = a[i] * 3 + i; }")
+# (grid, block, n): 15, 31 and 33 network steps, so the members halt at different steps.
+SHAPES = [(1, 1, 0), (1, 2, 1), (1, 4, 3)]
+_LINKED: list = []
+
+
+def program():
+    if not _LINKED:
+        prog = compile_source(KERNEL, "k.cu")
+        _LINKED.append((prog, link(prog)))
+    return _LINKED[0]
+
+
+def launch(grid, block, n, a=None):
+    prog, cm = program()
+    a = np.arange(8, dtype=np.int32) * 5 - 11 if a is None else a
+    return make_launch(prog, prog.kernels[0], (grid, 1, 1), (block, 1, 1), {"n": n}, {"a": a.copy()},
+                       network=cm)
+
+
+def fingerprint(states) -> list[int]:
+    """Each state's bits, as a CRC (a one-bit difference always changes it)."""
+    return [zlib.crc32(np.ascontiguousarray(s).view(np.uint8)) for s in states]
+
+
+def alone(host: Host, net, lau) -> list[tuple[bytes, list[str]]]:
+    """Every step's output and recurrent states of a launch run by itself."""
+    h, init = host.initial(lau)
+    net.reset(init)
+    out = []
+    while host.get(h, "phase") != HALT and host.get(h, "fault") == 0:
+        h = net.step(h)
+        out.append((h.tobytes(), fingerprint(net.recurrent_state(L) for L in range(len(host.cm.layers)))))
+    return out
+
+
+def stacked_equals_alone(cm, launches) -> list[int]:
+    """Run `launches` stacked and each alone on the C step; every hidden state and every
+    recurrent state of every member must be the same bits at every step, a member that has
+    halted must stay frozen, and its running bit must drop at its halt step.  Returns
+    the members' lengths in steps."""
+    host = Host(cm, neural_layers(cm, "cpu"))
+    want = [alone(host, host.net, lau) for lau in launches]
+    halt = cm.fields["phase"][PHASES.index("halt")]
+    batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"])
+    for slot, lau in enumerate(launches):
+        batch.load(slot, *host.initial(lau))
+    for step in range(max(len(w) for w in want)):
+        bits, inexact = batch.run()
+        assert not inexact.any()
+        for slot, w in enumerate(want):
+            h_want, states_want = w[min(step, len(w) - 1)]  # after its halt: frozen at its last step
+            h = batch.hidden(slot)
+            assert h.tobytes() == h_want, f"member {slot}: hidden state differs at step {step + 1}"
+            assert fingerprint(batch.recurrent_state(slot, L) for L in range(cm.num_layers)) == states_want, \
+                f"member {slot}: a recurrent state differs at step {step + 1}"
+            # The fields the host decodes were gathered on the device from that same row.
+            assert np.array_equal(bits[0, slot], h[host._all_dims] > 0)
+            assert bool(batch.running[slot]) == (step + 1 < len(w))
+    return [len(w) for w in want]
+
+
+@needs_c
+def test_every_member_equals_its_launch_run_alone_at_every_step_and_halted_members_stay_frozen():
+    prog, cm = program()
+    assert stacked_equals_alone(cm, [launch(*s) for s in SHAPES]) == [15, 31, 33]
+
+
+@needs_c
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["collatz", "histogram", "matmul", "reduce", "scan", "vadd"])
+def test_every_sample_stacked_with_a_shorter_launch_of_itself_equals_both_run_alone(name):
+    """Each sample's short launch (tests/lockstep.py) and the same launch with a smaller n."""
+    import lockstep as samples
+
+    grid, block, scalars, arrays = samples.CASES[name]
+    prog, cm = samples.linked(name)
+    launches = [make_launch(prog, prog.kernels[0], grid, block, dict(scalars, n=n),
+                            {a: v.copy() for a, v in arrays.items()}, network=cm)
+                for n in (scalars["n"], scalars["n"] // 2)]
+    lengths = stacked_equals_alone(cm, launches)
+    assert lengths[0] > lengths[1]
+
+
+@needs_c
+def test_a_batch_with_more_launches_than_slots_gives_each_launch_its_own_result_or_fault():
+    """Slots are refilled as launches end; a fault or a step limit ends one member only."""
+    prog, cm = program()
+    host = Host(cm, neural_layers(cm, "cpu"))
+    specs = [((1, 1, 0), None), ((1, 4, 4), np.zeros(2, np.int32)),  # out of bounds
+             ((1, 4, 3), None)]  # 16 warp instructions: over the limit of 12
+    max_steps = 12
+    results = BatchRunner(cm, 2).run([launch(*s, a) for s, a in specs], max_steps)
+    for (shape, a), got in zip(specs, results):
+        try:
+            want = host.run(launch(*shape, a), max_steps)
+        except Fault as fault:
+            assert isinstance(got, type(fault)) and str(got) == str(fault) and got.__dict__ == fault.__dict__
+        else:
+            assert np.array_equal(got.memory, want.memory) and got.stats == want.stats
+            assert got.network_steps == want.network_steps
+    assert sum(isinstance(r, Fault) for r in results) == 2
+
+
+@needs_c
+def test_a_batch_of_one_traces_like_a_launch_run_alone():
+    """How `qgrun --device cuda` runs a single launch (there in a CUDA graph): the same
+    records, flags and buffers as the C step's loop, here with 4 steps per host read."""
+    prog, cm = program()
+    want, got = [], []
+    alone_result = Host(cm, neural_layers(cm, "cpu")).run(launch(1, 1, 1), 100, on_step=want.append)
+    result = BatchRunner(cm, 1, chunk=4).run([launch(1, 1, 1)], 100, on_step=got.append)[0]
+    assert [(r.key(), r.diverged, r.reconverged, r.barrier) for r in got] == \
+        [(r.key(), r.diverged, r.reconverged, r.barrier) for r in want]
+    assert np.array_equal(result.memory, alone_result.memory) and result.stats == alone_result.stats
+
+
+def test_cuda_graphs_are_asked_for_only_on_cuda():
+    prog, cm = program()
+    with pytest.raises(ValueError, match="CUDA graphs need --device cuda"):
+        BatchedLayers(cm.layers, 2, np.arange(3), 0, [1], device="cpu", graph=True)
