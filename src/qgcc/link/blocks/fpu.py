@@ -23,7 +23,8 @@ is a straight pipeline of threshold-gate levels, each one MLP:
 12-13. {exponent, fraction} + round-up (a carry out of the fraction bumps the exponent, and out of
    254 gives infinity; increment_if's digit structure), merged with NaN, infinity and overflow.
 
-FMUL, I2F and F2I are described at their functions.  The semantics are qgcc.fpu's
+FMUL, I2F and F2I are described at their functions; FFMA (and FADD/FSUB/FMUL in a program
+that uses FFMA: fused_operands) in qgcc.link.blocks.ffma.  The semantics are qgcc.fpu's
 (tests/test_fpu_circuits.py checks the gates against it bit for bit with Netlist.simulate).
 """
 
