@@ -15,7 +15,7 @@ exactly in a window of FW = 102 bits, window bit t holding position t - LO:
 * delta >= 50 with a nonzero c: P < 2^48 is under a quarter of c's last place (half of it
   where c is a power of two and the sum falls below it), so the result is c itself, passed
   through.  So is c when a or b is zero (c nonzero).
-* The sum: one carry-lookahead structure gives P + Y + eff (Y the aligned addend, inverted
+* The sum: one carry-select structure gives P + Y + eff (Y the aligned addend, inverted
   for an effective subtraction) and, with the same generate/propagate groups, its
   complement ~(P + Y) = A - P, which is the magnitude when the addend is the bigger
   (no carry out of P + ~A + 1); the sum bits select between the two in the same level.
@@ -25,9 +25,10 @@ exactly in a window of FW = 102 bits, window bit t holding position t - LO:
   ea' + eb' - 200 + (r + 22) + [hidden bit], one adder on r's binary code.  Then the
   rounding increment of FADD and FMUL (_round_merge).
 
-Levels after P: the adder's groups, the carries and the sign, the selected sum bits;
-group zeros; s (and the sticky prefix ORs); fraction, r, round-up, overflow; the exponent
-adder (three levels); the two rounding levels: eleven, against FMUL's four.
+Levels after P: the adder's groups, the block and in-block carries, the block carries and
+the sign, the selected sum bits; group zeros; s (and the sticky prefix ORs); fraction, r,
+round-up, overflow; the exponent adder (three levels); the two rounding levels: twelve,
+against FMUL's four.  No AND or OR has more than 31 terms, as in the rest of the machine.
 """
 
 from __future__ import annotations
@@ -150,7 +151,14 @@ def ffma(n: Netlist, a: list, b: list, c: list, en, P: list, G: list, name: str 
     # ---- fraction, exponent field, round-up, overflow
     frac = [n.gate([and_step([s[k], R[k + i]]) for k in s if 0 <= k + i < FW], f"{name}.f{i}") for i in range(23)]
     nrm = n.gate([and_step([s[k], R[k + 23]]) for k in s], f"{name}.nrm")  # the hidden bit
-    rb = [n.gate([step([(s[k], 1) for k in s if (k - KMIN) >> j & 1], 1)], f"{name}.rb{j}") for j in range(7)]
+    # r + 22 in binary: bit j is the OR of the s_k with that bit, in two halves (exclusive, as s
+    # is one-hot: the adder takes the pair as one literal), so that no OR has 49 terms
+    rb = []
+    for j in range(7):
+        ks = [k for k in s if (k - KMIN) >> j & 1]
+        h = len(ks) // 2
+        rb.append([n.gate([step([(s[k], 1) for k in part], 1)], f"{name}.rb{j}{w}")
+                   for w, part in (("l", ks[:h]), ("h", ks[h:]))])
     ru_sts = []
     for k in s:
         if k >= 1:
@@ -175,12 +183,20 @@ def _and(n: Netlist, lits: list, name: str) -> Sig:
     return n.gate([and_step(lits)], name)
 
 
+BLOCK = 7  # digit groups per block of the window adder's carry-select (AND steps of <= 8 literals)
+
+
 def _magnitude_sum(n: Netlist, x: list, y: list, eff, name: str) -> tuple[list[Sig], Sig]:
-    """(|x + y + eff| as a magnitude, [it is negative]) in three levels, for an effective
+    """(|x + y + eff| as a magnitude, [it is negative]) in four levels, for an effective
     subtraction's y = ~addend: x - addend = x + y + 1 when there is a carry out, else the
-    magnitude is addend - x = ~(x + y).  Both use one set of digit groups (circuits.add's):
-    the carries of x + y, plus eff AND "every lower group propagates" for the +1; the sign
-    needs the carry out; each sum bit's steps are gated by the sign (circuits.gated)."""
+    magnitude is addend - x = ~(x + y).
+
+    The digit groups of circuits.add (level 1), then per block of BLOCK groups its generate and
+    propagate and, inside it, the carries into each group for a carry into the block of 0 and
+    of 1 (level 2); the carries into the blocks for x + y and for x + y + eff, and the sign
+    (level 3); each sum bit then takes, by the sign and its block's carry, one of the four
+    (circuits.gated).  Chains of at most BLOCK + 1 literals: one flat lookahead over the 51
+    groups would AND up to 52, whose rows are noisier than any of the machine's others."""
     width = len(x)
     groups = width // C.DIGIT
     full = 1 << C.DIGIT
@@ -190,24 +206,53 @@ def _magnitude_sum(n: Netlist, x: list, y: list, eff, name: str) -> tuple[list[S
         pairs = [(v[i], 1 << (i - lo)) for i in range(lo, lo + C.DIGIT) for v in (x, y)]
         G.append(n.gate([step(pairs, full)], f"{name}.G{g}"))
         Pp.append(n.gate([step(pairs, full - 1), step(pairs, full, -1)], f"{name}.P{g}"))
-    c0: list = [None]  # carries of x + y
-    ap: list = [eff]  # eff AND every group below propagates: the +1's carry
-    for g in range(1, groups):
-        c0.append(n.gate([and_step([G[j]] + Pp[j + 1:g]) for j in range(g)], f"{name}.C{g}"))
-        ap.append(_and(n, [eff] + Pp[:g], f"{name}.A{g}"))
-    negr = n.gate([and_step([eff])] + [and_step([eff, G[j]] + Pp[j + 1:], -1) for j in range(groups)]
-                  + [and_step([eff] + Pp, -1)], f"{name}.neg")
+    blocks = [list(range(lo, min(lo + BLOCK, groups))) for lo in range(0, groups, BLOCK)]
+    lc0, lc1 = {}, {}  # carry into group g from inside its block (block carry 0), and with block carry 1
+    BG, BP = [], []
+    for bi, blk in enumerate(blocks):
+        bs = blk[0]
+        for g in blk:
+            if g == bs:
+                lc0[g], lc1[g] = None, (n.ONE, True)
+                continue
+            lc0[g] = n.gate([and_step([G[j]] + Pp[j + 1:g]) for j in range(bs, g)], f"{name}.lc{g}")
+            lc1[g] = [lc0[g], _and(n, Pp[bs:g], f"{name}.pin{g}")]  # exclusive: a list literal
+        be = blk[-1] + 1
+        BG.append(n.gate([and_step([G[j]] + Pp[j + 1:be]) for j in blk], f"{name}.BG{bi}"))
+        BP.append(_and(n, Pp[bs:be], f"{name}.BP{bi}"))
+    nb = len(blocks)
+    CB0 = [None] + [n.gate([and_step([BG[j]] + BP[j + 1:b]) for j in range(b)], f"{name}.CB{b}")
+                    for b in range(1, nb)]
+    CB1 = [eff] + [n.gate([and_step([BG[j]] + BP[j + 1:b]) for j in range(b)] + [and_step([eff] + BP[:b])],
+                          f"{name}.CBe{b}") for b in range(1, nb)]
+    negr = n.gate([and_step([eff])] + [and_step([eff, BG[j]] + BP[j + 1:], -1) for j in range(nb)]
+                  + [and_step([eff] + BP, -1)], f"{name}.neg")
     out = []
     for i in range(width):
         g, k = divmod(i, C.DIGIT)
+        b = g // BLOCK
         M = 1 << (k + 1)
         base = [(x[i], M), (y[i], M)] + [(v[j], 1 << (j - C.DIGIT * g)) for j in range(C.DIGIT * g, i) for v in (x, y)]
-        b = 1 << k
-        with1 = base + [([c0[g], ap[g]] if c0[g] is not None else ap[g], 1)]
-        with0 = base + ([(c0[g], 1)] if c0[g] is not None else [])
-        sts = [gated(st, neg(negr)) for st in (step(with1, b), step(with1, M + b, -1), step(with1, 2 * M + b))]
+        bb = 1 << k
+
+        def parity(carry):
+            pairs = base + ([(carry, 1)] if carry is not None else [])
+            return [step(pairs, bb), step(pairs, M + bb, -1), step(pairs, 2 * M + bb)]
+
+        def when(sts, lits, flip=False):
+            out_ = []
+            for st in sts:
+                for lt in lits:
+                    st = gated(st, lt)
+                out_.append(replace(st, coef=-st.coef) if flip else st)
+            return out_
+        sts = []
+        for neg_lit, cb, flip in ((neg(negr), CB1[b], False), (negr, CB0[b], True)):
+            if cb is None:  # block 0 of x + y: no carry into it
+                sts += when(parity(lc0[g]), [neg_lit], flip)
+                continue
+            sts += when(parity(lc0[g]), [neg_lit, neg(cb)], flip)
+            sts += when(parity(lc1[g]), [neg_lit, cb], flip)
         sts.append(and_step([negr]))
-        sts += [replace(gated(st, negr), coef=-st.coef)
-                for st in (step(with0, b), step(with0, M + b, -1), step(with0, 2 * M + b))]
         out.append(n.gate(sts, f"{name}.s{i}"))
     return out, negr
