@@ -191,12 +191,14 @@ def _magnitude_sum(n: Netlist, x: list, y: list, eff, name: str) -> tuple[list[S
     subtraction's y = ~addend: x - addend = x + y + 1 when there is a carry out, else the
     magnitude is addend - x = ~(x + y).
 
-    The digit groups of circuits.add (level 1), then per block of BLOCK groups its generate and
-    propagate and, inside it, the carries into each group for a carry into the block of 0 and
-    of 1 (level 2); the carries into the blocks for x + y and for x + y + eff, and the sign
-    (level 3); each sum bit then takes, by the sign and its block's carry, one of the four
-    (circuits.gated).  Chains of at most BLOCK + 1 literals: one flat lookahead over the 51
-    groups would AND up to 52, whose rows are noisier than any of the machine's others."""
+    The digit groups of circuits.add (level 1); per block of BLOCK groups its generate and
+    propagate, and inside it the carries into each group and "every group before it in the
+    block propagates" (level 2); the carry into each group, for x + y and for x + y + eff, as
+    exclusive AND steps over those (a generate inside the block, or one of an earlier block
+    carried through), and the sign (level 3); each sum bit takes, by the sign, the sum or
+    the complement (circuits.gated; level 4).  No AND has more than BLOCK + 2 literals: one
+    flat lookahead over the 51 groups ANDs up to 52, whose rows are noisier than any of the
+    machine's others."""
     width = len(x)
     groups = width // C.DIGIT
     full = 1 << C.DIGIT
@@ -207,30 +209,31 @@ def _magnitude_sum(n: Netlist, x: list, y: list, eff, name: str) -> tuple[list[S
         G.append(n.gate([step(pairs, full)], f"{name}.G{g}"))
         Pp.append(n.gate([step(pairs, full - 1), step(pairs, full, -1)], f"{name}.P{g}"))
     blocks = [list(range(lo, min(lo + BLOCK, groups))) for lo in range(0, groups, BLOCK)]
-    lc0, lc1 = {}, {}  # carry into group g from inside its block (block carry 0), and with block carry 1
+    lc, pin = {}, {}  # carry into group g from inside its block; "groups bs..g-1 all propagate"
     BG, BP = [], []
     for bi, blk in enumerate(blocks):
         bs = blk[0]
-        for g in blk:
-            if g == bs:
-                lc0[g], lc1[g] = None, (n.ONE, True)
-                continue
-            lc0[g] = n.gate([and_step([G[j]] + Pp[j + 1:g]) for j in range(bs, g)], f"{name}.lc{g}")
-            lc1[g] = [lc0[g], _and(n, Pp[bs:g], f"{name}.pin{g}")]  # exclusive: a list literal
+        for g in blk[1:]:
+            lc[g] = n.gate([and_step([G[j]] + Pp[j + 1:g]) for j in range(bs, g)], f"{name}.lc{g}")
+            pin[g] = _and(n, Pp[bs:g], f"{name}.pin{g}")
         be = blk[-1] + 1
         BG.append(n.gate([and_step([G[j]] + Pp[j + 1:be]) for j in blk], f"{name}.BG{bi}"))
         BP.append(_and(n, Pp[bs:be], f"{name}.BP{bi}"))
     nb = len(blocks)
-    CB0 = [None] + [n.gate([and_step([BG[j]] + BP[j + 1:b]) for j in range(b)], f"{name}.CB{b}")
-                    for b in range(1, nb)]
-    CB1 = [eff] + [n.gate([and_step([BG[j]] + BP[j + 1:b]) for j in range(b)] + [and_step([eff] + BP[:b])],
-                          f"{name}.CBe{b}") for b in range(1, nb)]
+    c0: list = []  # carries of x + y, and of x + y + eff: exclusive AND steps of <= BLOCK + 2 literals
+    c1: list = []
+    for g in range(groups):
+        b = g // BLOCK
+        own = [pin[g]] if g in pin else []
+        sts = [and_step([lc[g]])] if g in lc else []
+        sts += [and_step([BG[j]] + BP[j + 1:b] + own) for j in range(b)]
+        c0.append(n.gate(sts, f"{name}.C{g}") if sts else None)
+        c1.append(n.gate(sts + [and_step([eff] + BP[:b] + own)], f"{name}.Ce{g}") if g else eff)
     negr = n.gate([and_step([eff])] + [and_step([eff, BG[j]] + BP[j + 1:], -1) for j in range(nb)]
                   + [and_step([eff] + BP, -1)], f"{name}.neg")
     out = []
     for i in range(width):
         g, k = divmod(i, C.DIGIT)
-        b = g // BLOCK
         M = 1 << (k + 1)
         base = [(x[i], M), (y[i], M)] + [(v[j], 1 << (j - C.DIGIT * g)) for j in range(C.DIGIT * g, i) for v in (x, y)]
         bb = 1 << k
@@ -238,21 +241,8 @@ def _magnitude_sum(n: Netlist, x: list, y: list, eff, name: str) -> tuple[list[S
         def parity(carry):
             pairs = base + ([(carry, 1)] if carry is not None else [])
             return [step(pairs, bb), step(pairs, M + bb, -1), step(pairs, 2 * M + bb)]
-
-        def when(sts, lits, flip=False):
-            out_ = []
-            for st in sts:
-                for lt in lits:
-                    st = gated(st, lt)
-                out_.append(replace(st, coef=-st.coef) if flip else st)
-            return out_
-        sts = []
-        for neg_lit, cb, flip in ((neg(negr), CB1[b], False), (negr, CB0[b], True)):
-            if cb is None:  # block 0 of x + y: no carry into it
-                sts += when(parity(lc0[g]), [neg_lit], flip)
-                continue
-            sts += when(parity(lc0[g]), [neg_lit, neg(cb)], flip)
-            sts += when(parity(lc1[g]), [neg_lit, cb], flip)
+        sts = [gated(st, neg(negr)) for st in parity(c1[g])]
         sts.append(and_step([negr]))
+        sts += [replace(gated(st, negr), coef=-st.coef) for st in parity(c0[g])]
         out.append(n.gate(sts, f"{name}.s{i}"))
     return out, negr
