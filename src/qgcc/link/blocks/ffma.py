@@ -15,17 +15,17 @@ exactly in a window of FW = 102 bits, window bit t holding position t - LO:
 * delta >= 50 with a nonzero c: P < 2^48 is under a quarter of c's last place (half of it
   where c is a power of two and the sum falls below it), so the result is c itself, passed
   through.  So is c when a or b is zero (c nonzero).
-* The sum: one carry-select structure gives P + Y + eff (Y the aligned addend, inverted
-  for an effective subtraction) and, with the same generate/propagate groups, its
-  complement ~(P + Y) = A - P, which is the magnitude when the addend is the bigger
-  (no carry out of P + ~A + 1); the sum bits select between the two in the same level.
+* The sum: one adder (a two-level carry lookahead, _magnitude_sum) gives P + Y + eff (Y the
+  aligned addend, inverted for an effective subtraction) and, with the same generate and
+  propagate groups, its complement ~(P + Y) = A - P, which is the magnitude when the addend
+  is the bigger (no carry out of P + ~A + 1); the sum bits select between the two.
 * Normalisation: the rounding point (the result's last bit) is r = max(lead - 23,
   178 - (ea' + eb')), the second term the subnormal exponent; a one-hot s over r in
   [-22, 76] selects the fraction, guard and sticky, and the exponent field is
   ea' + eb' - 200 + (r + 22) + [hidden bit], one adder on r's binary code.  Then the
   rounding increment of FADD and FMUL (_round_merge).
 
-Levels after P: the adder's groups, the block and in-block carries, the block carries and
+Levels after P: the adder's groups, the block signals and in-block carries, the carries and
 the sign, the selected sum bits; group zeros; s (and the sticky prefix ORs); fraction, r,
 round-up, overflow; the exponent adder (three levels); the two rounding levels: twelve,
 against FMUL's four.  No AND or OR has more than 31 terms, as in the rest of the machine.
