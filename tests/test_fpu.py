@@ -63,7 +63,8 @@ def hard_triples(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarr
     near = ((prod ^ np.uint32(0x80000000)).astype(np.int64) + rng.integers(-2, 3, size=n)) & 0xFFFFFFFF
     few = r & np.uint32(0xFF800000) | ((r & np.uint32(3)) << np.uint32(21))  # short mantissa: exact ties
     sub = r & np.uint32(0x807FFFFF)  # a subnormal factor
-    c = np.where(kind == 0, placed, np.where(kind == 1, near.astype(np.uint32), np.where(kind == 2, few, R.operands(rng, n))))
+    c = np.where(kind == 0, placed, np.where(kind == 1, near.astype(np.uint32),
+                                             np.where(kind == 2, few, R.operands(rng, n))))
     a = np.where(kind == 4, sub, a)
     return a.astype(np.uint32), b.astype(np.uint32), c.astype(np.uint32)
 
