@@ -21,7 +21,7 @@ from qgcc.fpu import IN_NETWORK
 from qgcc.isa import FLOAT_OPS, Op
 from qgcc.runtime.launch import make_launch
 from qgcc.trace import MemoryFault, StepLimitFault
-from test_fpu import hard_pairs
+from test_fpu import hard_pairs, hard_triples
 
 FOPS = """
 __global__ void fops(const float *a, const float *b, float *r, int *c, int n) {
@@ -72,7 +72,7 @@ def test_the_kernel_uses_only_float_instructions():
     """Every float operator of the kernel is one instruction, so the network runs each one itself."""
     prog = compile_source(FOPS, "fops.cu")
     used = {ins.op for ins in prog.code}
-    assert used & FLOAT_OPS == IN_NETWORK - {Op.FSGT, Op.FSGE}  # > and >= swap the operands
+    assert used & FLOAT_OPS == IN_NETWORK - {Op.FSGT, Op.FSGE, Op.FFMA}  # > and >= swap the operands; no fmaf
     assert Op.JR not in used  # no soft-float routine
 
 
@@ -144,3 +144,99 @@ def test_linking_a_float_instruction_the_network_lacks_names_it():
     prog = assemble(f".kernel k\n    {op.name} r1, r2, r3\n    EXIT\n.end\n", "k.qsass")
     with pytest.raises(CapacityError, match=f"{op.name}.*--soft-float"):
         link(prog)
+
+
+# ---- FFMA: fmaf is one instruction, and in a program with FFMA the fused datapath also runs
+# +, - and * (a*1+b, a*1-b, a*b-0; qgcc.link.blocks.fpu.fused_operands)
+FMA = """
+__global__ void fma4(const float *a, const float *b, const float *c, float *r, int *k, int n) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        float x = a[i], y = b[i];
+        r[i * 4 + 0] = fmaf(x, y, c[i]);
+        r[i * 4 + 1] = x + y;
+        r[i * 4 + 2] = x - c[i];
+        r[i * 4 + 3] = x * y;
+        k[i] = (int)x;
+    }
+}
+"""
+
+
+def fma_arrays(a, b, c):
+    n = len(a)
+    return {"a": R.f(a), "b": R.f(b), "c": R.f(c), "r": np.zeros(4 * n, np.float32), "k": np.zeros(n, np.int32)}
+
+
+def fma_expected(a, b, c):
+    with np.errstate(all="ignore"):
+        return np.stack([R.fma(a, b, c), R.binary("+", a, b), R.binary("-", a, c), R.binary("*", a, b)], axis=1)
+
+
+def run_triples(a, b, c) -> None:
+    outs, _ = both("fma4", (1, 1, 1), (4, 1, 1), {"n": len(a)}, fma_arrays(a, b, c), source=FMA, max_steps=10 ** 7)
+    got = outs["r"].view(np.uint32).reshape(len(a), 4)
+    for j, (g, w) in enumerate(zip(got.T, fma_expected(a, b, c).T)):
+        bad = np.nonzero(g != w)[0]
+        assert len(bad) == 0, (["fmaf", "+", "-", "*"][j], [(hex(a[i]), hex(b[i]), hex(c[i]), hex(g[i]), hex(w[i]))
+                                                          for i in bad[:4]])
+    assert np.array_equal(outs["k"], R.to_int(a))
+
+
+def test_fmaf_is_one_instruction_unless_soft_float():
+    used = {ins.op for ins in linked("fma4", FMA)[0].code}
+    assert Op.FFMA in used and Op.JR not in used
+    assert not {ins.op for ins in compile_source(FMA, "fma.cu", soft_float=True).code} & FLOAT_OPS
+
+
+def test_fma_runs_bit_exact_inside_the_network():
+    """Record by record against the emulator, and the buffers against exact rationals."""
+    rng = np.random.default_rng(11)
+    s = R.SPECIALS
+    pick = rng.integers(0, len(s), size=(8, 3))
+    a, b, c = hard_triples(rng, 16)
+    run_triples(np.concatenate([s[pick[:, 0]], a]), np.concatenate([s[pick[:, 1]], b]),
+                np.concatenate([s[pick[:, 2]], c]))
+
+
+@pytest.mark.slow
+def test_every_special_pair_and_2000_triples_through_fma_inside_the_network():
+    rng = np.random.default_rng(2027)
+    s = R.SPECIALS
+    k = len(s)
+    a1, b1, c1 = hard_triples(rng, 2000)
+    sc = np.array([s[(i + j) % k] for i in range(k) for j in range(k)], dtype=np.uint32)
+    a = np.concatenate([np.repeat(s, k), a1])
+    b = np.concatenate([np.tile(s, k), b1])
+    c = np.concatenate([sc, c1])
+    for lo in range(0, len(a), 1000):  # 8 cells a triple: 1,000 fit global memory
+        run_triples(a[lo:lo + 1000], b[lo:lo + 1000], c[lo:lo + 1000])
+
+
+@pytest.mark.slow
+def test_liveness_zeroing_the_fused_alignment_breaks_fma_results():
+    """fmaf's result comes from the fused datapath: zeroing the MLP units of its aligned addend
+    (the gates that place c against the product) breaks the fused results, not (int)x."""
+    from qgcc.link.core import build_core
+    from qgcc.link.schedule import place
+
+    prog, cm = linked("fma4", FMA)
+    cm2 = dataclasses.replace(cm, layers=copy.deepcopy(cm.layers), hosts={})
+    m = build_core(prog)
+    pl = place(m.net, cm2.num_layers)
+    shifter = [s for s, nm in m.net.names.items() if nm.startswith("ffma.y")]
+    assert len(shifter) > 90
+    for layer in {pl.stage[s] // 2 for s in shifter}:
+        dims = {pl.dim[s] for s in shifter if pl.stage[s] // 2 == layer}
+        dn = cm2.layers[layer].tensors["mlp.down_proj.weight"]
+        ncol = dn.shape[1]
+        dn.entries = {i: v for i, v in dn.entries.items() if i // ncol not in dims or v < 0 and abs(v) == 1 / 32}
+    rng = np.random.default_rng(5)
+    a, b, c = hard_triples(rng, 8)
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {"n": 8}, fma_arrays(a, b, c))
+    try:
+        res = host(cm2).run(launch, max_steps=20000)
+    except (MemoryFault, StepLimitFault):
+        return
+    got = launch.read_buffer(res.memory, "r").view(np.uint32).reshape(8, 4)
+    assert not np.array_equal(got, fma_expected(a, b, c))
+    assert np.array_equal(launch.read_buffer(res.memory, "k"), R.to_int(a))

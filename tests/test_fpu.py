@@ -46,6 +46,29 @@ def hard_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray
     return a, b.astype(np.uint32)
 
 
+def hard_triples(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """FFMA operands a, b, c where a fused multiply-add goes wrong: c's exponent placed from far
+    below to far above the product's (alignment, sticky bits, a dominant addend), c close to
+    -a*b (cancellation, exact zeros), subnormal factors and products, overflow and underflow."""
+    a, b = hard_pairs(rng, n)
+    kind = rng.integers(0, 5, size=n)
+    ea = ((a >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64)
+    eb = ((b >> np.uint32(23)) & np.uint32(0xFF)).astype(np.int64)
+    r = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32)
+    # c's exponent relative to the product's: -60..60 (clipped to the field)
+    ec = np.clip(ea + eb - 127 + rng.integers(-60, 61, size=n), 0, 254).astype(np.uint32)
+    placed = (r & np.uint32(0x807FFFFF)) | (ec << np.uint32(23))
+    with np.errstate(all="ignore"):
+        prod = (a.view(np.float32) * b.view(np.float32)).view(np.uint32)
+    near = ((prod ^ np.uint32(0x80000000)).astype(np.int64) + rng.integers(-2, 3, size=n)) & 0xFFFFFFFF
+    few = r & np.uint32(0xFF800000) | ((r & np.uint32(3)) << np.uint32(21))  # short mantissa: exact ties
+    sub = r & np.uint32(0x807FFFFF)  # a subnormal factor
+    c = np.where(kind == 0, placed, np.where(kind == 1, near.astype(np.uint32),
+                                             np.where(kind == 2, few, R.operands(rng, n))))
+    a = np.where(kind == 4, sub, a)
+    return a.astype(np.uint32), b.astype(np.uint32), c.astype(np.uint32)
+
+
 def emu(op: Op, a, b=None, c=None) -> np.ndarray:
     n = len(a)
     b = np.zeros(n, np.uint32) if b is None else b

@@ -16,7 +16,7 @@ import floatref as R
 from qgcc.isa import Op, alu
 from qgcc.link.blocks import fpu as F
 from qgcc.link.netlist import Netlist
-from test_fpu import hard_pairs
+from test_fpu import hard_pairs, hard_triples
 
 
 @lru_cache(maxsize=None)
@@ -75,3 +75,83 @@ def test_circuit_sweep(op):
     a, b = operands(1000, seed=100 + int(op))
     s = R.SPECIALS
     check(op, np.concatenate([np.repeat(s, len(s)), a]), np.concatenate([np.tile(s, len(s)), b]))
+
+
+# ---- the fused datapath (a * b + c, one rounding): FFMA, and FADD/FSUB/FMUL in a program with FFMA
+FUSED = ("FADD", "FSUB", "FMUL", "FFMA")
+
+
+@lru_cache(maxsize=None)
+def fused_circuit():
+    """The float unit as a program with every fused op links it (fpu.build), on free operands."""
+    from types import SimpleNamespace
+    n = Netlist()
+    a, b, c = n.inputs_bus("a", 32), n.inputs_bus("b", 32), n.inputs_bus("c", 32)
+    op = {o: n.input(o) for o in FUSED + ("MUL",)}
+    unit = F.build(n, SimpleNamespace(op=op), SimpleNamespace(Ams=a, Bms=b, Cms=c), frozenset(FUSED))
+    return n, a, b, c, op, unit.result
+
+
+def fused(opname: str, x: int, y: int, z: int = 0, zero=()) -> int:
+    """The fused circuit's result for one instruction (`zero`: bus bits forced to 0, liveness)."""
+    n, a, b, c, op, out = fused_circuit()
+    inp = {s: (x >> i) & 1 for i, s in enumerate(a)} | {s: (y >> i) & 1 for i, s in enumerate(b)}
+    inp |= {s: (z >> i) & 1 for i, s in enumerate(c)} | {s: int(o == opname) for o, s in op.items()}
+    v = n.simulate(inp | {s: 0 for s in zero})
+    return sum(v[o] << i for i, o in enumerate(out))
+
+
+def check_fused(opname: str, xs, ys, zs) -> None:
+    for x, y, z in zip(xs, ys, zs):
+        x, y, z = int(x), int(y), int(z)
+        got, want = fused(opname, x, y, z), alu(Op[opname], x, y, z)
+        assert got == want, f"{opname} {x:#010x} {y:#010x} {z:#010x}: circuit {got:#010x}, model {want:#010x}"
+
+
+def triples(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    s = R.SPECIALS
+    pick = rng.integers(0, len(s), size=(n, 3))
+    a, b, c = hard_triples(rng, n)
+    return (np.concatenate([s[pick[:, 0]], a]), np.concatenate([s[pick[:, 1]], b]),
+            np.concatenate([s[pick[:, 2]], c]))
+
+
+@pytest.mark.parametrize("opname", FUSED)
+def test_fused_circuit_equals_the_model(opname):
+    """FFMA's datapath, and FADD/FSUB/FMUL as a*1+b, a*1-b and a*b-0 on it, round as qgcc.fpu."""
+    a, b, c = triples(12 if opname == "FFMA" else 4, seed=200 + FUSED.index(opname))
+    check_fused(opname, a, b, c)
+
+
+def test_ffma_rounds_once_where_a_multiply_then_add_would_not():
+    """Cases whose fused result differs from fmul then fadd, so a datapath that rounded the
+    product first would fail them: the exact product's low bits decide the result."""
+    cases = [(0x3F800800, 0x3F800800, 0xBF800000),  # (1 + 2^-12)^2 - 1 = 2^-11 + 2^-24: the tie decides
+             (0x3FAAAAAB, 0x40400000, 0xC0800000)]  # (4/3 rounded) * 3 - 4: only the residual is left
+    for x, y, z in cases:
+        assert alu(Op.FFMA, x, y, z) != alu(Op.FADD, alu(Op.FMUL, x, y), z)
+    check_fused("FFMA", *zip(*cases))
+
+
+def test_the_fused_adder_is_live():
+    """Zeroing the aligned addend's window bits (the alignment shifter's output) breaks sums."""
+    n, a, b, c, op, out = fused_circuit()
+    ys = [s for s, nm in n.names.items() if nm.startswith("ffma.y")]
+    assert len(ys) > 90
+    x, y = 0x3FC00000, 0x40200000  # 1.5 + 2.5
+    assert fused("FADD", x, y) == alu(Op.FADD, x, y) == 0x40800000
+    assert fused("FADD", x, y, zero=ys) != 0x40800000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opname", FUSED)
+def test_fused_circuit_sweep(opname):
+    """Every special x special pair (a, b), with c running through the specials too (shifted per
+    row, so that every special meets every other in each operand position), and 1,000 triples."""
+    a, b, c = triples(500, seed=300 + FUSED.index(opname))
+    s = R.SPECIALS
+    k = len(s)
+    sc = np.array([s[(i + j) % k] for i in range(k) for j in range(k)], dtype=np.uint32)
+    check_fused(opname, np.concatenate([np.repeat(s, k), a]), np.concatenate([np.tile(s, k), b]),
+                np.concatenate([sc, c]))

@@ -25,7 +25,7 @@ SIGN = 0x80000000
 # The float instructions the compiled network executes (link/blocks/fpu.py): the code
 # generator emits these for float operators and calls the soft-float routines for the rest;
 # the linker refuses a program that uses any other.
-IN_NETWORK = frozenset({Op.FADD, Op.FSUB, Op.FMUL, Op.FMIN, Op.FMAX, Op.FSLT, Op.FSLE, Op.FSGT, Op.FSGE, Op.FSEQ,
+IN_NETWORK = frozenset({Op.FADD, Op.FSUB, Op.FMUL, Op.FFMA, Op.FMIN, Op.FMAX, Op.FSLT, Op.FSLE, Op.FSGT, Op.FSGE, Op.FSEQ,
                         Op.F2I, Op.F2U, Op.I2F, Op.U2F,
                         Op.FSNE})
 

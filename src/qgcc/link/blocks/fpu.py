@@ -23,7 +23,8 @@ is a straight pipeline of threshold-gate levels, each one MLP:
 12-13. {exponent, fraction} + round-up (a carry out of the fraction bumps the exponent, and out of
    254 gives infinity; increment_if's digit structure), merged with NaN, infinity and overflow.
 
-FMUL, I2F and F2I are described at their functions.  The semantics are qgcc.fpu's
+FMUL, I2F and F2I are described at their functions; FFMA (and FADD/FSUB/FMUL in a program
+that uses FFMA: fused_operands) in qgcc.link.blocks.ffma.  The semantics are qgcc.fpu's
 (tests/test_fpu_circuits.py checks the gates against it bit for bit with Netlist.simulate).
 """
 
@@ -64,12 +65,27 @@ class FloatUnit:
 # adders); from L_MEM0 + 5 every float sample links in 30 layers; from L_MEM0 + 8 the
 # multiplier's array overflowed layer 13.
 L_FPU = L_MEM0 + 5
+FUSED_OPERANDS = L_FPU + 2  # FADD/FSUB/FMUL's b and c on the fused datapath: after the multiplier's array
 
 
 def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
-    """The micro-stepped float unit on the micro-step lane's operands (Ams, Bms)."""
+    """The micro-stepped float unit on the micro-step lane's operands (Ams, Bms; FFMA's Cms)."""
     op = dec.op
     results, product = [], None
+    if "FFMA" in fops:  # the fused datapath also runs FADD, FSUB and FMUL (fused_operands)
+        from .ffma import ffma
+        fused = [op[o] for o in ("FADD", "FSUB", "FMUL", "FFMA") if o in fops]  # exclusive: a list is their OR
+        en = fused if len(fused) > 1 else fused[0]
+        mul_ops = [op[o] for o in ("FMUL", "FFMA") if o in fops]
+        add_ops = [op[o] for o in ("FADD", "FSUB") if o in fops]
+        with n.at_least(L_FPU):  # FADD/FSUB's a * 1.0 in the partial products themselves
+            P, G = multiplier(n, mem.Ams, mem.Bms, op["MUL"], mul_ops if len(mul_ops) > 1 else mul_ops[0],
+                              one_en=add_ops or None)
+        with n.at_least(FUSED_OPERANDS):
+            b, c = fused_operands(n, mem, op, fops)
+        product = P[:32]
+        results.append(ffma(n, mem.Ams, b, c, en, P, G))
+        fops = fops - {"FADD", "FSUB", "FMUL"}
     if fops & {"FADD", "FSUB"}:
         with n.at_least(L_FPU + 2):  # after the multiplier's widest levels (measured: beside them the
             # residual overflowed where the adder's and the multiplier's tails meet)
@@ -82,7 +98,7 @@ def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
         results.append(fmul(n, mem.Ams, mem.Bms, op["FMUL"], P=P, G=G))
     # Shallow: after the multiplier's widest level, whose layer has no room left when a program
     # also uses SHFL/VOTE or the clock (measured: the residual overflowed at that layer).
-    with n.at_least(L_FPU + 1 if "FMUL" in fops else L_FPU):
+    with n.at_least(L_FPU + 1 if product is not None else L_FPU):
         if fops & {"I2F", "U2F"}:
             en = n.or_([op["I2F"], op["U2F"]], "i2f.en")
             results.append(i2f(n, mem.Ams, op["I2F"], en))
@@ -98,6 +114,35 @@ def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
         result = [n.gate([step([(r[i], 1)], 1) for r in results], f"fres{i}") for i in range(32)]
     return FloatUnit(result, product)
 
+
+ONE_F = 0x3F800000  # 1.0f
+NEG_ZERO = 0x80000000  # -0.0f
+
+
+def fused_operands(n: Netlist, mem, op: dict, fops: frozenset[str]) -> tuple[list[Sig], list[Sig]]:
+    """(b, c) of the fused datapath a * b + c, one level: FFMA's own (Bms, Cms); a + b and a - b
+    as a * 1 + b and a * 1 + (-b); a * b as a * b + (-0).  Each is the same exact value rounded
+    once, with the same NaN, infinity and zero-sign results (qgcc.fpu), so a program with FFMA
+    needs no separate adder or multiplier rounding."""
+    Bms, Cms = mem.Bms, mem.Cms
+    adds = [op[o] for o in ("FADD", "FSUB") if o in fops]
+    if not fops & {"FADD", "FSUB", "FMUL"}:
+        return Bms, Cms
+    b, c = [], []
+    for i in range(32):
+        sts = [and_step([neg(adds), Bms[i]])] if adds else [and_step([Bms[i]])]
+        if adds and ONE_F >> i & 1:
+            sts.append(and_step([adds]))
+        b.append(n.gate(sts, f"fma.b{i}") if adds else Bms[i])
+        sts = [and_step([op["FFMA"], Cms[i]])]
+        if "FADD" in fops:
+            sts.append(and_step([op["FADD"], Bms[i]]))
+        if "FSUB" in fops:
+            sts.append(and_step([op["FSUB"], Bms[i] if i < 31 else neg(Bms[i])]))
+        if "FMUL" in fops and NEG_ZERO >> i & 1:
+            sts.append(and_step([op["FMUL"]]))
+        c.append(n.gate(sts, f"fma.c{i}"))
+    return b, c
 
 
 def _parity3(n: Netlist, x, y, z, name: str) -> Sig:
@@ -300,10 +345,12 @@ def _exp_sum(n: Netlist, a: list, b: list, za: Sig, zb: Sig, name: str) -> list[
     return out + [carry]
 
 
-def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul"):
+def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul", one_en=None):
     """One array for MUL (low 32 bits of a*b) and FMUL (the 48-bit product of the mantissas,
     whose hidden bit is "exponent field nonzero"): (the 48 sum bits, the adder's level-1 groups).
-    Under MUL the fraction-only products are zero and bits 0-31 are the integer product."""
+    Under MUL the fraction-only products are zero and bits 0-31 are the integer product.
+    Under `one_en` (FADD/FSUB on the fused datapath) the float product is a's mantissa times
+    1.0's (its hidden bit alone), in the same level, so that the operand select costs none."""
     ea, eb = a[23:31], b[23:31]
 
     def lead(e, i):  # e's leading one is bit i: exclusive over i, their sum is [e != 0]
@@ -321,9 +368,13 @@ def multiplier(n: Netlist, a: list, b: list, mul_en, fmul_en, name: str = "mul")
                     sts.append(and_step([fmul_en, a[i], b[j]]))
                 elif i == 23 and j == 23:  # both hidden bits: both exponent fields nonzero
                     sts += [and_step([fmul_en] + lead(ea, p) + lead(eb, q)) for p in range(8) for q in range(8)]
+                    if one_en is not None:
+                        sts += [and_step([one_en] + lead(ea, p)) for p in range(8)]
                 else:  # a hidden bit times a fraction bit, as AND steps (small sums on both sides)
                     bit, ex = (b[j], ea) if i == 23 else (a[i], eb)
                     sts += [and_step([fmul_en, bit] + lead(ex, p)) for p in range(8)]
+                    if one_en is not None and j == 23:
+                        sts.append(and_step([one_en, a[i]]))
             if sts:
                 cols[i + j].append(n.gate(sts, f"{name}.pp{i}_{j}"))
     P, _, (G, _) = sum_columns(n, cols, f"{name}.m.c", f"{name}.m.sum", want_carry=True)
@@ -392,9 +443,11 @@ def _round_up(n: Netlist, cases: list, name: str) -> Sig:
     return n.gate(sts, name)
 
 
-def _round_merge(n: Netlist, x: list, ru, normal, nan_en, to_inf, sign, name: str) -> list[Sig]:
+def _round_merge(n: Netlist, x: list, ru, normal, nan_en, to_inf, sign, name: str,
+                 passed: tuple | None = None) -> list[Sig]:
     """{exponent field, fraction} + round-up in two levels (a carry out of the fraction bumps the
-    exponent; out of 254 it gives infinity), merged with the NaN and infinity results.
+    exponent; out of 254 it gives infinity), merged with the NaN and infinity results (and with
+    `passed` = (select, bus): a bus whose bits 0-30 are the result when select holds).
 
     As increment_if: per digit whether it is all ones, then bit i is x_i XOR (ru AND every
     lower bit 1), as AND steps that also hold `normal`, so no weight exceeds 1."""
@@ -409,6 +462,8 @@ def _round_merge(n: Netlist, x: list, ru, normal, nan_en, to_inf, sign, name: st
                and_step([normal, neg(x[i])] + carry), and_step([nan_en])]
         if i >= 23:
             sts.append(and_step([to_inf]))
+        if passed is not None:
+            sts.append(and_step([passed[0], passed[1][i]]))
         out.append(n.gate(sts, f"{name}.o{i}"))
     return out + [sign]
 

@@ -26,6 +26,7 @@ from .warptable import WarpRow
 class MemoryAccess:
     Ams: list[Sig]  # the micro-step lane's rs1
     Bms: list[Sig]  # ... its second operand
+    Cms: list[Sig]  # ... its rd (ATOM.CAS's new value, FFMA's addend)
     ADDR: list[Sig]  # rs1 + offset
     ldatom: list[Sig]  # [LD, ATOM] flags: the instructions that write back a read value
     RDEN: Sig  # a memory read happens this step
@@ -103,5 +104,5 @@ def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
         ]
         newv.append(n.gate([C.gated(s_, isat) for s_ in st] + [and_step([op["ST"], b_])]
                            + [and_step([en_atadd, nadd[i]])], f"newv{i}"))
-    return MemoryAccess(Ams, Bms, ADDR, ldatom, RDEN, MEMOUT, valid, memop, oob, IDX, newv)
+    return MemoryAccess(Ams, Bms, Cms, ADDR, ldatom, RDEN, MEMOUT, valid, memop, oob, IDX, newv)
 
