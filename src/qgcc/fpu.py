@@ -22,9 +22,8 @@ INF = 0x7F800000
 SIGN = 0x80000000
 
 
-# The float instructions the compiled network executes (link/blocks/fpu.py): the code
-# generator emits these for float operators and calls the soft-float routines for the rest;
-# the linker refuses a program that uses any other.
+# The float instructions the compiled network executes (link/blocks/fpu.py, link/blocks/ffma.py):
+# every float opcode of the ISA; the code generator emits them unless --soft-float.
 IN_NETWORK = frozenset({Op.FADD, Op.FSUB, Op.FMUL, Op.FFMA, Op.FMIN, Op.FMAX, Op.FSLT, Op.FSLE, Op.FSGT, Op.FSGE, Op.FSEQ,
                         Op.F2I, Op.F2U, Op.I2F, Op.U2F,
                         Op.FSNE})
