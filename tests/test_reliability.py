@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
+from qgcc.spec import SPEC
 from qgcc import engines, qgfile
 from qgcc.diagnostics import QgFileError
 from qgcc.trace import ExitCode
@@ -114,8 +115,8 @@ FRONT_END = [
     ("instructions", "__global__ void big(int *a) {\n"
      + "".join(f"  a[{i}] = a[{i}] / a[{i + 1}];\n" for i in range(40)) + "}\n", 1, 17,
      "the machine holds at most 1024"),
-    ("shared memory", "__global__ void k(int *a) {\n  __shared__ int s[2000];\n}\n", 2, 18,
-     "the machine has 1024 cells (4 KiB) per block"),
+    ("shared memory", f"__global__ void k(int *a) {{\n  __shared__ int s[{SPEC.shared_words + 1}];\n}}\n", 2, 18,
+     f"the machine has {SPEC.shared_words} cells ({SPEC.shared_words // 256} KiB) per block"),
 ]
 
 

@@ -15,7 +15,7 @@ Layout decisions (docs/architecture.md renders the generated maps):
   active mask) and the thread-index table in layer 0; three copies of the
   register file (read ports rs1, rs2, rd) in layers 1-3, one head per lane and
   group of four warps; the kernel-parameter bank in layer 4; global and shared
-  memory in layers 5-13, one 32-bit cell per slot.
+  memory in layers 5-14, one 32-bit cell per slot.
 * Phases: TIDINIT (one step per thread of a block: the network computes each
   thread's (x, y, z) by counting and stores it), BLKINIT (one step per warp at
   the start of every block: its warp-table row), RUN (one warp instruction per
@@ -56,7 +56,7 @@ def build_core(program: Program) -> Core:
     fops = fpu.used_ops(program)  # the float unit is linked only into programs that use it
     xl = xlane.build(n, dec, ops, row) if xlane.used(program) else None  # SHFL/VOTE: lanes read each other
     res = alu.build(n, st, dec, ops, row, const, fops, xl)
-    mem = lsu.build(n, st, dec, ops, row, heads)  # layers 5-13
+    mem = lsu.build(n, st, dec, ops, row, heads)  # layers 5-14
     fu = fpu.build(n, dec, mem, fops)  # FMUL shares the integer multiplier's array
     prod = fu.product if fu.product is not None else mul.build(n, mem.Ams, mem.Bms, dec.op["MUL"])
     wb = writeback.build(n, st, dec, row, res, mem, prod, fu.result)

@@ -17,6 +17,13 @@ PCB = 10  # PC bits
 NREG = SPEC.num_regs
 GLOBAL_CELLS = SPEC.global_words
 SHARED_CELLS = SPEC.shared_words
+# Address bits: a global cell index, a shared offset, and the bit that marks a shared address.
+G_ADDR_BITS = (GLOBAL_CELLS - 1).bit_length()
+S_ADDR_BITS = (SHARED_CELLS - 1).bit_length()
+SHARED_BIT = SPEC.shared_base.bit_length() - 1
+assert GLOBAL_CELLS == 1 << G_ADDR_BITS and SPEC.shared_base == 1 << SHARED_BIT > GLOBAL_CELLS >= SHARED_CELLS
+# Memory index of a cell: global cell c is c, shared offset o is GLOBAL_CELLS + o.
+IDX_BITS = (GLOBAL_CELLS + SHARED_CELLS - 1).bit_length()
 SLOTS = qwen.head_dim  # cells per DeltaNet head: one per slot
 CELLS_PER_LAYER = qwen.linear_heads * SLOTS
 
@@ -25,7 +32,7 @@ L_WARP = 0
 L_REGS = (1, 2, 3)
 L_PARAM = 4
 L_MEM0 = 5
-N_MEM_LAYERS = -(-(GLOBAL_CELLS + SHARED_CELLS) // CELLS_PER_LAYER)  # 9
+N_MEM_LAYERS = -(-(GLOBAL_CELLS + SHARED_CELLS) // CELLS_PER_LAYER)  # 10
 
 PHASES = ("tidinit", "blkinit", "run", "halt")
 FAULTS = ("oob", "barrier", "pc", "param")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..layout import FAULTS, NWARP, PCB, PHASES, W
+from ..layout import FAULTS, GLOBAL_CELLS, IDX_BITS, NWARP, PCB, PHASES, SHARED_CELLS, W
 from ..netlist import Netlist, Sig
 
 
@@ -35,7 +35,7 @@ def declare_state(n: Netlist) -> State:
     st.BX, st.BY, st.BZ = fld("bx", 7), fld("by", 7), fld("bz", 7)
     st.GX, st.GY, st.GZ = fld("gx", 16), fld("gy", 16), fld("gz", 16)
     st.NT, st.NW = fld("nt", 7), fld("nw", 5)
-    st.GSIZE, st.SHW, st.NPARAM = fld("gsize", 15), fld("shw", 11), fld("nparam", 7)
+    st.GSIZE, st.SHW, st.NPARAM = fld("gsize", GLOBAL_CELLS.bit_length()), fld("shw", SHARED_CELLS.bit_length()), fld("nparam", 7)
     st.ENTRY, st.KEND = fld("entry", PCB), fld("kend", PCB + 1)
     # ---- dynamic state ----
     st.PH = dict(zip(PHASES, fld("phase", 4)))
@@ -49,7 +49,7 @@ def declare_state(n: Netlist) -> State:
     st.CLK = fld("clk", 32)  # warp instructions completed in the launch (S2R %clock)
     st.WB_EN, st.WB_W, st.WB_RD = fld("wb_en", W), fld("wb_w", 4), fld("wb_rd", 5)
     st.WB_VAL = [fld(f"wb_val{l}", 32) for l in range(W)]
-    st.MW_EN, st.MW_IDX, st.MW_VAL = fld("mw_en", 1)[0], fld("mw_idx", 15), fld("mw_val", 32)
+    st.MW_EN, st.MW_IDX, st.MW_VAL = fld("mw_en", 1)[0], fld("mw_idx", IDX_BITS), fld("mw_val", 32)
     st.WT_EN, st.WT_W = fld("wt_en", 1)[0], fld("wt_w", 4)
     st.WT_PC = [fld(f"wt_pc{l}", PCB) for l in range(W)]
     st.WT_LIVE, st.WT_MIN, st.WT_ACT = fld("wt_live", W), fld("wt_min", PCB), fld("wt_act", W)

@@ -1,0 +1,66 @@
+"""The machine's limits (qgcc.spec.MachineSpec) at their maximum, through the compiled network.
+
+Each kernel uses one capacity to the last cell or thread, and the network must agree with
+the reference emulator step for step and bit for bit; the expected buffers come from a
+numpy model of the same C, so a cell that aliased another (a wrong address bit in the
+memory heads' keys) or a thread that never ran shows up as a wrong value, not only as a
+disagreement between two engines.  One past each limit is a named error (the other test
+files check the exact messages, read from the MachineSpec).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lockstep import both
+from qgcc.spec import SPEC
+
+SHARED_FILL = r"""
+__global__ void shared_fill(unsigned *out, unsigned seed) {
+    __shared__ unsigned sh[%(S)d];
+    for (unsigned i = threadIdx.x; i < %(S)du; i += blockDim.x)
+        sh[i] = (i * 2654435761u) ^ seed;
+    __syncthreads();
+    for (unsigned i = threadIdx.x; i < %(S)du; i += blockDim.x)
+        out[i] = sh[(i * 1031u) & %(M)du];
+}
+""" % {"S": SPEC.shared_words, "M": SPEC.shared_words - 1}
+
+
+@pytest.mark.slow  # 34,000 network steps: about 45 s on a busy CPU core
+def test_a_block_fills_every_shared_cell_and_reads_each_back_from_another_thread():
+    """Every shared cell is written, and read back by a different thread in a permuted order
+    (1031 is odd, so i -> 1031 i mod S is a permutation): the whole per-block capacity,
+    the highest offset included, holds distinct words without aliasing global memory."""
+    S, seed = SPEC.shared_words, 0x5EED1234
+    outs, _ = both("shared_fill", (1, 1, 1), (SPEC.max_block_threads, 1, 1), {"seed": seed},
+                   {"out": np.zeros(S, np.uint32)}, source=SHARED_FILL, max_steps=200_000)
+    i = np.arange(S, dtype=np.uint64)
+    sh = ((i * 2654435761) & 0xFFFFFFFF) ^ seed
+    assert outs["out"].tolist() == sh[(i * 1031) & (S - 1)].tolist()
+
+
+SHARED_EDGES = r"""
+__global__ void shared_edges(unsigned *out, unsigned seed) {
+    __shared__ unsigned sh[%(S)d];
+    unsigned t = threadIdx.x, n = blockDim.x;
+    sh[t * %(D)du] = t ^ seed;
+    sh[%(M)du - 2 * t] = (t * 7919u) ^ seed;
+    __syncthreads();
+    unsigned u = (t + 1) %% n;
+    out[t] = sh[u * %(D)du];
+    out[n + t] = sh[%(M)du - 2 * u];
+}
+""" % {"S": SPEC.shared_words, "M": SPEC.shared_words - 1, "D": SPEC.shared_words // 16}
+
+
+def test_shared_cells_at_the_top_of_the_block_and_spread_over_it_hold_distinct_words():
+    """A cheap companion of the test above for the default suite: 16 threads store to every
+    other one of the last cells of shared memory and to one cell in every S/16, and each
+    thread reads what its neighbour wrote."""
+    S, T, seed = SPEC.shared_words, 16, 0xC0FFEE
+    outs, _ = both("shared_edges", (1, 1, 1), (T, 1, 1), {"seed": seed}, {"out": np.zeros(2 * T, np.uint32)},
+                   source=SHARED_EDGES)
+    u = (np.arange(T, dtype=np.uint64) + 1) % T
+    assert outs["out"].tolist() == (u ^ seed).tolist() + (((u * 7919) & 0xFFFFFFFF) ^ seed).tolist()
