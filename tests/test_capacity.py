@@ -64,3 +64,38 @@ def test_shared_cells_at_the_top_of_the_block_and_spread_over_it_hold_distinct_w
                    source=SHARED_EDGES)
     u = (np.arange(T, dtype=np.uint64) + 1) % T
     assert outs["out"].tolist() == (u ^ seed).tolist() + (((u * 7919) & 0xFFFFFFFF) ^ seed).tolist()
+
+
+BLOCK = r"""
+__global__ void full_block(unsigned *out, int *count, unsigned *sums) {
+    __shared__ unsigned s[%(T)d];
+    unsigned t = threadIdx.y * blockDim.x + threadIdx.x;
+    s[t] = t * 2654435761u;
+    atomicAdd(count, 1);
+    atomicAdd(&sums[threadIdx.y], threadIdx.x + 1);
+    __syncthreads();
+    out[t] = s[%(M)d - t] ^ (threadIdx.y << 16) ^ (threadIdx.x << 8);
+}
+""" % {"T": SPEC.max_block_threads, "M": SPEC.max_block_threads - 1}
+
+
+def block_model(bx: int, by: int) -> dict[str, list[int]]:
+    T = bx * by
+    t = np.arange(T, dtype=np.uint64)
+    s = (t * 2654435761) & 0xFFFFFFFF
+    out = s[T - 1 - t] ^ ((t // bx) << 16) ^ ((t % bx) << 8)
+    return {"out": out.tolist(), "count": [T], "sums": [bx * (bx + 1) // 2] * by}
+
+
+def test_a_full_block_of_threads_counts_its_indices_meets_at_a_barrier_and_adds_atomically():
+    """Every one of the block's SPEC.max_block_threads threads (all the warps the scheduler
+    holds) gets its own (x, y) index from the network's TIDINIT count, adds to shared
+    counters with atomics, and after the barrier reads the word its mirror thread stored:
+    a thread that never ran, a wrong index, a lost atomic update or a warp released before
+    the others arrive changes a value."""
+    bx, by = SPEC.max_block_threads // 4, 4
+    T = bx * by
+    outs, _ = both("full_block", (1, 1, 1), (bx, by, 1), {},
+                   {"out": np.zeros(T, np.uint32), "count": np.zeros(1, np.int32), "sums": np.zeros(by, np.uint32)},
+                   source=BLOCK, max_steps=100_000)
+    assert {k: v.tolist() for k, v in outs.items()} == block_model(bx, by)

@@ -218,8 +218,9 @@ BAD_LAUNCH = [
     ("malformed value", ["--arg", "a=@a.npy", "--arg", "out=zeros:five"],
      "--arg out=zeros:five: expected zeros:N with a count N >= 0"),
     ("grid beyond capacity", [*MIX[6:], "--grid", "70000"], "--grid x=70000 exceeds the limit 65535"),
-    ("block beyond capacity", [*MIX[6:], "--block", "65"],
-     "--block 65,1,1 has 65 threads; the machine runs at most 64 threads per block"),
+    ("block beyond capacity", [*MIX[6:], "--block", str(SPEC.max_block_threads + 1)],
+     f"--block {SPEC.max_block_threads + 1},1,1 has {SPEC.max_block_threads + 1} threads; the machine runs at most "
+     f"{SPEC.max_block_threads} threads per block"),
     ("buffers beyond the memory map", ["--arg", "a=zeros:10000", "--arg", "out=zeros:10000"],
      "the buffers need 20000 cells of global memory; the machine has 16384 (64 KiB)"),
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 class MachineSpec:
     warp_size: int = 4
     num_regs: int = 32
-    max_block_threads: int = 64
+    max_block_threads: int = 256
     # Memory is an array of 32-bit cells, addressed in cells (not bytes): every
     # element of every buffer, chars included, occupies one cell.  Pointer
     # arithmetic therefore adds element counts, never byte counts.

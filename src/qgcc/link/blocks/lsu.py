@@ -1,4 +1,4 @@
-"""The load/store unit: global and shared memory (layers 5-14), bounds checks, atomics.
+"""The load/store unit: global and shared memory (layers 13-22), bounds checks, atomics.
 
 LD, ST and ATOM take four micro-steps (`ms`), one lane each: the lane's address is
 selected, every memory head reads the cell at it, and the value to write (the store
