@@ -99,3 +99,34 @@ def test_a_full_block_of_threads_counts_its_indices_meets_at_a_barrier_and_adds_
                    {"out": np.zeros(T, np.uint32), "count": np.zeros(1, np.int32), "sums": np.zeros(by, np.uint32)},
                    source=BLOCK, max_steps=100_000)
     assert {k: v.tolist() for k, v in outs.items()} == block_model(bx, by)
+
+
+GLOBAL_SPAN = r"""
+__global__ void global_span(unsigned *a, unsigned *out) {
+    unsigned t = threadIdx.x;
+    out[t] = a[t * %(S)du] + a[%(N)du - 1u - t];
+    a[%(N)du - 1u - t] = t * 40503u;
+    a[t * %(S)du + 1u] ^= 0xFFFFFFFFu;
+}
+"""
+
+
+def test_buffers_filling_global_memory_round_trip_through_the_memory_heads():
+    """Two buffers take every global cell: the launcher loads all of them into the memory
+    heads, 16 threads read and write cells spread over them and at the very top, and the
+    host reads every cell back from the recurrent states; untouched cells must come back as
+    loaded, touched ones as the C computes them."""
+    G, T = SPEC.global_words, 16
+    N = G - T
+    src = GLOBAL_SPAN % {"N": N, "S": N // 16}
+    rng = np.random.default_rng(14)
+    a = rng.integers(0, 2 ** 32, size=N, dtype=np.uint64).astype(np.uint32)
+    outs, _ = both("global_span", (1, 1, 1), (T, 1, 1), {}, {"a": a.copy(), "out": np.zeros(T, np.uint32)},
+                   source=src)
+    t = np.arange(T)
+    want_a, stride = a.copy(), N // 16
+    want_out = (a[t * stride].astype(np.uint64) + a[N - 1 - t]) & 0xFFFFFFFF
+    want_a[N - 1 - t] = (t * 40503) & 0xFFFFFFFF
+    want_a[t * stride + 1] ^= 0xFFFFFFFF
+    assert outs["out"].tolist() == want_out.tolist()
+    assert outs["a"].tolist() == want_a.tolist()

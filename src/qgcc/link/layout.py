@@ -52,6 +52,7 @@ def reg_layer(port: int, lane: int, group: int) -> int:
     return 1 + 2 * (k // per) + port
 
 
+L_REGS = tuple(range(1, 1 + REG_LAYERS))  # every layer of the register file
 L_MEM0 = 1 + REG_LAYERS
 N_MEM_LAYERS = -(-(GLOBAL_CELLS + SHARED_CELLS) // CELLS_PER_LAYER)  # 10
 # The parameter bank and the thread-index tables follow the memory: only writeback reads them

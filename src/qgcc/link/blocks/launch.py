@@ -1,9 +1,10 @@
 """Launch bookkeeping: thread indices, blocks and phases.
 
-TIDINIT counts through the threads of a block (one step each) and stores every
-thread's (x, y, z) in the thread-index tables; BLKINIT writes one warp-table row per
-warp; RUN executes until the block is done, then the next block (x, y, z) starts
-with TIDINIT again, or the machine halts after the last block or on a fault.
+TIDINIT counts through the threads of a block (one step each, once per launch: every
+block has the same shape) and stores every thread's (x, y, z) in the thread-index
+tables; BLKINIT writes one warp-table row per warp; RUN executes until the block is
+done, then the next block (x, y, z) starts with BLKINIT, or the machine halts after the
+last block or on a fault.
 Counting is done by the network, in mixed radix, never by the host.
 """
 
