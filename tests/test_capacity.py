@@ -28,7 +28,7 @@ __global__ void shared_fill(unsigned *out, unsigned seed) {
 """ % {"S": SPEC.shared_words, "M": SPEC.shared_words - 1}
 
 
-@pytest.mark.slow  # 34,000 network steps: about 45 s on a busy CPU core
+@pytest.mark.slow  # 34,000 network steps: 35-45 s on one CPU core
 def test_a_block_fills_every_shared_cell_and_reads_each_back_from_another_thread():
     """Every shared cell is written, and read back by a different thread in a permuted order
     (1031 is odd, so i -> 1031 i mod S is a permutation): the whole per-block capacity,
