@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import qgcc
+from qgcc.spec import SPEC
 from qgcc import qgfile
 from qgcc.asm import assemble
 from qgcc.cli.qgrun_cmd import main as qgrun_main
@@ -170,8 +171,9 @@ def test_argument_errors_are_qgruns_errors_with_qgruns_messages(vadd, tmp_path, 
         vadd.launch(2, 4, kernel="vmul", engine="ref", **vadd_args())
     assert str(e.value) == cli_error("--kernel", "vmul") == "no kernel named 'vmul'; the program has: vadd"
     with pytest.raises(UsageError) as e:
-        vadd.launch(2, 65, engine="ref", **vadd_args())
-    assert str(e.value) == "--block 65,1,1 has 65 threads; the machine runs at most 64 threads per block"
+        vadd.launch(2, SPEC.max_block_threads + 1, engine="ref", **vadd_args())
+    T = SPEC.max_block_threads
+    assert str(e.value) == f"--block {T + 1},1,1 has {T + 1} threads; the machine runs at most {T} threads per block"
     with pytest.raises(UsageError, match="unknown engine 'gpu'"):
         vadd.launch(2, 4, engine="gpu", **vadd_args())
 

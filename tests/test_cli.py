@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from qgcc.spec import SPEC
 from qgcc import engines, qgfile
 from qgcc.asm import assemble
 from qgcc.trace import ExitCode
@@ -432,7 +433,9 @@ def params_args(**override):
 USAGE = [
     # launch shape
     (["vadd.qg", "--grid", "0", "--block", "4"], "--grid '0': expected X[,Y[,Z]] with positive integers"),
-    (["vadd.qg", *VADD_ARGS[4:], "--grid", "1", "--block", "8,9"], "--block 8,9,1 has 72 threads; the machine runs at most 64 threads per block"),
+    (["vadd.qg", *VADD_ARGS[4:], "--grid", "1", "--block", f"8,{SPEC.max_block_threads // 8 + 1}"],
+     f"--block 8,{SPEC.max_block_threads // 8 + 1},1 has {SPEC.max_block_threads + 8} threads; "
+     f"the machine runs at most {SPEC.max_block_threads} threads per block"),
     (["vadd.qg", "--grid", "1"], "missing --block (or give the launches with --batch FILE.jsonl)"),
     (["vadd.qg", "--grid", "1", "--block", "1", "--trace", "loud"],
      "Invalid value for '--trace': 'loud' is not one of 'full', 'summary', 'none'. (see 'qgrun --help')"),

@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+from qgcc.spec import SPEC
 from qgcc.diagnostics import CompileError
 from qgcc.frontend import compile_source
 
@@ -156,9 +157,9 @@ IN_KERNEL = [
     ("__shared__ int s[2][2][2];", 16, "__shared__ arrays have at most 2 dimensions"),
     ("__shared__ int s[4] = 0;", 23, "__shared__ variables cannot have an initialiser"),
     ("__shared__ int *sp;", 17, "__shared__ pointers are not supported; declare a __shared__ array"),
-    ("__shared__ int big[1000]; __shared__ int more[30];", 42,
-     "kernel 'k' needs 1030 cells of __shared__ memory ('more' needs 30); the machine has 1024 cells "
-     "(4 KiB) per block"),
+    (f"__shared__ int big[{SPEC.shared_words - 24}]; __shared__ int more[30];", 42,
+     f"kernel 'k' needs {SPEC.shared_words + 6} cells of __shared__ memory ('more' needs 30); the machine has "
+     f"{SPEC.shared_words} cells ({SPEC.shared_words // 256} KiB) per block"),
     # --- literals
     ("int x = 09;", 9, "invalid digit in octal literal '09'"),
     ("int x = 0x;", 9, "invalid integer literal '0x'"),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from qgcc.spec import SPEC
 from qgcc.diagnostics import UsageError
 from qgcc.frontend import compile_source
 from qgcc.ref.emulator import run as emulate
@@ -109,13 +110,14 @@ def test_static_and_dynamic_shared_memory_share_the_per_block_limit():
     prog = compile_source(MIXED, "t.cu")
     k = prog.kernels[0]
     args = {"data": np.zeros(8, F32), "bits": np.zeros(8, np.uint32), "check": np.zeros(8, np.int32)}
-    ok = make_launch(prog, k, (1, 1, 1), (8, 1, 1), {}, args, shared_bytes=(1024 - 5) * 4)
-    assert ok.shared_words == 1024
+    S = SPEC.shared_words
+    ok = make_launch(prog, k, (1, 1, 1), (8, 1, 1), {}, args, shared_bytes=(S - 5) * 4)
+    assert ok.shared_words == S
     with pytest.raises(UsageError) as info:
-        make_launch(prog, k, (1, 1, 1), (8, 1, 1), {}, args, shared_bytes=(1024 - 4) * 4)
-    assert str(info.value) == ("--shared 4080: kernel 'mixed' would use 5 static + 1020 dynamic = 1025 "
-                               "shared cells per block; the machine has 1024 (4096 bytes); give --shared "
-                               "at most 4076")
+        make_launch(prog, k, (1, 1, 1), (8, 1, 1), {}, args, shared_bytes=(S - 4) * 4)
+    assert str(info.value) == (f"--shared {(S - 4) * 4}: kernel 'mixed' would use 5 static + {S - 4} dynamic = "
+                               f"{S + 1} shared cells per block; the machine has {S} ({S * 4} bytes); give "
+                               f"--shared at most {(S - 5) * 4}")
 
 
 def test_an_access_past_the_dynamic_size_is_an_out_of_bounds_fault():
@@ -267,8 +269,10 @@ def test_qgrun_takes_shared_and_const(tmp_path, qgrun, monkeypatch):
     r = qgrun(*base, "--shared", "32", "--const", "c_k=@k.npy", "--out", "g_odata=o.npy")
     assert r.exit_code == 0, r.output
     assert np.load("o.npy").tolist() == [int(x.sum())]
-    r = qgrun(*base, "--shared", "4100")
-    assert r.exit_code == 2 and "--shared 4100: kernel 'reduce_sum' would use 0 static + 1025 dynamic" in r.output
+    over = SPEC.shared_words + 1
+    r = qgrun(*base, "--shared", str(over * 4))
+    assert r.exit_code == 2 and f"--shared {over * 4}: kernel 'reduce_sum' would use 0 static + {over} dynamic" \
+        in r.output
     r = qgrun(*base, "--shared", "32", "--const", "c_k=@x.npy")
     assert r.exit_code == 2 and "--const c_k: __constant__ int c_k[2] needs 2 int32 values" in r.output
     (tmp_path / "b.jsonl").write_text(

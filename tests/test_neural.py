@@ -129,7 +129,7 @@ def assert_vadd_broken(prog, cm2):
 def test_liveness_zeroing_the_register_write_path_breaks_results():
     prog, cm = linked("vadd")
     cm2 = link(prog)
-    # The register file's value rows (what a write stores) in the first register-file layer.
+    # The register file's value rows (what a write stores) in every register-file layer.
     from qgcc.link.layout import L_REGS
     for L in L_REGS:
         qkv = cm2.layers[L].tensors["linear_attn.in_proj_qkv.weight"]

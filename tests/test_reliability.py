@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
+from qgcc.spec import SPEC
 from qgcc import engines, qgfile
 from qgcc.diagnostics import QgFileError
 from qgcc.trace import ExitCode
@@ -116,8 +117,8 @@ FRONT_END = [
     ("instructions", "__global__ void big(int *a) {\n"
      + "".join(f"  a[{i}] = a[{i}] / a[{i + 1}];\n" for i in range(40)) + "}\n", 1, 17,
      "the machine holds at most 1024"),
-    ("shared memory", "__global__ void k(int *a) {\n  __shared__ int s[2000];\n}\n", 2, 18,
-     "the machine has 1024 cells (4 KiB) per block"),
+    ("shared memory", f"__global__ void k(int *a) {{\n  __shared__ int s[{SPEC.shared_words + 1}];\n}}\n", 2, 18,
+     f"the machine has {SPEC.shared_words} cells ({SPEC.shared_words // 256} KiB) per block"),
 ]
 
 
@@ -219,8 +220,9 @@ BAD_LAUNCH = [
     ("malformed value", ["--arg", "a=@a.npy", "--arg", "out=zeros:five"],
      "--arg out=zeros:five: expected zeros:N with a count N >= 0"),
     ("grid beyond capacity", [*MIX[6:], "--grid", "70000"], "--grid x=70000 exceeds the limit 65535"),
-    ("block beyond capacity", [*MIX[6:], "--block", "65"],
-     "--block 65,1,1 has 65 threads; the machine runs at most 64 threads per block"),
+    ("block beyond capacity", [*MIX[6:], "--block", str(SPEC.max_block_threads + 1)],
+     f"--block {SPEC.max_block_threads + 1},1,1 has {SPEC.max_block_threads + 1} threads; the machine runs at most "
+     f"{SPEC.max_block_threads} threads per block"),
     ("buffers beyond the memory map", ["--arg", "a=zeros:10000", "--arg", "out=zeros:10000"],
      "the buffers need 20000 cells of global memory; the machine has 16384 (64 KiB)"),
 ]

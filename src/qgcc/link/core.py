@@ -12,10 +12,10 @@ Layout decisions (docs/architecture.md renders the generated maps):
   memory writes its pending entry before it reads, in the same DeltaNet call,
   so a value written by step t is visible to every read of step t+1.
 * DeltaNet memories: warp table (per warp: 4 lane PCs, live lanes, min PC,
-  active mask) and the thread-index table in layer 0; three copies of the
-  register file (read ports rs1, rs2, rd) in layers 1-3, one head per lane and
-  group of four warps; the kernel-parameter bank in layer 4; global and shared
-  memory in layers 5-13, one 32-bit cell per slot.
+  active mask) in layer 0; three copies of the register file (read ports rs1,
+  rs2, rd) in layers 1-12, one head per lane and group of four warps; global and
+  shared memory in layers 13-22, one 32-bit cell per slot; the kernel-parameter
+  bank and the thread-index tables in layer 23 (layout.py derives these numbers).
 * Phases: TIDINIT (one step per thread of a block: the network computes each
   thread's (x, y, z) by counting and stores it), BLKINIT (one step per warp at
   the start of every block: its warp-table row), RUN (one warp instruction per
@@ -51,17 +51,17 @@ def build_core(program: Program) -> Core:
     heads: dict[str, tuple[int, int]] = {}
     row = warptable.build(n, st, heads)  # layer 0
     dec = fetch.build(n, program, st.RUN, row.min_pc)  # the ROM, layer 0 MLP
-    ops = regfile.build(n, st, dec, heads)  # layers 1-3
-    const = params.build(n, st, dec, heads)  # layer 4
+    ops = regfile.build(n, st, dec, heads)  # layers 1-12
+    const = params.build(n, st, dec, heads)  # layer L_PARAM, after the memory
     fops = fpu.used_ops(program)  # the float unit is linked only into programs that use it
     xl = xlane.build(n, dec, ops, row) if xlane.used(program) else None  # SHFL/VOTE: lanes read each other
-    res = alu.build(n, st, dec, ops, row, const, fops, xl)
-    mem = lsu.build(n, st, dec, ops, row, heads)  # layers 5-13
+    res = alu.build(n, st, dec, ops, row, fops, xl)
+    mem = lsu.build(n, st, dec, ops, row, heads)  # layers 13-22
     fu = fpu.build(n, dec, mem, fops)  # FMUL shares the integer multiplier's array
     prod = fu.product if fu.product is not None else mul.build(n, mem.Ams, mem.Bms, dec.op["MUL"])
-    wb = writeback.build(n, st, dec, row, res, mem, prod, fu.result)
+    wb = writeback.build(n, st, dec, row, res, mem, prod, const, fu.result)
     ctl = control.build(n, st, dec, row, ops, mem)
-    sch = scheduler.build(n, st, dec, wb.complete, ctl.warp_alive)
+    sch = scheduler.build(n, st, dec, wb.complete, ctl.warp_alive, late=mem.MEMOUT[0])
     lb = launch.build(n, st, sch.block_done, ctl.any_fault, mem.oob, ctl.bar_div, ctl.pc_bad, ctl.par_bad)
     commit.build(n, st, dec, mem, wb, ctl, sch, lb)
     trace.build(n, st, row, mem, ctl, wb.complete)

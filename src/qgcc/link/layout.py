@@ -15,17 +15,50 @@ W = SPEC.warp_size  # lanes
 NWARP = SPEC.max_warps
 PCB = 10  # PC bits
 NREG = SPEC.num_regs
-GLOBAL_CELLS = SPEC.global_words
-SHARED_CELLS = SPEC.shared_words
 SLOTS = qwen.head_dim  # cells per DeltaNet head: one per slot
 CELLS_PER_LAYER = qwen.linear_heads * SLOTS
+# Widths of the counters and indices that the block size sets.
+WARP_BITS = (NWARP - 1).bit_length()  # a warp index (cur, wb_w, wt_w, tr_w)
+TID_BITS = (SPEC.max_block_threads - 1).bit_length()  # a thread index in one dimension (tx, ty, tz)
+NT_BITS = SPEC.max_block_threads.bit_length()  # a thread count (bx, by, bz, nt, cnt)
+NW_BITS = NWARP.bit_length()  # a warp count (nw)
+GLOBAL_CELLS = SPEC.global_words
+SHARED_CELLS = SPEC.shared_words
+# Address bits: a global cell index, a shared offset, and the bit that marks a shared address.
+G_ADDR_BITS = (GLOBAL_CELLS - 1).bit_length()
+S_ADDR_BITS = (SHARED_CELLS - 1).bit_length()
+SHARED_BIT = SPEC.shared_base.bit_length() - 1
+assert GLOBAL_CELLS == 1 << G_ADDR_BITS and SPEC.shared_base == 1 << SHARED_BIT > GLOBAL_CELLS >= SHARED_CELLS
+# Memory index of a cell: global cell c is c, shared offset o is GLOBAL_CELLS + o.
+IDX_BITS = (GLOBAL_CELLS + SHARED_CELLS - 1).bit_length()
 
 # Fixed layers of the memories.
 L_WARP = 0
-L_REGS = (1, 2, 3)
-L_PARAM = 4
-L_MEM0 = 5
-N_MEM_LAYERS = -(-(GLOBAL_CELLS + SHARED_CELLS) // CELLS_PER_LAYER)  # 9
+# The register file: three copies (read ports rs1, rs2, rd), each one head per lane and group of
+# SLOTS // NREG warps.  The lanes' heads of ports A and B alternate (lane 0's A, lane 0's B, lane
+# 1's A, ...), so that lane 0's operands are complete first and its ALU starts while the other
+# lanes' registers are still being read: the operand buses and the ALU's words in flight are
+# spread over the layers instead of all living at once.  Port C (rd, read by CAS) follows.
+REG_HEADS_PER_LANE = NWARP * NREG // SLOTS  # per copy
+REG_LAYERS = 3 * -(-W * REG_HEADS_PER_LANE // qwen.linear_heads)
+
+
+def reg_layer(port: int, lane: int, group: int) -> int:
+    """Layer of register-file copy `port` (0: rs1, 1: rs2, 2: rd), lane `lane`, warp group `group`."""
+    k = lane * REG_HEADS_PER_LANE + group  # the copy's k-th head
+    per = qwen.linear_heads
+    if port == 2:
+        return 1 + 2 * (-(-W * REG_HEADS_PER_LANE // per)) + k // per
+    return 1 + 2 * (k // per) + port
+
+
+L_REGS = tuple(range(1, 1 + REG_LAYERS))  # every layer of the register file
+L_MEM0 = 1 + REG_LAYERS
+N_MEM_LAYERS = -(-(GLOBAL_CELLS + SHARED_CELLS) // CELLS_PER_LAYER)  # 10
+# The parameter bank and the thread-index tables follow the memory: only writeback reads them
+# (LDC, S2R of threadIdx), so their buses need not hold residual dimensions through the
+# register file and the memory layers.
+L_PARAM = L_MEM0 + N_MEM_LAYERS
 
 PHASES = ("tidinit", "blkinit", "run", "halt")
 FAULTS = ("oob", "barrier", "pc", "param")

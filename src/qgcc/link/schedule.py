@@ -43,6 +43,8 @@ def place(net: Netlist, num_layers: int) -> Placement:
     units = [1] * num_layers  # one constant unit per MLP
     layer_heads: list[list[int]] = [[] for _ in range(num_layers)]
     for i, m in enumerate(net.memories):
+        if m.layer >= num_layers:
+            raise CapacityError(f"memory {m.name} sits in layer {m.layer}; the network has {num_layers} layers")
         layer_heads[m.layer].append(i)
     for L, heads in enumerate(layer_heads):
         if len(heads) > qwen.linear_heads:
@@ -109,6 +111,11 @@ def place(net: Netlist, num_layers: int) -> Placement:
     end = 2 * last + 1
     for inp, new in copies:
         last_use[new] = max(last_use[new], end)
+    # A state field that the commit rewrites is dead between its last reader and the commit:
+    # its dimension is lent to signals that die before the last MLP (the commit's overwrite
+    # subtracts whatever +-8 the dimension holds, so the field comes back intact).  Launch
+    # constants are never rewritten and keep their dimensions.
+    lendable = {s: last_use[s] for s, node in enumerate(nodes) if isinstance(node, Input) and s in commit}
     for s, node in enumerate(nodes):
         if isinstance(node, Input):
             last_use[s] = end + 1  # state lives across the step boundary
@@ -131,6 +138,9 @@ def place(net: Netlist, num_layers: int) -> Placement:
     import heapq
     pool = list(range(qwen.hidden - 1, nxt - 1, -1))
     busy: list[tuple[int, int]] = []  # (last_use, dim)
+    lent = [(free_from, dim[s]) for s, free_from in lendable.items()]  # (free from stage, dim)
+    heapq.heapify(lent)
+    lent_dims = {d for _, d in lent}
     alloc_stage = {s: stage[s] for s, n in enumerate(nodes) if isinstance(n, (Gate, TableOut))}
     for s, L in bus_reset.items():
         if s not in dim:
@@ -139,8 +149,16 @@ def place(net: Netlist, num_layers: int) -> Placement:
     for s in order:
         p = alloc_stage[s]
         while busy and busy[0][0] <= p:
-            _, d = heapq.heappop(busy)
-            pool.append(d)
+            lu, d = heapq.heappop(busy)
+            if d in lent_dims:
+                heapq.heappush(lent, (lu, d))
+            else:
+                pool.append(d)
+        if last_use[s] < end and lent and lent[0][0] <= p:
+            d = heapq.heappop(lent)[1]
+            dim[s] = d
+            heapq.heappush(busy, (last_use[s], d))
+            continue
         if not pool:
             import collections
             live = collections.Counter()

@@ -21,11 +21,11 @@ from .warptable import WarpRow
 ALU_FLOOR = 3  # earliest layer of the ALU's adders
 
 
-def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, CONST: list[Sig],
+def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow,
           fops: frozenset = frozenset(), xl=None) -> list[list[Sig]]:
     """Per lane: the 32-bit ALU-class result (`fops`: the names of the float opcodes the program uses;
     `xl`: the lane-crossing unit, whose SHFL/VOTE results join this multiplexer)."""
-    op, R, IMMV, TIDL = dec.op, dec.flag, dec.bus("immv"), row.tid
+    op, R, IMMV = dec.op, dec.flag, dec.bus("immv")
     A, Bop, ONE = ops.a, ops.b_or_imm, n.ONE
     s_ = state
     BX, BY, BZ, CX, CY, CZ, GX, GY, GZ, CUR = s_.BX, s_.BY, s_.BZ, s_.CX, s_.CY, s_.CZ, s_.GX, s_.GY, s_.GZ, s_.CUR
@@ -41,7 +41,6 @@ def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, C
         sh = shifter(n, a, b[:5], op["SHL"], op["SHR"], op["SRA"], name=f"sh{l}")
         fbit, fsel = fpu.lane_compare(n, a, b, ge, eq, op, fops, f"fl{l}") if fops else (None, [])
         sreg_src = {
-            "TID_X": TIDL[l][0:6], "TID_Y": TIDL[l][6:12], "TID_Z": TIDL[l][12:18],
             "NTID_X": BX, "NTID_Y": BY, "NTID_Z": BZ, "CTAID_X": CX, "CTAID_Y": CY, "CTAID_Z": CZ,
             "NCTAID_X": GX, "NCTAID_Y": GY, "NCTAID_Z": GZ, "WARPID": CUR, "CLOCK": s_.CLK,
         }
@@ -52,8 +51,8 @@ def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow, C
                   step(pairs + [(op["AND"], 2)], 4),
                   step(pairs + [(op["OR"], 2)], 3),
                   step(pairs + [(op["XOR"], 2)], 3), step(pairs + [(op["XOR"], 2)], 4, -1),
-                  and_step([op["MOV"], a[i]]), and_step([op["MOV"], IMMV[i]]),  # exclusive under MOV
-                  and_step([op["LDC"], CONST[i]])] + [and_step([sel, bus[i]]) for sel, bus in fsel]
+                  and_step([op["MOV"], a[i]]), and_step([op["MOV"], IMMV[i]])  # exclusive under MOV
+                  ] + [and_step([sel, bus[i]]) for sel, bus in fsel]
             if xl is not None:
                 st += xl.steps(l, i)
             for sname, bus in sreg_src.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import circuits as C
 from ..circuits import and_step, neg
-from ..layout import FAULTS, NWARP, PCB, PHASES, W
+from ..layout import FAULTS, NWARP, PCB, PHASES, WARP_BITS, W
 from ..netlist import Netlist
 from .control import ControlFlow
 from .fetch import Decoded
@@ -28,7 +28,7 @@ def build(n: Netlist, st: State, dec: Decoded, mem: MemoryAccess, wb: Writeback,
         sch.block_done
     nph, nflt, ncnt, blk_done, blk_live, ready_init = lb.nph, lb.nflt, lb.ncnt, lb.blk_done, lb.blk_live, lb.ready_init
     (ntx, nty, ntz), (ncx, ncy, ncz) = lb.ntid, lb.ncta
-    NEXTCUR, R2, W2 = sch.next_cur, sch.ready, sch.waiting
+    NEXTCUR, R2, W2 = sch.next_cur, sch.ready, sch.waiting  # R2, W2: literal cases (scheduler.Schedule)
     new_wb_en, new_wb_val = wb.enable, wb.value
     memop, valid, IDX, newv = mem.memop, mem.valid, mem.IDX, mem.newv
     NPC, NLIVE, nmin, nact = ctl.npc, ctl.nlive, ctl.nmin, ctl.nact
@@ -46,10 +46,14 @@ def build(n: Netlist, st: State, dec: Decoded, mem: MemoryAccess, wb: Writeback,
     n.output_bus(CX, ncx)
     n.output_bus(CY, ncy)
     n.output_bus(CZ, ncz)
-    n.output_bus(CUR, [n.and_([run_ok, neg(block_done), x], f"ncur{i}") for i, x in enumerate(NEXTCUR)])
-    n.output_bus(READY, [n.gate([and_step([run_ok, R2[w]]), and_step([BLK, blk_done, ready_init[w]])], f"nready{w}")
-                         for w in range(NWARP)])
-    n.output_bus(WAIT, [n.and_([run_ok, W2[w]], f"nwait{w}") for w in range(NWARP)])
+    # The ready and waiting masks (2 x 64 bits) are computed just in time, after the memory
+    # read: computed as soon as their inputs allow, they held their residual dimensions
+    # through the memory layers and the float unit.
+    with n.not_before(mem.MEMOUT[0]):
+        n.output_bus(CUR, [n.and_([run_ok, neg(block_done), x], f"ncur{i}") for i, x in enumerate(NEXTCUR)])
+        n.output_bus(READY, [n.gate([and_step([run_ok] + case) for case in R2[w]] + ready_init[w], f"nready{w}")
+                             for w in range(NWARP)])
+        n.output_bus(WAIT, [n.and_([run_ok] + W2[w], f"nwait{w}") for w in range(NWARP)])
     n.output_bus(st.CLK, C.increment_if(n, st.CLK, n.and_([run_ok, complete], "clktick"), "nclk"))
     ms_inc = C.increment(n, MS, "msinc")
     n.output_bus(MS, [n.and_([run_ok, R("ismem"), neg(complete), ms_inc[i]], f"nms{i}") for i in range(2)])
@@ -63,7 +67,7 @@ def build(n: Netlist, st: State, dec: Decoded, mem: MemoryAccess, wb: Writeback,
     n.output_bus(MW_IDX, IDX)
     n.output_bus(MW_VAL, newv)
     n.output(WT_EN, n.gate([and_step([run_ok, complete]), and_step([BLK])], "nwten"))
-    n.output_bus(WT_W, [n.gate([and_step([RUN, CUR[i]]), and_step([BLK, CNT[i]])], f"nwtw{i}") for i in range(4)])
+    n.output_bus(WT_W, [n.gate([and_step([RUN, CUR[i]]), and_step([BLK, CNT[i]])], f"nwtw{i}") for i in range(WARP_BITS)])
     for l in range(W):
         n.output_bus(WT_PC[l], [n.gate([and_step([RUN, NPC[l][i]]), and_step([BLK, ENTRY[i]])], f"nwtpc{l}.{i}")
                                 for i in range(PCB)])

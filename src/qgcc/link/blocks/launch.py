@@ -1,9 +1,10 @@
 """Launch bookkeeping: thread indices, blocks and phases.
 
-TIDINIT counts through the threads of a block (one step each) and stores every
-thread's (x, y, z) in the thread-index tables; BLKINIT writes one warp-table row per
-warp; RUN executes until the block is done, then the next block (x, y, z) starts
-with TIDINIT again, or the machine halts after the last block or on a fault.
+TIDINIT counts through the threads of a block (one step each, once per launch: every
+block has the same shape) and stores every thread's (x, y, z) in the thread-index
+tables; BLKINIT writes one warp-table row per warp; RUN executes until the block is
+done, then the next block (x, y, z) starts with BLKINIT, or the machine halts after the
+last block or on a fault.
 Counting is done by the network, in mixed radix, never by the host.
 """
 
@@ -12,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import circuits as C
-from ..circuits import and_step, neg, step
-from ..layout import NWARP, W
-from ..netlist import Netlist, Sig
+from ..circuits import and_step, cmp_const_steps, neg
+from ..layout import NT_BITS, NWARP, WARP_BITS, W
+from ..netlist import Netlist, Sig, Step
 from .state import State
 
 
@@ -28,7 +29,7 @@ class Bookkeeping:
     tid_done: Sig
     blk_done: Sig
     blk_live: list[Sig]  # BLKINIT: live lanes of warp CNT
-    ready_init: list[Sig]  # BLKINIT: the warps of a block start ready
+    ready_init: list[list[Step]]  # BLKINIT: warp w starts ready (w < nw), as steps of the commit's gate
 
 
 def build(n: Netlist, st: State, block_done: Sig, any_fault: Sig, oob: Sig, bar_div: Sig, pc_bad: Sig,
@@ -61,7 +62,7 @@ def build(n: Netlist, st: State, block_done: Sig, any_fault: Sig, oob: Sig, bar_
     next_block = n.and_([block_done, neg(last_block), neg(any_fault)], "nextblock")
     ncx, ncy, ncz = counter3(CX, CY, CZ, cx1, cy1, cz1, cwx, cwy, next_block, "ncta")
     ncnt = [n.gate([and_step([TID, neg(tid_done), cnt_inc[i]]), and_step([BLK, neg(blk_done), cnt_inc[i]])],
-                   f"ncnt{i}") for i in range(7)]
+                   f"ncnt{i}") for i in range(NT_BITS)]
     nph = {
         "tidinit": n.and_([TID, neg(tid_done)], "ph_tid"),
         "blkinit": n.gate([and_step([TID, tid_done]), and_step([BLK, neg(blk_done)]), and_step([next_block])],
@@ -78,6 +79,8 @@ def build(n: Netlist, st: State, block_done: Sig, any_fault: Sig, oob: Sig, bar_
     }
     # BLKINIT: the warp-table row of warp CNT.
     # Lane l of warp CNT is live iff 4 CNT + l < NT.
-    blk_live = [C.less_than(n, C.const_bits(n, l, 2) + CNT[:5], NT, f"blklive{l}") for l in range(W)]
-    ready_init = [n.gate([step([(NW[i], 1 << i) for i in range(5)], w + 1)], f"rdyinit{w}") for w in range(NWARP)]
+    blk_live = [C.less_than(n, C.const_bits(n, l, 2) + CNT[:WARP_BITS], NT, f"blklive{l}") for l in range(W)]
+    # Steps, not gates: folded into the commit's ready gates, they hold no residual dimension
+    # through the step (64 of them at 64 warps).
+    ready_init = [cmp_const_steps(NW, w + 1, ge=True, extra=[BLK, blk_done]) for w in range(NWARP)]
     return Bookkeeping(ncnt, (ntx, nty, ntz), (ncx, ncy, ncz), nph, nflt, tid_done, blk_done, blk_live, ready_init)

@@ -1,4 +1,4 @@
-"""The load/store unit: global and shared memory (layers 5-13), bounds checks, atomics.
+"""The load/store unit: global and shared memory (layers 13-22), bounds checks, atomics.
 
 LD, ST and ATOM take four micro-steps (`ms`), one lane each: the lane's address is
 selected, every memory head reads the cell at it, and the value to write (the store
@@ -14,7 +14,8 @@ from ...isa import AtomOp
 from ...qwen35 import QWEN35_2B as qwen
 from .. import circuits as C
 from ..circuits import and_step, eq_lits, neg, step
-from ..layout import CELLS_PER_LAYER, GLOBAL_CELLS, L_MEM0, N_MEM_LAYERS, SHARED_CELLS, SLOTS, W
+from ..layout import (CELLS_PER_LAYER, G_ADDR_BITS, GLOBAL_CELLS, L_MEM0, N_MEM_LAYERS, S_ADDR_BITS, SHARED_BIT,
+                      SHARED_CELLS, SLOTS, W)
 from ..netlist import Netlist, Sig
 from .fetch import Decoded
 from .regfile import Operands
@@ -47,7 +48,8 @@ def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
     ldatom = [op["LD"], op["ATOM"]]
     act_ms = n.gate([and_step(eq_lits(MS, l) + [R_ACT[l]]) for l in range(W)], "act_ms")
     RDEN = n.gate([and_step([act_ms, ldatom])], "rden")
-    # Global cell index = ADDR[0:14]; shared offset = ADDR[0:10] when bit 16 is set.
+    # Global cell index = ADDR[0:G_ADDR_BITS]; shared offset = ADDR[0:S_ADDR_BITS] when SHARED_BIT is set.
+    G, S, SB = G_ADDR_BITS, S_ADDR_BITS, SHARED_BIT
     MEMOUT = None
     for m in range(N_MEM_LAYERS):
         layer = L_MEM0 + m
@@ -60,23 +62,23 @@ def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
                 idx = base + s
                 wk.append([(MW_EN, True)] + eq_lits(MW_IDX, idx))
                 if idx < GLOBAL_CELLS:
-                    rk.append([(RDEN, True), (ADDR[16], False)] + eq_lits(ADDR[:14], idx))
+                    rk.append([(RDEN, True), (ADDR[SB], False)] + eq_lits(ADDR[:G], idx))
                 else:
-                    rk.append([(RDEN, True), (ADDR[16], True)] + eq_lits(ADDR[:10], idx - GLOBAL_CELLS))
+                    rk.append([(RDEN, True), (ADDR[SB], True)] + eq_lits(ADDR[:S], idx - GLOBAL_CELLS))
             MEMOUT = n.memory(f"mem.l{layer}.h{h}", layer, wk, rk, MW_VAL, outputs=MEMOUT)
             heads[f"mem.l{layer}.h{h}"] = (layer, len(n.memories) - 1)
 
-    # Bounds: global needs ADDR < GSIZE with bits 14.. zero; shared needs bit 16 and offset < SHW.
-    hi17 = n.threshold([(ADDR[i], -1) for i in range(17, 32)], 0, 0, "hi17zero")
-    z1415 = n.threshold([(ADDR[14], -1), (ADDR[15], -1)], 0, 0, "z1415")
-    z1015 = n.threshold([(ADDR[i], -1) for i in range(10, 16)], 0, 0, "z1015")
-    ltg = C.less_than(n, ADDR[:14], GSIZE, "ltg")
-    lts = C.less_than(n, ADDR[:10], SHW, "lts")
-    valid = n.gate([and_step([hi17, neg(ADDR[16]), z1415, ltg]), and_step([hi17, ADDR[16], z1015, lts])], "valid")
+    # Bounds: global needs ADDR < GSIZE with bits G.. zero; shared needs bit SB and offset < SHW.
+    hi = n.threshold([(ADDR[i], -1) for i in range(SB + 1, 32)], 0, 0, "hizero")
+    zg = n.threshold([(ADDR[i], -1) for i in range(G, SB)], 0, 0, "zglobal")
+    zs = n.threshold([(ADDR[i], -1) for i in range(S, SB)], 0, 0, "zshared")
+    ltg = C.less_than(n, ADDR[:G], GSIZE, "ltg")
+    lts = C.less_than(n, ADDR[:S], SHW, "lts")
+    valid = n.gate([and_step([hi, neg(ADDR[SB]), zg, ltg]), and_step([hi, ADDR[SB], zs, lts])], "valid")
     memop = n.gate([and_step([act_ms, [op["LD"], op["ST"], op["ATOM"]]])], "memop")
     oob = n.gate([and_step([memop, neg(valid)])], "oob")
-    IDX = [n.gate([and_step([neg(ADDR[16]), ADDR[i]])] + ([and_step([ADDR[16], ADDR[i]])] if i < 10 else []),
-                  f"IDX{i}") for i in range(14)] + [n.copy(ADDR[16], "IDX14")]
+    IDX = [n.gate([and_step([neg(ADDR[SB]), ADDR[i]])] + ([and_step([ADDR[SB], ADDR[i]])] if i < S else []),
+                  f"IDX{i}") for i in range(G)] + [n.copy(ADDR[SB], f"IDX{G}")]
 
     # Lane-MS operands for stores, atomics and MUL.
     Bms = [n.gate([and_step(eq_lits(MS, l) + [Bop[l][i]]) for l in range(W)], f"Bms{i}") for i in range(32)]

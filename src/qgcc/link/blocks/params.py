@@ -1,4 +1,4 @@
-"""The kernel-parameter bank (layer 4): LDC reads parameter word OFF.
+"""The kernel-parameter bank (layer L_PARAM, after the memory): LDC reads parameter word OFF.
 
 Never written by the network: the host seeds its recurrent state with the launch's
 parameter words, so the write side is a placeholder.

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..layout import FAULTS, NWARP, PCB, PHASES, W
+from ..layout import (FAULTS, GLOBAL_CELLS, IDX_BITS, NT_BITS, NW_BITS, NWARP, PCB, PHASES, SHARED_CELLS, TID_BITS,
+                      WARP_BITS, W)
 from ..netlist import Netlist, Sig
 
 
@@ -32,30 +33,30 @@ def declare_state(n: Netlist) -> State:
         return F[name]
 
     # ---- launch constants (set once by the host, never written) ----
-    st.BX, st.BY, st.BZ = fld("bx", 7), fld("by", 7), fld("bz", 7)
+    st.BX, st.BY, st.BZ = fld("bx", NT_BITS), fld("by", NT_BITS), fld("bz", NT_BITS)
     st.GX, st.GY, st.GZ = fld("gx", 16), fld("gy", 16), fld("gz", 16)
-    st.NT, st.NW = fld("nt", 7), fld("nw", 5)
-    st.GSIZE, st.SHW, st.NPARAM = fld("gsize", 15), fld("shw", 11), fld("nparam", 7)
+    st.NT, st.NW = fld("nt", NT_BITS), fld("nw", NW_BITS)
+    st.GSIZE, st.SHW, st.NPARAM = fld("gsize", GLOBAL_CELLS.bit_length()), fld("shw", SHARED_CELLS.bit_length()), fld("nparam", 7)
     st.ENTRY, st.KEND = fld("entry", PCB), fld("kend", PCB + 1)
     # ---- dynamic state ----
     st.PH = dict(zip(PHASES, fld("phase", 4)))
     st.FLT = dict(zip(FAULTS, fld("fault", 4)))
-    st.CNT = fld("cnt", 7)
-    st.TX, st.TY, st.TZ = fld("tx", 6), fld("ty", 6), fld("tz", 6)
+    st.CNT = fld("cnt", NT_BITS)  # TIDINIT: the thread; BLKINIT: the warp
+    st.TX, st.TY, st.TZ = fld("tx", TID_BITS), fld("ty", TID_BITS), fld("tz", TID_BITS)
     st.CX, st.CY, st.CZ = fld("ctax", 16), fld("ctay", 16), fld("ctaz", 16)
-    st.CUR = fld("cur", 4)
+    st.CUR = fld("cur", WARP_BITS)
     st.READY, st.WAIT = fld("ready", NWARP), fld("wait", NWARP)
     st.MS = fld("ms", 2)
     st.CLK = fld("clk", 32)  # warp instructions completed in the launch (S2R %clock)
-    st.WB_EN, st.WB_W, st.WB_RD = fld("wb_en", W), fld("wb_w", 4), fld("wb_rd", 5)
+    st.WB_EN, st.WB_W, st.WB_RD = fld("wb_en", W), fld("wb_w", WARP_BITS), fld("wb_rd", 5)
     st.WB_VAL = [fld(f"wb_val{l}", 32) for l in range(W)]
-    st.MW_EN, st.MW_IDX, st.MW_VAL = fld("mw_en", 1)[0], fld("mw_idx", 15), fld("mw_val", 32)
-    st.WT_EN, st.WT_W = fld("wt_en", 1)[0], fld("wt_w", 4)
+    st.MW_EN, st.MW_IDX, st.MW_VAL = fld("mw_en", 1)[0], fld("mw_idx", IDX_BITS), fld("mw_val", 32)
+    st.WT_EN, st.WT_W = fld("wt_en", 1)[0], fld("wt_w", WARP_BITS)
     st.WT_PC = [fld(f"wt_pc{l}", PCB) for l in range(W)]
     st.WT_LIVE, st.WT_MIN, st.WT_ACT = fld("wt_live", W), fld("wt_min", PCB), fld("wt_act", W)
     # ---- trace fields (written every step, read by the host) ----
     st.TR_DONE = fld("tr_done", 1)[0]  # an instruction completed this step
-    st.TR_PC, st.TR_ACT, st.TR_W = fld("tr_pc", PCB), fld("tr_act", W), fld("tr_w", 4)
+    st.TR_PC, st.TR_ACT, st.TR_W = fld("tr_pc", PCB), fld("tr_act", W), fld("tr_w", WARP_BITS)
     st.TR_LD = fld("tr_ld", 1)[0]
     st.TR_ADDR = fld("tr_addr", 32)
     st.TR_LANE = fld("tr_lane", 2)

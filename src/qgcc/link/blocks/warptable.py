@@ -1,9 +1,11 @@
-"""Layer 0: the warp table and the thread-index tables, read for the current warp.
+"""The warp table (layer 0) and the thread-index tables (layer L_PARAM), read for the current warp.
 
 Per warp one row: the four lane PCs, the live lanes, the minimum PC over live lanes
 and the active mask (the lanes at that PC).  The thread-index tables hold each
 thread's (x, y, z), written once per block in the TIDINIT phase, so threadIdx costs
-no arithmetic at run time.
+no arithmetic at run time.  They sit beside the parameter bank, not in layer 0: a bus read
+in layer 0 holds its residual dimensions for the whole step (96 at 8-bit indices), and
+S2R's thread index is only needed at writeback.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..circuits import eq_lits
-from ..layout import L_WARP, NWARP, PCB, W
+from ..layout import L_PARAM, L_WARP, NWARP, PCB, WARP_BITS, W
 from ..netlist import Netlist, Sig
 from .state import State
 
@@ -22,7 +24,7 @@ class WarpRow:
     live: list[Sig]
     min_pc: list[Sig]
     act: list[Sig]
-    tid: list[list[Sig]]  # per lane: tx (6 bits), ty, tz
+    tid: list[list[Sig]]  # per lane: tx (TID_BITS bits), ty, tz
 
 
 def build(n: Netlist, st: State, heads: dict[str, tuple[int, int]]) -> WarpRow:
@@ -37,8 +39,8 @@ def build(n: Netlist, st: State, heads: dict[str, tuple[int, int]]) -> WarpRow:
     R_LIVE, R_MIN, R_ACT = row[o:o + W], row[o + W:o + W + PCB], row[o + W + PCB:o + 2 * W + PCB]
     TIDL = []
     for l in range(W):
-        wk = [[(TID, True)] + eq_lits(CNT[:2], l) + eq_lits(CNT[2:6], s) for s in range(NWARP)]
+        wk = [[(TID, True)] + eq_lits(CNT[:2], l) + eq_lits(CNT[2:2 + WARP_BITS], s) for s in range(NWARP)]
         rk = [[(RUN, True)] + eq_lits(CUR, s) for s in range(NWARP)]
-        TIDL.append(n.memory(f"tid{l}", L_WARP, wk, rk, st.TX + st.TY + st.TZ))
-        heads[f"tid{l}"] = (L_WARP, len(n.memories) - 1)
+        TIDL.append(n.memory(f"tid{l}", L_PARAM, wk, rk, st.TX + st.TY + st.TZ))
+        heads[f"tid{l}"] = (L_PARAM, len(n.memories) - 1)
     return WarpRow(R_PC, R_LIVE, R_MIN, R_ACT, TIDL)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..circuits import and_step, eq_lits, neg, step
-from ..layout import W
-from ..netlist import Netlist, Sig
+from ..layout import TID_BITS, W
+from ..netlist import Netlist, Sig, Step
 from .fetch import Decoded
 from .lsu import MemoryAccess
 from .state import State
@@ -28,13 +28,28 @@ class Writeback:
 
 
 def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, RES: list[list[Sig]], mem: MemoryAccess,
-          prod: list[Sig], fres: list[Sig] | None = None) -> Writeback:
+          prod: list[Sig], CONST: list[Sig], fres: list[Sig] | None = None) -> Writeback:
     RUN, MS, R, op, R_ACT, ldatom, MEMOUT = st.RUN, st.MS, dec.flag, dec.op, row.act, mem.ldatom, mem.MEMOUT
     complete = n.gate([and_step([neg(R("ismem"))]), and_step([R("ismem")] + eq_lits(MS, 3))], "complete")
-    new_wb_val = [[n.gate([step([(RES[l][i], 1)], 1), and_step([ldatom, MEMOUT[i]]),
-                           and_step([op["MUL"], prod[i]])] +
-                          ([step([(fres[i], 1)], 1)] if fres else []), f"wbv{l}.{i}")
-                   for i in range(32)] for l in range(W)]
+    # threadIdx and LDC's parameter word join here, not in the ALU's result: the thread-index
+    # tables and the parameter bank are read late (layer L_PARAM, after the register file),
+    # and the ALU's words in flight need not wait for them.
+    tid = {d: [row.tid[l][k * TID_BITS:(k + 1) * TID_BITS] for l in range(W)] for k, d in enumerate("XYZ")}
+
+    def early(l: int, i: int) -> list[Step]:
+        return [step([(RES[l][i], 1)], 1), and_step([ldatom, MEMOUT[i]]), and_step([op["LDC"], CONST[i]])] + \
+            [and_step([R(f"sreg_TID_{d}"), tid[d][l][i]]) for d in "XYZ" if i < TID_BITS]
+
+    if fres is None:
+        new_wb_val = [[n.gate(early(l, i) + [and_step([op["MUL"], prod[i]])], f"wbv{l}.{i}") for i in range(32)]
+                      for l in range(W)]
+    else:
+        # A float program's result comes late: every other source is merged first, so that the
+        # ALU's words, the thread indices and the parameter word do not hold 4 x 32 residual
+        # dimensions each while the float unit runs.
+        part = [[n.gate(early(l, i), f"wbp{l}.{i}") for i in range(32)] for l in range(W)]
+        new_wb_val = [[n.gate([step([(part[l][i], 1)], 1), and_step([op["MUL"], prod[i]]),
+                               step([(fres[i], 1)], 1)], f"wbv{l}.{i}") for i in range(32)] for l in range(W)]
     # Lane writes: ALU-like instructions write every active lane; micro-stepped ones lane MS.
     new_wb_en = []
     for l in range(W):

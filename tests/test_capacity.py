@@ -1,0 +1,132 @@
+"""The machine's limits (qgcc.spec.MachineSpec) at their maximum, through the compiled network.
+
+Each kernel uses one capacity to the last cell or thread, and the network must agree with
+the reference emulator step for step and bit for bit; the expected buffers come from a
+numpy model of the same C, so a cell that aliased another (a wrong address bit in the
+memory heads' keys) or a thread that never ran shows up as a wrong value, not only as a
+disagreement between two engines.  One past each limit is a named error (the other test
+files check the exact messages, read from the MachineSpec).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lockstep import both
+from qgcc.spec import SPEC
+
+SHARED_FILL = r"""
+__global__ void shared_fill(unsigned *out, unsigned seed) {
+    __shared__ unsigned sh[%(S)d];
+    for (unsigned i = threadIdx.x; i < %(S)du; i += blockDim.x)
+        sh[i] = (i * 2654435761u) ^ seed;
+    __syncthreads();
+    for (unsigned i = threadIdx.x; i < %(S)du; i += blockDim.x)
+        out[i] = sh[(i * 1031u) & %(M)du];
+}
+""" % {"S": SPEC.shared_words, "M": SPEC.shared_words - 1}
+
+
+@pytest.mark.slow  # 34,000 network steps: 35-45 s on one CPU core
+def test_a_block_fills_every_shared_cell_and_reads_each_back_from_another_thread():
+    """Every shared cell is written, and read back by a different thread in a permuted order
+    (1031 is odd, so i -> 1031 i mod S is a permutation): the whole per-block capacity,
+    the highest offset included, holds distinct words without aliasing global memory."""
+    S, seed = SPEC.shared_words, 0x5EED1234
+    outs, _ = both("shared_fill", (1, 1, 1), (SPEC.max_block_threads, 1, 1), {"seed": seed},
+                   {"out": np.zeros(S, np.uint32)}, source=SHARED_FILL, max_steps=200_000)
+    i = np.arange(S, dtype=np.uint64)
+    sh = ((i * 2654435761) & 0xFFFFFFFF) ^ seed
+    assert outs["out"].tolist() == sh[(i * 1031) & (S - 1)].tolist()
+
+
+SHARED_EDGES = r"""
+__global__ void shared_edges(unsigned *out, unsigned seed) {
+    __shared__ unsigned sh[%(S)d];
+    unsigned t = threadIdx.x, n = blockDim.x;
+    sh[t * %(D)du] = t ^ seed;
+    sh[%(M)du - 2 * t] = (t * 7919u) ^ seed;
+    __syncthreads();
+    unsigned u = (t + 1) %% n;
+    out[t] = sh[u * %(D)du];
+    out[n + t] = sh[%(M)du - 2 * u];
+}
+""" % {"S": SPEC.shared_words, "M": SPEC.shared_words - 1, "D": SPEC.shared_words // 16}
+
+
+def test_shared_cells_at_the_top_of_the_block_and_spread_over_it_hold_distinct_words():
+    """A cheap companion of the test above for the default suite: 16 threads store to every
+    other one of the last cells of shared memory and to one cell in every S/16, and each
+    thread reads what its neighbour wrote."""
+    S, T, seed = SPEC.shared_words, 16, 0xC0FFEE
+    outs, _ = both("shared_edges", (1, 1, 1), (T, 1, 1), {"seed": seed}, {"out": np.zeros(2 * T, np.uint32)},
+                   source=SHARED_EDGES)
+    u = (np.arange(T, dtype=np.uint64) + 1) % T
+    assert outs["out"].tolist() == (u ^ seed).tolist() + (((u * 7919) & 0xFFFFFFFF) ^ seed).tolist()
+
+
+BLOCK = r"""
+__global__ void full_block(unsigned *out, int *count, unsigned *sums) {
+    __shared__ unsigned s[%(T)d];
+    unsigned t = threadIdx.y * blockDim.x + threadIdx.x;
+    s[t] = t * 2654435761u;
+    atomicAdd(count, 1);
+    atomicAdd(&sums[threadIdx.y], threadIdx.x + 1);
+    __syncthreads();
+    out[t] = s[%(M)d - t] ^ (threadIdx.y << 16) ^ (threadIdx.x << 8);
+}
+""" % {"T": SPEC.max_block_threads, "M": SPEC.max_block_threads - 1}
+
+
+def block_model(bx: int, by: int) -> dict[str, list[int]]:
+    T = bx * by
+    t = np.arange(T, dtype=np.uint64)
+    s = (t * 2654435761) & 0xFFFFFFFF
+    out = s[T - 1 - t] ^ ((t // bx) << 16) ^ ((t % bx) << 8)
+    return {"out": out.tolist(), "count": [T], "sums": [bx * (bx + 1) // 2] * by}
+
+
+def test_a_full_block_of_threads_counts_its_indices_meets_at_a_barrier_and_adds_atomically():
+    """Every one of the block's SPEC.max_block_threads threads (all the warps the scheduler
+    holds) gets its own (x, y) index from the network's TIDINIT count, adds to shared
+    counters with atomics, and after the barrier reads the word its mirror thread stored:
+    a thread that never ran, a wrong index, a lost atomic update or a warp released before
+    the others arrive changes a value."""
+    bx, by = SPEC.max_block_threads // 4, 4
+    T = bx * by
+    outs, _ = both("full_block", (1, 1, 1), (bx, by, 1), {},
+                   {"out": np.zeros(T, np.uint32), "count": np.zeros(1, np.int32), "sums": np.zeros(by, np.uint32)},
+                   source=BLOCK, max_steps=100_000)
+    assert {k: v.tolist() for k, v in outs.items()} == block_model(bx, by)
+
+
+GLOBAL_SPAN = r"""
+__global__ void global_span(unsigned *a, unsigned *out) {
+    unsigned t = threadIdx.x;
+    out[t] = a[t * %(S)du] + a[%(N)du - 1u - t];
+    a[%(N)du - 1u - t] = t * 40503u;
+    a[t * %(S)du + 1u] ^= 0xFFFFFFFFu;
+}
+"""
+
+
+def test_buffers_filling_global_memory_round_trip_through_the_memory_heads():
+    """Two buffers take every global cell: the launcher loads all of them into the memory
+    heads, 16 threads read and write cells spread over them and at the very top, and the
+    host reads every cell back from the recurrent states; untouched cells must come back as
+    loaded, touched ones as the C computes them."""
+    G, T = SPEC.global_words, 16
+    N = G - T
+    src = GLOBAL_SPAN % {"N": N, "S": N // 16}
+    rng = np.random.default_rng(14)
+    a = rng.integers(0, 2 ** 32, size=N, dtype=np.uint64).astype(np.uint32)
+    outs, _ = both("global_span", (1, 1, 1), (T, 1, 1), {}, {"a": a.copy(), "out": np.zeros(T, np.uint32)},
+                   source=src)
+    t = np.arange(T)
+    want_a, stride = a.copy(), N // 16
+    want_out = (a[t * stride].astype(np.uint64) + a[N - 1 - t]) & 0xFFFFFFFF
+    want_a[N - 1 - t] = (t * 40503) & 0xFFFFFFFF
+    want_a[t * stride + 1] ^= 0xFFFFFFFF
+    assert outs["out"].tolist() == want_out.tolist()
+    assert outs["a"].tolist() == want_a.tolist()
