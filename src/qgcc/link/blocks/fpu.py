@@ -52,12 +52,14 @@ class FloatUnit:
     product: list[Sig] | None  # MUL's product when the multiplier is shared with FMUL
 
 
-# First layer of the float unit (the adder starts two layers later).  Its levels need a few
-# hundred residual dimensions beside the memory layers' address and data buses: from
-# L_MEM0 + 1 the residual overflowed (measured at layer 12 beside the ALU's digit-wise
-# adders); from L_MEM0 + 5 every float sample links in 30 layers; from L_MEM0 + 8 the
-# multiplier's array overflowed layer 13.
-L_FPU = L_MEM0 + 5
+# First layer of the float unit (the adder starts two layers later).  Placed by measurement:
+# its levels need a few hundred residual dimensions beside the register and memory layers'
+# buses.  With 256 threads (registers in layers 1-12, memory from 13), from L_MEM0 - 4 the
+# residual overflows (stage 19: the multiplier's array beside the register copies); from
+# L_MEM0 - 2 every math-library kernel links in at most 39 layers and the float samples in
+# 31; from L_MEM0 + 5 (the 18-layer machine's place) FFMA programs such as atan2f and
+# hypotf need 46.
+L_FPU = L_MEM0 - 2
 FUSED_OPERANDS = L_FPU + 2  # FADD/FSUB/FMUL's b and c on the fused datapath: after the multiplier's array
 
 
