@@ -51,14 +51,27 @@ def parse_instance(text: str) -> str | None:
     return instance_name(m.group(1), args)
 
 
+@dataclass(frozen=True)
+class StructLayout:
+    """A struct as the launcher sees it: one cell per scalar member, in memory order."""
+
+    name: str
+    cells: tuple[tuple[str, str], ...]  # (member path such as 'pos.x' or 'v[2]', ctype)
+
+
 @dataclass
 class Param:
     name: str
     ctype: str  # one of ELEM_DTYPES (for pointers: the pointee)
     pointer: bool = False
     const: bool = False
+    # A pointer to a struct (ctype "struct"): the struct's name and its cells in memory order,
+    # as (dotted member path, ctype) pairs (frontend/structs.py: one cell per scalar member).
+    struct: "StructLayout | None" = None
 
     def describe(self) -> str:
+        if self.struct is not None:
+            return f"{'const ' if self.const else ''}{self.struct.name} * {self.name}"
         c = {"uchar": "unsigned char"}.get(self.ctype, self.ctype)
         return f"{'const ' if self.const else ''}{c}{' *' if self.pointer else ''} {self.name}"
 

@@ -28,6 +28,18 @@ class Spec(Node):
 
     text: str
     typename: bool = False  # a name declared by typedef/using
+    struct: "StructDef | None" = None  # `struct S {...}` or `struct S` written here
+
+
+@dataclass
+class StructDef(Node):
+    """`struct TAG { fields and member functions }` (body None: `struct TAG` names a struct)."""
+
+    tag: str | None
+    keyword: str  # 'struct' or 'class'
+    fields: list["Declaration"] | None = None  # None: no body (a use of the tag)
+    methods: list["FunctionDef"] = field(default_factory=list)
+    end_line: int = 0
 
 
 @dataclass
@@ -59,6 +71,7 @@ class Declarator(Node):
     params: list[ParamDecl] | None = None  # not None for a function declarator
     funcptr: bool = False  # `(*name)(...)`
     parens: bool = False  # some other parenthesised declarator
+    const_method: bool = False  # `f(...) const`: a member function that does not change *this
     ref: "Spec | None" = None  # `T &name`: the '&' (a reference)
 
 
@@ -141,6 +154,7 @@ class Member(Expr):
     name: str
     arrow: bool = False
     sreg: Any = field(default=None, init=False, repr=False, compare=False)
+    member: Any = field(default=None, init=False, repr=False, compare=False)  # the struct's Field
 
 
 @dataclass
@@ -178,6 +192,7 @@ class Cond(Expr):
     cond: Expr
     then: Expr
     other: Expr
+    tmp: Any = field(default=None, init=False, repr=False, compare=False)  # a struct result
 
 
 @dataclass
@@ -195,6 +210,14 @@ class Cast(Expr):
 
 
 @dataclass
+class SizeOf(Expr):
+    """`sizeof(T)` (type) or `sizeof x` (operand, not evaluated)."""
+
+    type: "TypeSyntax | None"
+    operand: "Expr | None"
+
+
+@dataclass
 class Index(Expr):
     base: Expr
     index: Expr
@@ -208,6 +231,8 @@ class Call(Expr):
     callee: Any = field(default=None, init=False, repr=False, compare=False)
     # Per argument: True when a reference parameter is bound to the argument (an lvalue) itself.
     ref_binds: Any = field(default=None, init=False, repr=False, compare=False)
+    # Where a call that returns a struct puts it (a VarSym in the local frame).
+    tmp: Any = field(default=None, init=False, repr=False, compare=False)
 
 
 # ------------------------------------------------------------------ statements

@@ -40,6 +40,7 @@ from . import floatconst
 from . import intrinsics
 from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS, FuncSym, VarSym
 from .softfloat import library
+from .structs import cells, is_struct, struct_layout
 from .types import (BOOL, CHAR, FLOAT, INT, UINT, ArrayType, IntType, PtrType, Type,
                     VoidType, fold_binary, is_float, is_ptr, wrap)
 
@@ -87,6 +88,7 @@ class Frame:
     ret_label: int | None  # None: the kernel itself (return -> EXIT)
     ret_reg: int | None
     loops: list[tuple[int, int]] = field(default_factory=list)  # (break label, continue label)
+    ret_addr: "tuple[int | None, int] | None" = None  # where a returned struct is copied
 
 
 @dataclass
@@ -127,6 +129,9 @@ class KernelGen:
         self.local: dict[VarSym, int] = {}
         self.local_used = 0
         self.local_base: int | None = None
+        # Struct reference parameters (`const S &o`) of the functions being inlined: the cells
+        # of the argument they name.
+        self.bound: dict[VarSym, tuple["int | None", int]] = {}
         # Where extern __shared__ arrays start: after the static __shared__ cells, which are
         # known only once the kernel is generated (compile_source generates it again if the
         # guess was wrong).
@@ -220,7 +225,10 @@ class KernelGen:
         params = []
         for p in fs.params:
             t = p.ty
-            if isinstance(t, PtrType):
+            if isinstance(t, PtrType) and is_struct(t.elem):
+                params.append(Param(p.name, "struct", pointer=True, const=t.const,
+                                    struct=struct_layout(t.elem)))
+            elif isinstance(t, PtrType):
                 params.append(Param(p.name, t.elem.kind, pointer=True, const=t.const))
             else:
                 params.append(Param(p.name, t.kind, pointer=False, const=p.readonly))
@@ -289,13 +297,25 @@ class KernelGen:
         return base
 
     def local_array(self, sym: VarSym) -> None:
-        """Place a local array in the thread's frame and store its initialiser (missing cells 0)."""
+        """Place a local array (or struct) in the thread's frame and store its initialiser
+        (missing cells 0)."""
         if sym not in self.local:
             self.local[sym] = self.local_used
-            size = 1
-            for d in sym.ty.dims:
-                size *= d
-            self.local_used += size
+            self.local_used += cells(sym.ty)
+        if sym.init_cells is not None:
+            base, off = self.sym_addr(sym)
+            covered: set[int] = set()
+            for cell, e, t in sym.init_cells:
+                if is_struct(t):
+                    self.copy_cells((base, off + cell), self.saddr(e), cells(t))
+                    covered.update(range(cell, cell + cells(t)))
+                else:
+                    self.store(MemLV(base, off + cell, t), self.convert(self.val(e), e.ty, t))
+                    covered.add(cell)
+            if sym.init_braced:
+                for i in range(cells(sym.ty)):
+                    if i not in covered:
+                        self.store(MemLV(base, off + i, INT), C(0))
         if sym.init_exprs is not None:
             size = 1
             for d in sym.ty.dims:
@@ -309,6 +329,8 @@ class KernelGen:
 
     def sym_addr(self, sym: VarSym) -> tuple["int | None", int]:
         """(base register or None, offset) of a memory-resident variable."""
+        if sym.space == "bound":
+            return self.bound[sym]
         if sym.space == "local":
             if sym not in self.local:
                 self.local_array(sym)
@@ -330,10 +352,7 @@ class KernelGen:
     def alloc_shared(self, sym: VarSym) -> None:
         if sym in self.shared:
             return
-        size = 1
-        if isinstance(sym.ty, ArrayType):
-            for d in sym.ty.dims:
-                size *= d
+        size = cells(sym.ty)
         if self.shared_used + size > SPEC.shared_words:
             raise self.error(sym.line, sym.col,
                              f"kernel '{self.fs.name}' needs {self.shared_used + size} cells of "
@@ -417,7 +436,11 @@ class KernelGen:
             self.emit(Op.EXIT)
             return
         if s.value is not None:
-            if frame.ret_reg is not None:
+            if frame.ret_addr is not None:
+                self.copy_cells(frame.ret_addr, self.saddr(s.value), cells(frame.func.ret))
+            elif frame.func.ret_ref:
+                self.mov(frame.ret_reg, self.address(self.lvalue(s.value)))
+            elif frame.ret_reg is not None:
                 v = self.convert(self.val(s.value), s.value.ty, frame.func.ret)
                 self.mov(frame.ret_reg, v)
             else:
@@ -522,12 +545,12 @@ class KernelGen:
         arr = e.base.arr
         if arr is not None:
             base, off = self.array_addr(e.base)
-            stride = 1
+            stride = cells(arr.elem)
             for d in arr.dims[1:]:
                 stride *= d
         else:
             base, off = self.ptr_addr(e.base)
-            stride = 1
+            stride = cells(e.base.ty.elem)
         rest, c = self.split_const(e.index)
         off += c * stride
         if rest is None:
@@ -538,6 +561,8 @@ class KernelGen:
         """Address of an array or array row expression."""
         if isinstance(e, A.Name):
             return self.sym_addr(e.sym)
+        if isinstance(e, A.Member):
+            return self.saddr(e)
         assert isinstance(e, A.Index)
         return self.index_addr(e)
 
@@ -553,13 +578,14 @@ class KernelGen:
             base, off = self.ptr_addr(p)
             rest, c = self.split_const(ie)
             sign = -1 if pe.op == "-" else 1
-            off += sign * c
+            stride = cells(p.ty.elem)
+            off += sign * c * stride
             if rest is None:
                 return base, off
             iv = self.val(rest)
             if sign < 0:
                 iv = self.alu(Op.MUL, iv, C(-1))
-            return self.add_offset(base, off, iv, 1)
+            return self.add_offset(base, off, iv, stride)
         if isinstance(pe, A.Unary) and pe.op == "&":
             lv = self.lvalue(pe.operand)
             assert isinstance(lv, MemLV)
@@ -573,7 +599,8 @@ class KernelGen:
         if isinstance(e, A.Name):
             sym = e.sym
             if sym.kind == "shared":
-                return MemLV(None, self.mem_addr(sym), sym.ty)
+                base, off = self.sym_addr(sym)
+                return MemLV(base, off, sym.ty)
             v = self.env[sym]
             if isinstance(v, MemLV):  # a reference parameter bound to a memory cell
                 return v
@@ -587,7 +614,67 @@ class KernelGen:
         if isinstance(e, A.Unary) and e.op == "*":
             base, off = self.ptr_addr(e.operand)
             return MemLV(base, off, e.ty)
+        if isinstance(e, A.Call) and isinstance(e.callee, FuncSym) and e.callee.ret_ref:
+            return MemLV(self.reg(self.inline(e, e.callee)), 0, e.ty)
+        if isinstance(e, A.Member) or is_struct(e.ty):
+            base, off = self.saddr(e)
+            return MemLV(base, off, e.ty)
         raise AssertionError(f"not an lvalue: {e}")  # pragma: no cover
+
+    # ------------------------------------------------------------------ structs
+
+    def address(self, lv: MemLV):
+        """The address of a memory lvalue as a value (a register or a constant)."""
+        if lv.base is None:
+            return C(lv.off)
+        return lv.base if lv.off == 0 else self.alu(Op.ADD, lv.base, C(lv.off))
+
+    def saddr(self, e: A.Expr) -> tuple["int | None", int]:
+        """The first cell of a struct-valued (or member) expression, as (register or None, offset):
+        every struct value lives in memory."""
+        if isinstance(e, A.Name):
+            return self.sym_addr(e.sym)
+        if isinstance(e, A.Member):
+            base, off = self.ptr_addr(e.base) if e.arrow else self.saddr(e.base)
+            return base, off + e.member.offset
+        if isinstance(e, A.Index):
+            return self.index_addr(e)
+        if isinstance(e, A.Unary) and e.op == "*":
+            return self.ptr_addr(e.operand)
+        if isinstance(e, A.Call):
+            if e.callee.ret_ref:
+                return self.reg(self.inline(e, e.callee)), 0
+            self.e_Call(e)
+            return self.sym_addr(e.tmp)
+        if isinstance(e, A.Assign):
+            return self.struct_assign(e)
+        if isinstance(e, A.Comma):
+            self.effect(e.left)
+            return self.saddr(e.right)
+        if isinstance(e, A.Cond):
+            self.e_Cond(e)
+            return self.sym_addr(e.tmp)
+        raise AssertionError(f"not a struct: {e}")  # pragma: no cover
+
+    def copy_cells(self, dst: tuple["int | None", int], src: tuple["int | None", int], n: int) -> None:
+        """Copy n cells (a struct assignment: the cells' bits, char cells included)."""
+        if dst == src:
+            return
+        sb, so = self.base_reg(MemLV(src[0], src[1], INT))
+        vals = []
+        for i in range(n):
+            t = self.new()
+            self.emit(Op.LD, t, sb, imm=so + i)
+            vals.append(t)
+        db, do = self.base_reg(MemLV(dst[0], dst[1], INT))
+        for i, t in enumerate(vals):
+            self.emit(Op.ST, -1, db, t, imm=do + i)
+
+    def struct_assign(self, e: A.Assign) -> tuple["int | None", int]:
+        src = self.saddr(e.value)  # C++17: the right operand is sequenced first
+        dst = self.saddr(e.target)
+        self.copy_cells(dst, src, cells(e.target.ty))
+        return dst
 
     # ------------------------------------------------------------------ expressions
 
@@ -642,6 +729,8 @@ class KernelGen:
         return v
 
     def e_Member(self, e: A.Member):
+        if e.member is not None:
+            return self.load(self.lvalue(e))
         t = self.new()
         self.emit(Op.S2R, t, mod=e.sreg)
         return t
@@ -678,6 +767,8 @@ class KernelGen:
         t = e.operand.ty
         old = self.read(lv)
         delta = 1 if e.op == "++" else -1
+        if is_ptr(t):
+            delta *= cells(t.elem)
         if isinstance(lv, VarLV) and want and not e.prefix:
             copy = self.new()
             self.mov(copy, old)
@@ -699,7 +790,9 @@ class KernelGen:
         lt, rt = e.left.ty, e.right.ty
         if op in ("+", "-") and (is_ptr(lt) or is_ptr(rt)):
             if op == "-" and is_ptr(lt) and is_ptr(rt):
-                return self.alu(Op.SUB, self.val(e.left), self.val(e.right))
+                diff = self.alu(Op.SUB, self.val(e.left), self.val(e.right))
+                size = cells(lt.elem)
+                return diff if size == 1 else self.arith("/", diff, C(size), INT)
             base, off = self.ptr_addr(e)
             if base is None:
                 return C(off)
@@ -884,6 +977,8 @@ class KernelGen:
 
     def e_Assign(self, e: A.Assign, want: bool = True):
         tt = e.target.ty
+        if is_struct(tt):
+            return self.address(MemLV(*self.struct_assign(e), tt))
         if e.op == "=":
             raw = self.val(e.value)  # C++17: the right operand is sequenced first
             lv = self.lvalue(e.target)
@@ -893,8 +988,11 @@ class KernelGen:
         lv = self.lvalue(e.target)
         old = self.read(lv)
         if is_ptr(tt):
+            size = cells(tt.elem)
             if op == "-":
-                rv = C(-rv.value) if is_c(rv) else self.alu(Op.MUL, rv, C(-1))
+                size = -size
+            if size != 1:
+                rv = C(rv.value * size) if is_c(rv) else self.arith("*", rv, C(size), INT)
             new = old if is_c(rv) and rv.value & MASK32 == 0 else self.alu(Op.ADD, old, rv)
             return self.assign_to(lv, new, tt, tt, want)
         if is_float(e.opty):
@@ -904,7 +1002,7 @@ class KernelGen:
         return self.assign_to(lv, new, e.opty, tt, want)
 
     def e_Cond(self, e: A.Cond):
-        c = e.cond.const
+        c = None if e.tmp is not None else e.cond.const
         void = isinstance(e.ty, VoidType)
         if c is not None:
             chosen = e.then if c else e.other
@@ -912,6 +1010,16 @@ class KernelGen:
                 self.effect(chosen)
                 return None
             return self.convert(self.val(chosen), chosen.ty, e.ty)
+        if e.tmp is not None:  # a struct: the chosen arm is copied into the temporary
+            else_l, end_l = self.label(), self.label()
+            dst = self.sym_addr(e.tmp)
+            self.branch(e.cond, else_l, False)
+            self.copy_cells(dst, self.saddr(e.then), cells(e.ty))
+            self.emit(Op.BRA, target=end_l)
+            self.place(else_l)
+            self.copy_cells(dst, self.saddr(e.other), cells(e.ty))
+            self.place(end_l)
+            return None
         else_l, end_l = self.label(), self.label()
         res = None if void else self.new()
         self.branch(e.cond, else_l, False)
@@ -948,7 +1056,10 @@ class KernelGen:
                 # Library helpers are routines too: one copy each, however often they are used.
                 args = [self.convert(self.val(a), a.ty, pt) for a, pt in zip(e.args, callee.param_types)]
                 return self.call_lib(callee.name, args)
-            return self.inline(e, callee)
+            r = self.inline(e, callee)
+            if callee.ret_ref and not is_struct(e.ty):
+                return self.load(MemLV(self.reg(r), 0, e.ty))
+            return r
         if callee == "__syncthreads":
             self.emit(Op.BAR)
             return None
@@ -1024,6 +1135,9 @@ class KernelGen:
         args = []
         binds = e.ref_binds or [False] * len(e.args)
         for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
+            if is_struct(pt):  # its cells: copied (by value) or named (a reference) below
+                args.append(self.saddr(a))
+                continue
             if binds[i]:
                 # A reference parameter names the argument itself: its register, or its cell.
                 lv = self.lvalue(a)
@@ -1037,6 +1151,12 @@ class KernelGen:
                 v = r
             args.append(v)
         for sym, v, bound in zip(fs.params, args, binds):
+            if is_struct(sym.ty):
+                if sym.space == "bound":
+                    self.bound[sym] = v
+                else:
+                    self.copy_cells(self.sym_addr(sym), v, cells(sym.ty))
+                continue
             if bound:
                 self.env[sym] = v
             elif sym.assigned:
@@ -1046,8 +1166,11 @@ class KernelGen:
                 self.var_regs.add(r)
             else:
                 self.env[sym] = v
-        ret_reg = None if isinstance(fs.ret, VoidType) else self.new()
+        struct_ret = is_struct(fs.ret) and not fs.ret_ref
+        ret_reg = None if isinstance(fs.ret, VoidType) or struct_ret else self.new()
         frame = Frame(fs, self.label(), ret_reg)
+        if struct_ret:
+            frame.ret_addr = self.sym_addr(e.tmp)
         self.frames.append(frame)
         if ret_reg is not None and not self.always_returns(fd.body):
             # Falling off the end of a non-void function is undefined; make it 0.
@@ -1056,6 +1179,8 @@ class KernelGen:
             self.stmt(item)
         self.frames.pop()
         self.place(frame.ret_label)
+        if struct_ret:
+            return self.address(MemLV(*frame.ret_addr, fs.ret))
         return ret_reg
 
     def always_returns(self, s) -> bool:

@@ -53,19 +53,13 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "case": "'case' labels are not supported ('switch' is not supported)",
     "default": "'default' labels are not supported ('switch' is not supported)",
     "goto": "'goto' is not supported",
-    "struct": "'struct' types are not supported",
-    "class": "'class' types are not supported",
     "union": "'union' types are not supported",
     "enum": "'enum' types are not supported; use const int or #define",
     "typename": "'typename' is supported only in a template parameter list",
     "new": "dynamic memory allocation ('new') is not supported",
     "delete": "dynamic memory allocation ('delete') is not supported",
-    "sizeof": "'sizeof' is not supported (memory is addressed in 32-bit cells: every element "
-              "occupies one cell)",
     "namespace": "namespaces are not supported",
-    "operator": "operator overloading is not supported",
     "virtual": "'virtual' is not supported",
-    "this": "'this' is not supported (no classes)",
     "throw": "exceptions are not supported ('throw')",
     "try": "exceptions are not supported ('try')",
     "catch": "exceptions are not supported ('catch')",
@@ -80,9 +74,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "explicit": "'explicit' is not supported",
     "friend": "'friend' is not supported",
     "mutable": "'mutable' is not supported",
-    "public": "'public' is not supported (no classes)",
-    "private": "'private' is not supported (no classes)",
-    "protected": "'protected' is not supported (no classes)",
     "typeid": "'typeid' is not supported",
     "wchar_t": "'wchar_t' is not supported",
     "int64_t": "'int64_t' is not supported (no 64-bit integers)",
@@ -103,6 +94,9 @@ _REGEX_TERMINAL_NAMES = {
 
 # The half-precision types of cuda_fp16.h: ordinary names unless that header is included.
 HALF_TYPES = ("half", "__half", "half2", "__half2")
+# Operators a struct may overload: `operator` and the operator become one OPERATOR_NAME token.
+OVERLOADABLE = frozenset({"+", "-", "*", "/", "%", "+=", "-=", "*=", "/=", "==", "!=", "<", ">",
+                          "<=", ">=", "=", "[]"})
 # Keywords after which '&' declares a reference.
 TYPE_KEYWORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "void",
                            "long", "short", "const", "volatile"})
@@ -177,6 +171,7 @@ class _Stream:
         self.pp = pp
         self.typedefs: set[str] = set(BUILTIN_TYPEDEFS)
         self.prev: Token | None = None
+        self.prev2: str | None = None
         # typedef/using declaration being read: [kind, names, paren depth, bracket depth, want]
         self.decl: list | None = None
         # Templates: the header being read or the templated function after it, the names of
@@ -184,6 +179,11 @@ class _Stream:
         self.tmpl: dict | None = None
         self.template_names: set[str] = set()
         self.angles = 0
+        # Struct bodies being read: [tag, brace depth inside the body]; `state` follows the
+        # header: 'kw' after struct/class, 'tag' after its name.
+        self.structs: list[list] = []
+        self.struct_state: str | None = None
+        self.struct_tag: str | None = None
 
     def _placed(self):
         smap = self.pp.srcmap
@@ -222,11 +222,33 @@ class _Stream:
                 continue
             yield tok
 
+    def _operators(self, toks):
+        """`operator` and the operator after it become one OPERATOR_NAME token (`operator[]`)."""
+        it = iter(toks)
+        for tok in it:
+            if tok.type == "NAME" and tok.value == "operator":
+                op = next(it, None)
+                if op is None:
+                    raise self.ctx.error(tok.line, tok.column, "expected an operator after 'operator'")
+                text = op.value
+                if text in ("[", "("):
+                    close = next(it, None)
+                    text += close.value if close is not None else ""
+                if text not in OVERLOADABLE:
+                    raise self.ctx.error(op.line, op.column, f"'operator{text}' is not supported "
+                                         "(a struct may define operator" + ", operator".join(
+                                             sorted(OVERLOADABLE)) + ")")
+                yield Token("OPERATOR_NAME", "operator" + text, start_pos=tok.start_pos, line=tok.line,
+                            column=tok.column, end_line=op.end_line, end_column=op.end_column,
+                            end_pos=op.end_pos)
+                continue
+            yield tok
+
     def tokens(self):
         exp = Expander(self.pp.lookup, lambda t, msg: self.ctx.error(t.line, t.column, msg))
         prev = None
         cg = Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(self._drop_hints(exp.expand(self._placed()))):  # one token of lookahead, for '::'
+        for tok in cg.run(self._operators(self._drop_hints(exp.expand(self._placed())))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
@@ -260,7 +282,7 @@ class _Stream:
             t["state"] = "params"
             return self._retype(tok, "TLT")
         if t["state"] == "params":
-            if tok.type == "NAME" and v in ("typename", "class"):
+            if tok.type in ("NAME", "CLASS") and v in ("typename", "class"):
                 t["type_next"] = True
                 return self._retype(tok, "TYPENAME_KW")
             if tok.type == "NAME" and t["type_next"]:
@@ -332,13 +354,50 @@ class _Stream:
                                                 "supported")
             tok = Token("REF", tok.value, start_pos=tok.start_pos, line=tok.line, column=tok.column,
                         end_line=tok.end_line, end_column=tok.end_column, end_pos=tok.end_pos)
+        elif tok.type == "LBRACE" and self.struct_state is not None:
+            pass  # the body of a struct
         elif tok.type == "LBRACE" and self.prev is not None and self.prev.type == "NAME":
             tok = Token("LBRACE_INIT", tok.value, start_pos=tok.start_pos, line=tok.line,
                         column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
                         end_pos=tok.end_pos)
         self._track(tok)
+        self._struct(tok)
+        self.prev2 = self.prev.value if self.prev is not None else None
         self.prev = tok
         return tok
+
+    def _struct(self, tok: Token) -> None:
+        """Struct tags become type names as soon as they are written (C++: `S` alone names the
+        struct, also in its own body); constructors are named as not supported."""
+        v = tok.value
+        st = self.struct_state
+        if tok.type in ("STRUCT", "CLASS"):
+            self.struct_state, self.struct_tag = "kw", None
+            return
+        if st == "kw" and tok.type in ("NAME", "TYPE_NAME"):
+            self.typedefs.add(v)
+            self.struct_state, self.struct_tag = "tag", v
+            return
+        self.struct_state = None
+        if st is not None and tok.type == "LBRACE":
+            self.structs.append([self.struct_tag, 0])
+            return
+        if not self.structs:
+            return
+        top = self.structs[-1]
+        if tok.type == "LBRACE":
+            top[1] += 1
+        elif tok.type == "RBRACE":
+            if top[1] == 0:
+                self.structs.pop()
+            else:
+                top[1] -= 1
+        elif top[1] == 0 and self.prev is not None and self.prev.value == top[0] and v == "(" \
+                and (len(self.structs) > 0):
+            what = "destructors" if self.prev2 == "~" else "constructors"
+            raise self.ctx.error(self.prev.line, self.prev.column,
+                                 f"{what} are not supported ('{top[0]}'); initialise a struct with "
+                                 f"braces ('{top[0]} s = {{...}};') or assign its members")
 
     def _using_error(self, at: Token):
         raise self.ctx.error(at.line, at.column, "'using' declarations are not supported; only "
@@ -369,12 +428,12 @@ class _Stream:
                 self.typedefs.update(names)
                 self.decl = None
             return
-        if tok.type == "NAME" and d[5] and d[3] == 0:
+        if tok.type == "NAME" and d[5] and d[3] == 0 and d[2] == 0:
             names.append(v)  # the first name of each declarator
             d[5] = False
-        elif v == "(":
-            d[2] += 1
-        elif v == ")":
+        elif v in ("(", "{") and tok.type != "STRLIT":
+            d[2] += 1  # parentheses, and the body of `typedef struct {...} T;`
+        elif v in (")", "}") and tok.type != "STRLIT":
             d[2] -= 1
         elif v == "[":
             d[3] += 1
@@ -486,8 +545,29 @@ class _Builder:
         out = []
         for ch in t.children:  # decl_spec trees
             tok = ch.children[0]
+            if isinstance(tok, Tree):  # struct_spec
+                sd = self.struct_spec(tok)
+                out.append(A.Spec(sd.line, sd.col, sd.tag or "", typename=True, struct=sd))
+                continue
             out.append(A.Spec(tok.line, tok.column, tok.value, typename=tok.type == "TYPE_NAME"))
         return out
+
+    def struct_spec(self, t: Tree) -> A.StructDef:
+        kw = t.children[0]
+        tag = t.children[1] if len(t.children) > 1 and isinstance(t.children[1], Token) \
+            and t.children[1].type in ("NAME", "TYPE_NAME") else None
+        at = tag or kw
+        sd = A.StructDef(at.line, at.column, tag.value if tag is not None else None, kw.value)
+        if not any(isinstance(c, Token) and c.value == "{" for c in t.children):
+            return sd
+        sd.fields = []
+        sd.end_line = t.meta.end_line
+        for ch in t.children:
+            if isinstance(ch, Tree) and ch.data == "declaration":
+                sd.fields.append(self.declaration(ch))
+            elif isinstance(ch, Tree) and ch.data == "function_def":
+                sd.methods.append(self.function_def(ch))
+        return sd
 
     def pointers(self, t: Tree | None) -> list[list[A.Spec]]:
         if t is None:
@@ -533,6 +613,10 @@ class _Builder:
                 d.funcptr = True
                 return d
             d.params = params
+            return d
+        if kind == "const_func_decl":
+            d = self.direct(Tree("func_decl", ch[:4], t.meta))
+            d.const_method = True
             return d
         if kind == "paren_decl":
             inner = self.declarator(ch[1])
@@ -660,6 +744,8 @@ class _Builder:
             targs = [self.type_name(a) if isinstance(a, Tree) and a.data == "type_name" else self.expr(a)
                      for a in ch[2:-1] if isinstance(a, Tree)]
             return A.Name(tok.line, tok.column, tok.value, targs=targs)
+        if k == "this_ptr":
+            return A.Name(t.meta.line, t.meta.column, "this")
         if k == "int_lit":
             tok = ch[0]
             return A.IntLit(tok.line, tok.column, tok.value)
@@ -697,6 +783,10 @@ class _Builder:
         if k == "unary":
             op = ch[0]
             return A.Unary(op.line, op.column, op.value, self.expr(ch[1]))
+        if k == "sizeof_type":
+            return A.SizeOf(ch[0].line, ch[0].column, self.type_name(ch[2]), None)
+        if k == "sizeof_expr":
+            return A.SizeOf(ch[0].line, ch[0].column, None, self.expr(ch[1]))
         if k == "pre_incdec":
             op = ch[0]
             return A.IncDec(op.line, op.column, op.value, True, self.expr(ch[1]))

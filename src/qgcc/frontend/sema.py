@@ -18,6 +18,7 @@ from ..isa import SReg
 from ..spec import SPEC
 from . import ast as A
 from . import floatconst
+from .structs import StructType, cell_only, cells, is_struct
 from .types import (BOOL, BUILTIN_TYPEDEFS, CHAR, FLOAT, INT, UCHAR, UINT, VOID, ArrayType,
                     FloatType, IntType,
                     PtrType, Type, is_float,
@@ -48,6 +49,10 @@ class VarSym:
     init: list[int] | None = None  # a __constant__ variable's cells as the source initialises them
     # A local array's initialiser: (cell index, expression) pairs; the other cells become 0.
     init_exprs: list | None = None
+    # A struct (or array of structs) initialiser: (cell, expression, type) triples, a struct-typed
+    # expression copying cells(type) cells; with braces the other cells become 0.
+    init_cells: list | None = None
+    init_braced: bool = False
 
     def __repr__(self) -> str:
         return f"VarSym({self.name}: {self.ty}, {self.kind})"
@@ -67,6 +72,8 @@ class FuncSym:
     param_refs: list[bool] = field(default_factory=list)  # which parameters are references
     param_ref_consts: list[bool] = field(default_factory=list)  # ... references to const
     template: tuple | None = None  # an instance: (template name, [type names and ints])
+    method_of: "StructType | None" = None  # a member function: params[0] is `this`
+    ret_ref: bool = False  # returns `T &`: the address of a memory lvalue
 
     def __repr__(self) -> str:
         return f"FuncSym({self.name})"
@@ -211,6 +218,11 @@ class Sema:
         # typedef/using names -> (type, read-only); size_t is 32 bits (32-bit addresses).
         self.typedefs: dict[str, tuple[Type, bool]] = {n: (t, False) for n, t in
                                                         BUILTIN_TYPEDEFS.items()}
+        # Structs by definition (the parser's StructDef), and member functions waiting for
+        # their bodies to be checked (after every file-scope declaration, like functions).
+        self.struct_defs: dict[int, StructType] = {}
+        self.methods: list[tuple[FuncSym, A.FunctionDef]] = []
+        self.ntemps = 0
 
     # ------------------------------------------------------------------ helpers
 
@@ -249,6 +261,8 @@ class Sema:
         device = any(s.text in ("__device__", "__global__") for s in specs)
         for s in specs:
             t = s.text
+            if s.struct is not None:
+                self.struct_type(s.struct)
             if s.typename:
                 if tdef is not None:
                     raise self.error(s, f"two type names in one declaration ('{tdef.text}' and "
@@ -295,7 +309,10 @@ class Sema:
                 raise self.error(later, "invalid combination of type specifiers '"
                                  + " ".join(s.text for s in specs if s.text in TYPE_WORDS
                                             or s.typename) + "'")
-            base, tconst = self.typedefs[tdef.text]
+            if tdef.struct is not None:
+                base, tconst = self.struct_type(tdef.struct), False
+            else:
+                base, tconst = self.typedefs[tdef.text]
             return SpecInfo(base, const or tconst, storage, specs[0])
         if not words:
             raise self.error(specs[0], f"missing type specifier in {what}")
@@ -327,6 +344,103 @@ class Sema:
         t, _ = self.apply_pointers(info.base, ts.pointers, info.const, ts)
         return t
 
+    # ------------------------------------------------------------------ structs
+
+    def struct_type(self, sd: A.StructDef) -> StructType:
+        """The type `struct TAG {...}` defines (its members laid out, its member functions
+        declared), or the one `struct TAG` names."""
+        st = self.struct_defs.get(id(sd))
+        if st is not None:
+            return st
+        prev = self.typedefs.get(sd.tag) if sd.tag else None
+        if prev is not None and not isinstance(prev[0], StructType):
+            raise self.error(sd, f"'{sd.tag}' is already a type name (a typedef of '{prev[0]}')")
+        st = prev[0] if prev is not None else None
+        if st is None:
+            st = StructType(sd.tag, sd.keyword)  # `struct S;` or `struct S *` before S's body
+            if sd.tag:
+                self.typedefs[sd.tag] = (st, False)
+        self.struct_defs[id(sd)] = st
+        if sd.fields is None:
+            return st
+        if st.complete:
+            raise self.error(sd, f"redefinition of '{sd.keyword} {sd.tag}'")
+        members: list[tuple[str, Type, int, int]] = []
+        seen: dict[str, int] = {}
+        for d in sd.fields:
+            for it in d.items:
+                decl = it.decl
+                if decl.params is not None and not decl.funcptr and not decl.parens:
+                    raise self.error(decl, f"member function '{decl.name}' is declared but not defined "
+                                           "here; define member functions inside the struct")
+            info = self.spec_info(d.specs, "member declaration")
+            for k, sp in info.storage.items():
+                raise self.error(sp, f"'{k}' is not allowed on a struct member")
+            if info.const:
+                raise self.error(d, "const struct members are not supported")
+            for it in d.items:
+                decl = it.decl
+                self.check_declarator_shape(decl)
+                if it.init is not None:
+                    raise self.error(it.init, f"default member initialisers are not supported "
+                                              f"('{decl.name}'); initialise the struct with braces")
+                ty, _ = self.apply_pointers(info.base, decl.pointers, False, decl)
+                if isinstance(ty, VoidType):
+                    raise self.error(decl, f"member '{decl.name}' has type void")
+                if ty is st:
+                    raise self.error(decl, f"member '{decl.name}' has the type of the struct being "
+                                           "defined; use a pointer")
+                if is_struct(ty) and not ty.complete:
+                    raise self.error(decl, f"member '{decl.name}' has incomplete type '{ty}'")
+                if decl.arrays:
+                    if len(decl.arrays) > 2:
+                        raise self.error(decl, "array members have at most 2 dimensions")
+                    if is_ptr(ty):
+                        raise self.error(decl, f"arrays of pointers are not supported ('{decl.name}')")
+                    ty = ArrayType(ty, tuple(self.array_dim(x, decl.name, decl) for x in decl.arrays))
+                if decl.name in seen:
+                    raise self.error(decl, f"duplicate member '{decl.name}' (first declared on line "
+                                           f"{seen[decl.name]})")
+                seen[decl.name] = decl.line
+                members.append((decl.name, ty, decl.line, decl.col))
+        if not members:
+            raise self.error(sd, f"'{st}' has no data members (empty structs are not supported)")
+        st.layout(members)
+        if cells(st) > SPEC.global_words:
+            raise self.error(sd, f"'{st}' needs {cells(st)} cells; global memory has {SPEC.global_words}")
+        for fd in sd.methods:
+            if self.func is not None:
+                raise self.error(fd.decl, "member functions of a struct declared inside a function "
+                                          "are not supported; declare the struct at file scope")
+            self.declare_method(st, fd)
+        return st
+
+    def declare_method(self, st: StructType, fd: A.FunctionDef) -> None:
+        """A member function is a device function `S::f` whose parameter 0 is `this`."""
+        d = fd.decl
+        if d.name in st.methods or st.field(d.name) is not None:
+            raise self.error(d, f"'{st}' already has a member '{d.name}' (overloading is not "
+                                "supported)")
+        qual = copy.copy(d)
+        qual.name = f"{st}::{d.name}"
+        fs = self.declare_function(fd.specs, qual, definition=fd)
+        this_t = PtrType(st, d.const_method)
+        this = VarSym("this", this_t, "param", d.line, d.col, readonly=True, index=0)
+        for p in fs.params:
+            p.index += 1
+        fs.params.insert(0, this)
+        fs.param_types.insert(0, this_t)
+        fs.param_refs.insert(0, False)
+        fs.param_ref_consts.insert(0, False)
+        fs.method_of = st
+        st.methods[d.name] = fs
+        self.methods.append((fs, fd))
+
+    def temp(self, ty: Type, at: A.Node) -> VarSym:
+        """A struct temporary (a call's result, a `?:`): cells in the thread's local frame."""
+        self.ntemps += 1
+        return VarSym(f"<temporary {self.ntemps}>", ty, "shared", at.line, at.col, space="local")
+
     def array_dim(self, e: A.Expr | None, name: str, at: A.Node) -> int:
         if e is None:
             raise self.error(at, f"array '{name}' needs a size")
@@ -349,6 +463,7 @@ class Sema:
                 defs.append((fs, item))
             else:
                 self.top_declaration(item)
+        defs += self.methods
         for fs, fd in defs:
             self.function_body(fs, fd)
         for request in instantiate:
@@ -390,6 +505,8 @@ class Sema:
             if it.init is not None:
                 raise self.error(it.init, f"typedef '{decl.name}' cannot have an initialiser")
             ty, ro = self.apply_pointers(info.base, decl.pointers, info.const, decl)
+            if is_struct(ty) and ty.tag is None:
+                ty.tag = decl.name  # `typedef struct {...} T;`: the struct is called T
             prev = self.typedefs.get(decl.name)
             if prev is not None and prev != (ty, ro):
                 raise self.error(decl, f"conflicting typedef '{decl.name}' (was '{prev[0]}')")
@@ -463,8 +580,8 @@ class Sema:
                          const_value=wrap(it.init.const, ty))
             self.declare(sym)
 
-    def check_declarator_shape(self, d: A.Declarator) -> None:
-        if d.ref is not None:
+    def check_declarator_shape(self, d: A.Declarator, ref_return: bool = False) -> None:
+        if d.ref is not None and not (ref_return and d.params is not None):
             if d.params is not None:
                 raise self.error(d.ref, f"functions returning references are not supported "
                                         f"('{d.name}'); return a value")
@@ -477,7 +594,7 @@ class Sema:
 
     def declare_function(self, specs: list[A.Spec], d: A.Declarator,
                          definition: A.FunctionDef | None) -> FuncSym:
-        self.check_declarator_shape(d)
+        self.check_declarator_shape(d, ref_return=True)
         if d.params is None:
             raise self.error(d, f"expected a parameter list after '{d.name}'")
         if d.arrays:
@@ -499,6 +616,10 @@ class Sema:
         ret, _ = self.apply_pointers(info.base, d.pointers, False, d)
         if kind == "global" and not isinstance(ret, VoidType):
             raise self.error(d, f"kernel '{d.name}' must return void")
+        if is_struct(ret) and not ret.complete:
+            raise self.error(d, f"function '{d.name}' returns incomplete type '{ret}'")
+        if d.ref is not None and isinstance(ret, VoidType):
+            raise self.error(d.ref, "a reference to void is not a type")
         ptypes: list[Type] = []
         refs: list[bool] = []
         ref_consts: list[bool] = []
@@ -528,9 +649,18 @@ class Sema:
                 if kind == "global":
                     raise self.error(p.ref, "a kernel parameter cannot be a reference (it would "
                                             "refer to host memory); pass a pointer or a value")
-                if not is_arith(t):
+                if not is_arith(t) and not is_struct(t):
                     raise self.error(p.ref, f"references to '{t}' are not supported (only to "
-                                            "int, unsigned, char, bool and float variables)")
+                                            "int, unsigned, char, bool and float variables, and to "
+                                            "structs)")
+            if is_struct(t):
+                if not t.complete:
+                    raise self.error(p, f"parameter '{p.name or '?'}' has incomplete type '{t}'")
+                if kind == "global":
+                    raise self.error(p, f"a kernel parameter cannot be a struct passed by value "
+                                        f"('{t} {p.name or ''}'); pass a pointer to a buffer of one "
+                                        f"'{t}' ('{t} *{p.name or 'p'}', a .npy with a structured "
+                                        "dtype at launch)")
             refs.append(p.ref is not None)
             ref_consts.append(p.ref is not None and readonly)
             ptypes.append(t)
@@ -552,7 +682,7 @@ class Sema:
             fs = prev
         else:
             fs = FuncSym(d.name, kind, ret, ptypes, d.line, d.col, param_refs=refs,
-                         param_ref_consts=ref_consts)
+                         param_ref_consts=ref_consts, ret_ref=d.ref is not None)
             self.functions[d.name] = fs
         if definition is not None:
             fs.definition = definition
@@ -568,6 +698,11 @@ class Sema:
                 elif name in seen:
                     raise self.error(p, f"redefinition of parameter '{p.name}'")
                 seen.add(name)
+                if is_struct(t):  # in memory: a copy in the local frame, or the argument's cells
+                    fs.params.append(VarSym(name, t, "shared", p.line, p.col, readonly=readonly,
+                                            index=i, hidden=p.name is None, ref=p.ref is not None,
+                                            space="bound" if p.ref is not None else "local"))
+                    continue
                 fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=i,
                                         hidden=p.name is None, ref=p.ref is not None))
         return fs
@@ -832,6 +967,23 @@ class Sema:
             return
         if s.value is None:
             raise self.error(s, f"function '{fs.name}' must return a value of type '{fs.ret}'")
+        if fs.ret_ref:
+            t = self.check(s.value)
+            kind = self.lvalue_kind(s.value)
+            if kind == "var":
+                raise self.error(s.value, f"cannot return a reference to local variable "
+                                          f"'{s.value.sym.name}' (locals live in registers)")
+            if kind != "mem" or t != fs.ret:
+                raise self.error(s.value, f"function '{fs.name}' returns a reference: return a "
+                                          f"'{fs.ret}' in memory ('*this', 'a[i]', 'p->x')")
+            root = s.value
+            while isinstance(root, (A.Member, A.Index)) and not getattr(root, "arrow", False) \
+                    and (isinstance(root, A.Member) or root.base.arr is not None):
+                root = root.base
+            if isinstance(root, A.Name) and root.sym.space == "local":
+                raise self.error(s.value, "cannot return a reference to a member of a struct passed "
+                                          "by value or a local; return a value")
+            return
         self.rvalue(s.value, dst=fs.ret)
         self.convert_check(s.value, fs.ret, "return")
 
@@ -866,6 +1018,11 @@ class Sema:
                 self.declare(sym)
                 ds.syms.append(sym)
                 continue
+            if is_struct(info.base) and not decl.pointers and not shared and not decl.arrays:
+                sym = self.struct_local(info, it)
+                self.declare(sym)
+                ds.syms.append(sym)
+                continue
             if decl.arrays and not shared and not decl.pointers:
                 sym = self.local_array_declaration(info, it)
                 self.declare(sym)
@@ -895,6 +1052,78 @@ class Sema:
             self.declare(sym)
             ds.syms.append(sym)
 
+    def complete(self, t: Type, at: A.Node) -> None:
+        if is_struct(t) and not t.complete:
+            raise self.error(at, f"'{t}' is an incomplete type (declared but not defined)")
+
+    def struct_local(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`S s;`, `S s = t;`, `S s = f(x);`, `S s = {1, 2.0f};`, `S s{...};`: a struct in the
+        thread's local frame."""
+        decl = it.decl
+        ty = info.base
+        self.complete(ty, decl)
+        sym = VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=info.const, space="local")
+        init = it.init
+        if isinstance(init, A.BraceInit):
+            sym.init_cells = self.aggregate(ty, init, decl.name)
+            sym.init_braced = True
+        elif init is not None:
+            self.rvalue(init, dst=ty)
+            self.convert_check(init, ty, "initialisation")
+            sym.init_cells = [(0, init, ty)]
+        elif info.const:
+            raise self.error(decl, f"const variable '{decl.name}' needs an initialiser")
+        return sym
+
+    def aggregate(self, ty: Type, init: A.BraceInit, name: str) -> list:
+        """The (cell, expression, type) triples of a brace initialiser of a struct or array,
+        in C's order: members (elements) in turn, nested braces or brace elision, a value of
+        the member's struct type copied whole."""
+        out: list = []
+
+        def parts(t: Type) -> list[tuple[int, Type]]:
+            if is_struct(t):
+                return [(f.offset, f.ty) for f in t.fields]
+            sub = ArrayType(t.elem, t.dims[1:], t.const) if len(t.dims) > 1 else t.elem
+            return [(i * cells(sub), sub) for i in range(t.dims[0])]
+
+        def fill(t: Type, base: int, items: list, i: int) -> int:
+            for off, sub in parts(t):
+                if i >= len(items):
+                    break
+                x = items[i]
+                if isinstance(sub, (StructType, ArrayType)):
+                    if isinstance(x, A.BraceInit):
+                        braced(sub, base + off, x)
+                        i += 1
+                        continue
+                    if is_struct(sub):
+                        xt = self.rvalue(x, dst=sub)
+                        if xt == sub:
+                            out.append((base + off, x, sub))
+                            i += 1
+                            continue
+                    i = fill(sub, base + off, items, i)  # brace elision
+                    continue
+                if isinstance(x, A.BraceInit):
+                    if len(x.items) != 1 or isinstance(x.items[0], A.BraceInit):
+                        raise self.error(x, f"braces around the scalar initialiser of a member of "
+                                            f"'{name}'")
+                    x = x.items[0]
+                self.rvalue(x, dst=sub)
+                self.convert_check(x, sub, "initialisation")
+                out.append((base + off, x, sub))
+                i += 1
+            return i
+
+        def braced(t: Type, base: int, b: A.BraceInit) -> None:
+            n = fill(t, base, b.items, 0)
+            if n < len(b.items):
+                raise self.error(b.items[n], f"too many initialisers for '{t}' in '{name}'")
+
+        braced(ty, 0, init)
+        return out
+
     def check_shared(self, info: SpecInfo, it: A.InitDeclarator) -> None:
         """What static and extern __shared__ declarations share: no initialiser, no pointer,
         an arithmetic element type."""
@@ -904,7 +1133,7 @@ class Sema:
         if decl.pointers:
             raise self.error(decl, "__shared__ pointers are not supported; declare a __shared__ "
                                    "array")
-        if not is_arith(info.base):
+        if not is_arith(info.base) and not (is_struct(info.base) and info.base.complete):
             raise self.error(decl, f"__shared__ variable '{decl.name}' has type '{info.base}'")
 
     def shared_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
@@ -920,13 +1149,23 @@ class Sema:
         """`T a[N]` / `T a[N][M]` in a function: a per-thread array in memory (registers cannot
         be indexed), optionally brace-initialised with run-time values."""
         decl = it.decl
-        if not is_arith(info.base):
+        if not is_arith(info.base) and not is_struct(info.base):
             raise self.error(decl, f"local array '{decl.name}' has type '{info.base}'")
         if len(decl.arrays) > 2:
             raise self.error(decl, "local arrays have at most 2 dimensions")
         init = it.init
         if init is not None and not isinstance(init, A.BraceInit):
             raise self.error(init, f"array '{decl.name}' must be initialised with braces")
+        if is_struct(info.base):
+            self.complete(info.base, decl)
+            dims = tuple(self.array_dim(x, decl.name, decl) for x in decl.arrays)
+            ty = ArrayType(info.base, dims, info.const)
+            sym = VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=info.const,
+                         space="local")
+            if init is not None:
+                sym.init_cells = self.aggregate(ty, init, decl.name)
+                sym.init_braced = True
+            return sym
         dims, pairs = self.array_initialiser(decl, info.base, init, constant=False)
         if info.const and init is None:
             raise self.error(decl, f"const array '{decl.name}' needs an initialiser")
@@ -1070,6 +1309,10 @@ class Sema:
         src = e.ty
         if isinstance(src, VoidType):
             raise self.error(e, "void value used in an expression")
+        if is_struct(dst) or is_struct(src):
+            if src != dst:
+                raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
+            return
         if isinstance(dst, (IntType, FloatType)):
             if is_arith(src):
                 return
@@ -1176,6 +1419,13 @@ class Sema:
 
     def check_Name(self, e: A.Name) -> Type:
         sym = self.lookup(e.name)
+        if e.name == "this" and sym is None:
+            raise self.error(e, "'this' is only available in a member function")
+        st = self.func.method_of if self.func is not None else None
+        if sym is None and st is not None and st.field(e.name) is not None:
+            # A member named in a member function: `x` is `this->x`.
+            _become(e, A.Member(e.line, e.col, A.Name(e.line, e.col, "this"), e.name, arrow=True))
+            return self.check_Member(e)
         if sym is None:
             if e.name in self.functions:
                 raise self.error(e, f"function '{e.name}' cannot be used as a value (function "
@@ -1205,9 +1455,29 @@ class Sema:
             b.ty = None
             return UINT
         if e.arrow:
-            raise self.error(e, "'->' is not supported (structs are not supported)")
-        raise self.error(e, f"member access '.{e.name}' is not supported (structs are not "
-                            "supported)")
+            bt = self.rvalue(b)
+            if not (is_ptr(bt) and is_struct(bt.elem)):
+                raise self.error(e, f"'->' needs a pointer to a struct ('{bt}' is not one)")
+            st = bt.elem
+        else:
+            bt = self.check(b)
+            if is_ptr(bt) and is_struct(bt.elem):
+                raise self.error(e, f"'{bt}' is a pointer; use '->{e.name}'")
+            if not is_struct(bt):
+                raise self.error(e, f"member '.{e.name}' of a value of type '{bt}', which is not a "
+                                    "struct")
+            st = bt
+        self.complete(st, e)
+        f = st.field(e.name)
+        if f is None:
+            if e.name in st.methods:
+                raise self.error(e, f"member function '{st}::{e.name}' must be called: "
+                                    f"'{e.name}(...)'")
+            raise self.error(e, f"'{st}' has no member named '{e.name}'")
+        e.member = f
+        if isinstance(f.ty, ArrayType):
+            return ArrayType(f.ty.elem, f.ty.dims, self.mem_const(e))
+        return f.ty
 
     # -- operators
 
@@ -1263,10 +1533,20 @@ class Sema:
             return "mem"
         if isinstance(e, A.Unary) and e.op == "*":
             return "mem"
+        if isinstance(e, A.Member) and e.member is not None and not isinstance(e.ty, ArrayType):
+            return "mem"
+        if isinstance(e, A.Call) and isinstance(e.callee, FuncSym) and e.callee.ret_ref:
+            return "mem"
         return None
 
     def mem_const(self, e: A.Expr) -> bool:
         """Whether a memory lvalue is read-only (through a pointer to const)."""
+        if isinstance(e, A.Member):
+            if e.arrow:
+                return e.base.ty.const
+            return self.mem_const(e.base)
+        if isinstance(e, A.Call):
+            return False
         if isinstance(e, A.Name):
             return e.sym.readonly
         if isinstance(e, A.Index):
@@ -1276,7 +1556,7 @@ class Sema:
             return False
         if isinstance(e, A.Unary):
             return e.operand.ty.const
-        return False  # pragma: no cover
+        return False
 
     def check_assignable(self, target: A.Expr, at: A.Node, what: str) -> None:
         kind = self.lvalue_kind(target)
@@ -1292,6 +1572,9 @@ class Sema:
             if self.mem_const(target):
                 if isinstance(target, A.Name):
                     raise self.error(target, f"cannot {what} const variable '{target.name}'")
+                if isinstance(target, A.Member):
+                    raise self.error(target, f"cannot {what} member '{target.name}' of a const "
+                                             "struct")
                 ptr = target.base.ty if isinstance(target, A.Index) else target.operand.ty
                 raise self.error(target, f"cannot {what} read-only memory (through '{ptr}')")
             return
@@ -1319,6 +1602,12 @@ class Sema:
         lt = self.rvalue(e.left)
         rt = self.rvalue(e.right)
         lc, rc = e.left.const, e.right.const
+        if is_struct(lt) or is_struct(rt):
+            r = self.operator_call(e, op, e.left, [e.right])
+            if r is None:
+                raise self.error(e, f"invalid operands to binary '{op}' ('{lt}' and '{rt}'): no "
+                                    f"'operator{op}' for them")
+            return r
 
         def bad() -> CompileError:
             return self.error(e, f"invalid operands to binary '{op}' ('{lt}' and '{rt}')")
@@ -1377,6 +1666,12 @@ class Sema:
         verb = "assign to"
         if isinstance(tt, ArrayType):
             raise self.error(e.target, "cannot assign to an array")
+        if is_struct(tt) and e.op != "=":
+            self.rvalue(e.value)
+            r = self.operator_call(e, e.op, e.target, [e.value])
+            if r is None:
+                raise self.error(e, f"no 'operator{e.op}' for '{tt}'")
+            return r
         vt = self.rvalue(e.value, dst=tt if e.op == "=" else None)
         self.check_assignable(e.target, e, verb)
         if e.op == "=":
@@ -1402,6 +1697,9 @@ class Sema:
         b = self.rvalue(e.other, allow_void=True)
         if isinstance(a, VoidType) and isinstance(b, VoidType):
             return VOID
+        if is_struct(a) and a == b:
+            e.tmp = self.temp(a, e)
+            return a
         if is_arith(a) and is_arith(b):
             t = a if a == b else usual_arithmetic(a, b)
         elif is_ptr(a) and is_ptr(b) and a.elem == b.elem:
@@ -1482,9 +1780,28 @@ class Sema:
                                 "static_cast to convert the value, or __float_as_int / "
                                 "__int_as_float for its bits")
 
+    def check_SizeOf(self, e: A.SizeOf) -> Type:
+        """sizeof in bytes where CUDA and this machine agree: types made of 4-byte int, unsigned
+        and float cells (a cell is 4 bytes; CUDA pads nothing between 4-byte members)."""
+        t = self.type_of_syntax(e.type, "sizeof") if e.type is not None else self.check(e.operand)
+        self.complete(t, e)
+        if isinstance(t, VoidType) or not cell_only(t):
+            why = ("a pointer is 8 bytes in CUDA and one 4-byte cell here" if is_ptr(t) else
+                   f"'{t}' takes a 4-byte cell per {'member' if is_struct(t) else 'element'} here, "
+                   "not CUDA's size" if not isinstance(t, VoidType) else "'void' has no size")
+            raise self.error(e, f"sizeof('{t}') is not available: {why}; sizeof works on int, "
+                                "unsigned, float and structs and arrays made of them")
+        e.const = 4 * cells(t)
+        return UINT
+
     def check_Index(self, e: A.Index) -> Type:
         bt = self.check(e.base)
         it = self.rvalue(e.index)
+        if is_struct(bt):
+            r = self.operator_call(e, "[]", e.base, [e.index])
+            if r is None:
+                raise self.error(e, f"'{bt}' has no 'operator[]'")
+            return r
         if isinstance(bt, ArrayType):
             e.base.arr = bt
             if not is_int(it):
@@ -1500,11 +1817,43 @@ class Sema:
             raise self.error(e, "write the pointer first: 'p[i]', not 'i[p]'")
         raise self.error(e, f"subscripted value is not an array or pointer (type '{bt}')")
 
+    def method_call(self, e: A.Call) -> Type:
+        """`s.f(x)`, `p->f(x)`, `f(x)` in a member function: S::f(&s, x)."""
+        m = e.func
+        if m.arrow:
+            bt = m.base.ty if m.base.ty is not None else self.rvalue(m.base)
+            if not (is_ptr(bt) and is_struct(bt.elem)):
+                raise self.error(m, f"'->' needs a pointer to a struct ('{bt}' is not one)")
+            st, const, this = bt.elem, bt.const, m.base
+        else:
+            bt = m.base.ty if m.base.ty is not None else self.check(m.base)  # an operator's operand
+            if not is_struct(bt):
+                raise self.error(m, f"member function '.{m.name}' called on a value of type '{bt}', "
+                                    "which is not a struct")
+            st, const = bt, self.mem_const(m.base)
+            this = A.Unary(m.line, m.col, "&", m.base)
+            this.ty = PtrType(st, const)
+        fs = st.methods.get(m.name)
+        if fs is None:
+            what = "a data member, not a function" if st.field(m.name) else "no such member function"
+            raise self.error(m, f"'{st}::{m.name}': {what}")
+        if const and not fs.param_types[0].const:
+            raise self.error(m, f"cannot call '{fs.name}' on a const '{st}' (declare it "
+                                f"'{m.name}(...) const')")
+        e.args = [this] + e.args
+        return self.function_call(e, fs, fs.name, checked=1)
+
     def check_Call(self, e: A.Call) -> Type:
         f = e.func
+        if isinstance(f, A.Member) and f.sreg is None:
+            return self.method_call(e)
         if not isinstance(f, A.Name):
             raise self.error(e, "called object is not a function")
         name = f.name
+        st = self.func.method_of if self.func is not None else None
+        if st is not None and name in st.methods and self.lookup(name) is None:
+            e.func = A.Member(f.line, f.col, A.Name(f.line, f.col, "this"), name, arrow=True)
+            return self.method_call(e)
         if self.lookup(name) is not None:
             raise self.error(e, f"called object '{name}' is not a function")
         fs = self.functions.get(name)
@@ -1516,27 +1865,7 @@ class Sema:
         elif f.targs is not None:
             raise self.error(f, f"'{name}' is not a template")
         if fs is not None:
-            if fs.kind == "global":
-                raise self.error(e, f"cannot call kernel '{name}' from device code (kernel "
-                                    "launches are not supported)")
-            if len(e.args) != len(fs.param_types):
-                raise self.error(e, f"function '{name}' expects {len(fs.param_types)} "
-                                    f"argument{'s' if len(fs.param_types) != 1 else ''}, "
-                                    f"got {len(e.args)}")
-            e.ref_binds = []
-            for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
-                self.rvalue(a, dst=pt)
-                bind = False
-                if fs.param_refs and fs.param_refs[i]:
-                    bind = self.reference_argument(a, pt, fs, i, name)
-                if not bind:
-                    self.convert_check(a, pt, f"argument {i + 1} of '{name}'")
-                e.ref_binds.append(bind)
-            e.callee = fs
-            if self.func is None:
-                raise self.error(e, f"a constant initialiser cannot call function '{name}'")
-            self.func.calls.append((fs, e))
-            return fs.ret
+            return self.function_call(e, fs, name)
         if name in UNSUPPORTED_FUNCS:
             raise self.error(e, UNSUPPORTED_FUNCS[name])
         if name in BUILTIN_FUNCS:
@@ -1544,6 +1873,57 @@ class Sema:
             e.callee = name
             return self.builtin_call(e, name)
         raise self.error(e, f"unknown function '{name}'")
+
+    def function_call(self, e: A.Call, fs: FuncSym, name: str, checked: int = 0) -> Type:
+        """A call of a device function (the first `checked` arguments are typed already)."""
+        if fs.kind == "global":
+            raise self.error(e, f"cannot call kernel '{name}' from device code (kernel "
+                                "launches are not supported)")
+        shown = len(fs.param_types) - checked
+        if len(e.args) != len(fs.param_types):
+            raise self.error(e, f"function '{name}' expects {shown} "
+                                f"argument{'s' if shown != 1 else ''}, got {len(e.args) - checked}")
+        e.ref_binds = []
+        for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
+            if i < checked:
+                e.ref_binds.append(False)
+                continue
+            if a.ty is None:  # (an operator's operands are typed already)
+                self.rvalue(a, dst=pt)
+            bind = False
+            if fs.param_refs and fs.param_refs[i] and is_struct(pt):
+                # A struct reference names the argument's cells (codegen binds the parameter).
+                if not fs.param_ref_consts[i] and (self.lvalue_kind(a) != "mem" or self.mem_const(a)):
+                    raise self.error(a, f"argument {i + 1 - checked} of '{name}': cannot bind the "
+                                        f"non-const reference '{pt} &' to "
+                                        + ("a const struct" if self.lvalue_kind(a) == "mem"
+                                           else "a temporary") + f"; pass a variable of type '{pt}'")
+            elif fs.param_refs and fs.param_refs[i]:
+                bind = self.reference_argument(a, pt, fs, i, name)
+            if not bind:
+                self.convert_check(a, pt, f"argument {i + 1 - checked} of '{name}'")
+            e.ref_binds.append(bind)
+        e.callee = fs
+        if self.func is None:
+            raise self.error(e, f"a constant initialiser cannot call function '{name}'")
+        self.func.calls.append((fs, e))
+        if is_struct(fs.ret) and not fs.ret_ref:
+            e.tmp = self.temp(fs.ret, e)
+        return fs.ret
+
+    def operator_call(self, e: A.Expr, op: str, left: A.Expr, args: list[A.Expr]) -> Type | None:
+        """`a op b` on a struct: its member `operator op` or a function `operator op`, as a call
+        that replaces e (None when there is none)."""
+        name = "operator" + op
+        lt = left.ty
+        if is_struct(lt) and name in lt.methods:
+            call = A.Call(e.line, e.col, A.Member(e.line, e.col, left, name), args)
+        elif name in self.functions:
+            call = A.Call(e.line, e.col, A.Name(e.line, e.col, name), [left] + args)
+        else:
+            return None
+        _become(e, call)
+        return self.check_Call(e)
 
     def reference_argument(self, a: A.Expr, pt: Type, fs: FuncSym, i: int, name: str) -> bool:
         """Whether reference parameter i binds to the argument itself (an lvalue of its type),
@@ -1689,6 +2069,14 @@ class Sema:
 
 def analyse(tu: A.TranslationUnit, filename: str, source: str, instantiate: tuple[str, ...] = ()) -> SemaResult:
     return Sema(filename, source).run(tu, tuple(instantiate))
+
+
+def _become(node: A.Expr, new: A.Expr) -> None:
+    """Rewrite an expression node in place (its parent keeps the same object): an implicit
+    `this->x`, an operator call."""
+    node.__class__ = new.__class__
+    node.__dict__.clear()
+    node.__dict__.update(new.__dict__)
 
 
 def _double_literal(e: A.Expr):
