@@ -281,6 +281,11 @@ NAMED_ERRORS = [
      "operator+, operator+=, operator-, operator-=, operator/, operator/=, operator<, operator<=, "
      "operator=, operator==, operator>, operator>=, operator[])"),
     ("struct E { };", 1, 8, "'E' has no data members (empty structs are not supported)"),
+    ("struct A { int x; };\nstruct B : A { int y; };", 2, 10,
+     "inheritance is not supported ('B : ...'); put the members in the struct itself"),
+    ("struct A { int x : 3; };", 1, 16, "bit-fields are not supported ('x : ...'); use a whole member"),
+    ("struct A { int x; virtual int f(); };", 1, 19, "'virtual' is not supported"),
+    ("struct A { static int n; };", 1, 12, "'static' is not allowed on a struct member"),
     ("__global__ void k() { struct L { int a; __device__ int f() { return a; } }; }", 1, 56,
      "member functions of a struct declared inside a function are not supported; declare the struct "
      "at file scope"),
@@ -292,3 +297,51 @@ NAMED_ERRORS = [
 @pytest.mark.parametrize("src, line, col, message", NAMED_ERRORS, ids=[c[3][:40] for c in NAMED_ERRORS])
 def test_struct_constructs_outside_the_subset_are_named(src, line, col, message):
     assert_error(src, line, col, message)
+
+
+VECTORS = r"""
+__device__ float3 operator+(float3 a, float3 b) { return make_float3(a.x + b.x, a.y + b.y, a.z + b.z); }
+__device__ float3 operator*(float3 a, float s) { return make_float3(a.x * s, a.y * s, a.z * s); }
+__device__ float dot(const float3 &a, const float3 &b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+
+__global__ void blend(const float4 *p, float3 *q, int2 *r, float *d) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float4 v = p[i];
+    float3 a = make_float3(v.x, v.y, v.z);
+    float3 b = {v.w, 1.0f, 2};
+    q[i] = a + b * 0.5f;
+    int2 pair[3] = {};
+    d[i] = dot(a, b) + sizeof(float4) + sizeof pair;
+    r[i] = make_int2(i, -i);
+    r[i].y += (int)v.x;
+    uchar4 c = make_uchar4(300, i, 255 + i, 7);      // each argument converted to unsigned char
+    r[i].x += c.x + c.z;
+}
+"""
+
+# What CUDA's vector_types.h gives g++: the independent model of the built-in vector types.
+GXX_VECTORS = r"""
+struct float3 { float x, y, z; };
+struct float4 { float x, y, z, w; };
+struct int2 { int x, y; };
+struct uchar4 { unsigned char x, y, z, w; };
+static float3 make_float3(float x, float y, float z) { return {x, y, z}; }
+static int2 make_int2(int x, int y) { return {x, y}; }
+static uchar4 make_uchar4(unsigned char x, unsigned char y, unsigned char z, unsigned char w) { return {x, y, z, w}; }
+"""
+
+
+@need_gxx
+def test_cuda_vector_types_and_make_functions_match_gxx(tmp_path):
+    f4 = np.dtype([(c, np.float32) for c in "xyzw"])
+    f3 = np.dtype([(c, np.float32) for c in "xyz"])
+    i2 = np.dtype([(c, np.int32) for c in "xy"])
+    p = np.zeros(8, f4)
+    for j, c in enumerate("xyzw"):
+        p[c] = np.linspace(-3, 3, 8) * (j + 1) + 0.25
+    args = [("p", p, "float4"), ("q", np.zeros(8, f3), "float3"), ("r", np.zeros(8, i2), "int2"),
+            ("d", np.zeros(8, np.float32))]
+    want = gxx_model(tmp_path, GXX_VECTORS + VECTORS, "blend", 2, 4, args)
+    got = emulate_src(VECTORS, "blend", 2, 4, [a[:2] for a in args])
+    for name in ("q", "r", "d"):
+        assert got[name].tobytes() == want[name].tobytes(), name

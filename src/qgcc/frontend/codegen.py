@@ -642,7 +642,7 @@ class KernelGen:
         if isinstance(e, A.Unary) and e.op == "*":
             return self.ptr_addr(e.operand)
         if isinstance(e, A.Call):
-            if e.callee.ret_ref:
+            if isinstance(e.callee, FuncSym) and e.callee.ret_ref:
                 return self.reg(self.inline(e, e.callee)), 0
             self.e_Call(e)
             return self.sym_addr(e.tmp)
@@ -657,17 +657,15 @@ class KernelGen:
         raise AssertionError(f"not a struct: {e}")  # pragma: no cover
 
     def copy_cells(self, dst: tuple["int | None", int], src: tuple["int | None", int], n: int) -> None:
-        """Copy n cells (a struct assignment: the cells' bits, char cells included)."""
+        """Copy n cells (a struct assignment: the cells' bits, char cells included), one at a
+        time: two objects of one struct type are the same cells or disjoint ones."""
         if dst == src:
             return
         sb, so = self.base_reg(MemLV(src[0], src[1], INT))
-        vals = []
+        db, do = self.base_reg(MemLV(dst[0], dst[1], INT))
         for i in range(n):
             t = self.new()
             self.emit(Op.LD, t, sb, imm=so + i)
-            vals.append(t)
-        db, do = self.base_reg(MemLV(dst[0], dst[1], INT))
-        for i, t in enumerate(vals):
             self.emit(Op.ST, -1, db, t, imm=do + i)
 
     def struct_assign(self, e: A.Assign) -> tuple["int | None", int]:
@@ -1060,6 +1058,11 @@ class KernelGen:
             if callee.ret_ref and not is_struct(e.ty):
                 return self.load(MemLV(self.reg(r), 0, e.ty))
             return r
+        if callee == "make_vector":
+            base, off = self.sym_addr(e.tmp)
+            for a, f in zip(e.args, e.ty.fields):
+                self.store(MemLV(base, off + f.offset, f.ty), self.convert(self.val(a), a.ty, f.ty))
+            return self.address(MemLV(base, off, e.ty))
         if callee == "__syncthreads":
             self.emit(Op.BAR)
             return None

@@ -20,6 +20,7 @@ from . import ast as A
 from .coopgroups import Lowering
 from .macros import HASH, HASHHASH, Expander
 from .preprocess import Preprocessed, preprocess
+from .structs import VECTOR_NAMES
 from .types import BUILTIN_TYPEDEFS
 
 GRAMMAR_FILE = "cuda.lark"
@@ -169,7 +170,7 @@ class _Stream:
     def __init__(self, ctx: _Ctx, pp: Preprocessed):
         self.ctx = ctx
         self.pp = pp
-        self.typedefs: set[str] = set(BUILTIN_TYPEDEFS)
+        self.typedefs: set[str] = set(BUILTIN_TYPEDEFS) | set(VECTOR_NAMES)
         self.prev: Token | None = None
         self.prev2: str | None = None
         # typedef/using declaration being read: [kind, names, paren depth, bracket depth, want]
@@ -379,6 +380,9 @@ class _Stream:
             self.struct_state, self.struct_tag = "tag", v
             return
         self.struct_state = None
+        if st == "tag" and tok.type == "COLON":
+            raise self.ctx.error(tok.line, tok.column, f"inheritance is not supported "
+                                 f"('{self.struct_tag} : ...'); put the members in the struct itself")
         if st is not None and tok.type == "LBRACE":
             self.structs.append([self.struct_tag, 0])
             return
@@ -392,6 +396,9 @@ class _Stream:
                 self.structs.pop()
             else:
                 top[1] -= 1
+        elif top[1] == 0 and tok.type == "COLON" and self.prev is not None and self.prev.type == "NAME":
+            raise self.ctx.error(self.prev.line, self.prev.column, f"bit-fields are not supported "
+                                 f"('{self.prev.value} : ...'); use a whole member")
         elif top[1] == 0 and self.prev is not None and self.prev.value == top[0] and v == "(" \
                 and (len(self.structs) > 0):
             what = "destructors" if self.prev2 == "~" else "constructors"

@@ -18,7 +18,7 @@ from ..isa import SReg
 from ..spec import SPEC
 from . import ast as A
 from . import floatconst
-from .structs import StructType, cell_only, cells, is_struct
+from .structs import StructType, cell_only, cells, is_struct, vector_types
 from .types import (BOOL, BUILTIN_TYPEDEFS, CHAR, FLOAT, INT, UCHAR, UINT, VOID, ArrayType,
                     FloatType, IntType,
                     PtrType, Type, is_float,
@@ -221,6 +221,8 @@ class Sema:
         # Structs by definition (the parser's StructDef), and member functions waiting for
         # their bodies to be checked (after every file-scope declaration, like functions).
         self.struct_defs: dict[int, StructType] = {}
+        self.vectors = vector_types()  # int2, float3, ... and their make_ functions
+        self.typedefs.update({n: (t, False) for n, t in self.vectors.items()})
         self.methods: list[tuple[FuncSym, A.FunctionDef]] = []
         self.ntemps = 0
 
@@ -1866,6 +1868,8 @@ class Sema:
             raise self.error(f, f"'{name}' is not a template")
         if fs is not None:
             return self.function_call(e, fs, name)
+        if name.startswith("make_") and name[5:] in self.vectors:
+            return self.make_vector(e, self.vectors[name[5:]])
         if name in UNSUPPORTED_FUNCS:
             raise self.error(e, UNSUPPORTED_FUNCS[name])
         if name in BUILTIN_FUNCS:
@@ -1910,6 +1914,17 @@ class Sema:
         if is_struct(fs.ret) and not fs.ret_ref:
             e.tmp = self.temp(fs.ret, e)
         return fs.ret
+
+    def make_vector(self, e: A.Call, st: StructType) -> Type:
+        """`make_float3(x, y, z)`: a temporary vector, each argument converted to the member type."""
+        name = f"make_{st}"
+        self.nargs(e, name, len(st.fields))
+        for a, f in zip(e.args, st.fields):
+            self.rvalue(a, dst=f.ty)
+            self.convert_check(a, f.ty, f"argument of '{name}'")
+        e.callee = "make_vector"
+        e.tmp = self.temp(st, e)
+        return st
 
     def operator_call(self, e: A.Expr, op: str, left: A.Expr, args: list[A.Expr]) -> Type | None:
         """`a op b` on a struct: its member `operator op` or a function `operator op`, as a call

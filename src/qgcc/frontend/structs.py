@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..program import StructLayout
-from .types import ArrayType, FloatType, IntType, PtrType, Type
+from .types import CHAR, FLOAT, INT, UCHAR, UINT, ArrayType, FloatType, IntType, PtrType, Type
 
 
 @dataclass(frozen=True)
@@ -119,3 +119,20 @@ def struct_layout(st: StructType) -> StructLayout:
     member is an unsigned cell: a cell address)."""
     return StructLayout(st.name(), tuple((path, "unsigned" if isinstance(t, PtrType) else t.kind)
                                          for path, _, t in leaves(st)))
+
+
+# CUDA's built-in vector types (vector_types.h): structs of 1-4 members x, y, z, w, made by
+# make_<type>(...).  Only the element types the machine has (no short, long, double).
+VECTOR_ELEMS = {"char": CHAR, "uchar": UCHAR, "int": INT, "uint": UINT, "float": FLOAT}
+VECTOR_NAMES = tuple(f"{e}{n}" for e in VECTOR_ELEMS for n in range(1, 5))
+
+
+def vector_types() -> dict[str, StructType]:
+    """A fresh set of the vector types (each compilation has its own struct identities)."""
+    out = {}
+    for e, t in VECTOR_ELEMS.items():
+        for n in range(1, 5):
+            st = StructType(f"{e}{n}")
+            st.layout([(m, t, 0, 0) for m in "xyzw"[:n]])
+            out[st.tag] = st
+    return out
