@@ -205,7 +205,7 @@ class Comma(Expr):
 class Cast(Expr):
     type: TypeSyntax
     operand: Expr
-    kind: str = "c"  # "c", "static_cast", "reinterpret_cast" or "const_cast"
+    kind: str = "c"  # "c", "functional" (T(x)), "static_cast", "reinterpret_cast" or "const_cast"
     target: Any = field(default=None, init=False, repr=False, compare=False)
 
 

@@ -98,6 +98,12 @@ HALF_TYPES = ("half", "__half", "half2", "__half2")
 # Operators a struct may overload: `operator` and the operator become one OPERATOR_NAME token.
 OVERLOADABLE = frozenset({"+", "-", "*", "/", "%", "+=", "-=", "*=", "/=", "==", "!=", "<", ">",
                           "<=", ">=", "=", "[]"})
+# Functional casts: the type keywords that may be called like a function, and the tokens after
+# which such a call is an expression.
+FCAST_WORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "long", "short"})
+EXPR_BEFORE = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "+", "-", "*",
+                         "/", "%", "&", "|", "^", "!", "~", "<", ">", "<=", ">=", "==", "!=", "&&", "||",
+                         "?", ":", ",", "(", "[", "return", "<<", ">>"})
 # Keywords after which '&' declares a reference.
 TYPE_KEYWORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "void",
                            "long", "short", "const", "volatile"})
@@ -257,10 +263,21 @@ class _Stream:
                         self._using_error(self.decl[5])
                     raise self.ctx.error(prev.line, prev.column, "'::' is not supported (C++ "
                                          "namespaces and classes are not)")
-                yield self._classify(prev)
+                cls = self._classify(prev)
+                if tok.value == "(" and tok.type == "LPAR" and self._functional_cast(cls):
+                    cls = self._retype(cls, "FCAST_TYPE")
+                yield cls
             prev = tok
         if prev is not None:
             yield self._classify(prev)
+
+    def _functional_cast(self, tok: Token) -> bool:
+        """`float(i)`, `T(x)`: a type followed by '(' where an expression goes (after an operator,
+        '(', '[', ',', 'return'), so declarations such as `int (*f)(int)` keep their meaning."""
+        if not (tok.type == "TYPE_NAME" or tok.value in FCAST_WORDS):
+            return False
+        before = self.prev2
+        return before is not None and before in EXPR_BEFORE
 
     @staticmethod
     def _retype(tok: Token, kind: str) -> Token:
@@ -751,6 +768,12 @@ class _Builder:
             targs = [self.type_name(a) if isinstance(a, Tree) and a.data == "type_name" else self.expr(a)
                      for a in ch[2:-1] if isinstance(a, Tree)]
             return A.Name(tok.line, tok.column, tok.value, targs=targs)
+        if k == "functional_cast":
+            tok = ch[0]
+            ts = A.TypeSyntax(tok.line, tok.column, [A.Spec(tok.line, tok.column, tok.value,
+                                                             typename=tok.value not in FCAST_WORDS)])
+            arg = self.expr(ch[1]) if ch[1] is not None else A.IntLit(tok.line, tok.column, "0")
+            return A.Cast(tok.line, tok.column, ts, arg, kind="functional")
         if k == "this_ptr":
             return A.Name(t.meta.line, t.meta.column, "this")
         if k == "int_lit":

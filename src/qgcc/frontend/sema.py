@@ -1728,6 +1728,11 @@ class Sema:
             if e.kind in ("reinterpret_cast", "const_cast"):
                 raise self.error(e, f"{e.kind} to 'void' is not allowed; use static_cast<void>")
             return VOID
+        if is_struct(t) or is_struct(st):
+            if e.kind == "functional" and is_struct(t):
+                raise self.error(e, f"'{t}(...)' calls a constructor, and constructors are not "
+                                    f"supported; write '{t} v = {{...}};' or make_...(...)")
+            raise self.error(e, f"cannot cast '{st}' to '{t}'")
         self.check_cxx_cast(e, st, t)
         if isinstance(t, (IntType, FloatType)) and isinstance(st, PtrType):
             raise self.error(e, f"cast from pointer to {'integer' if is_int(t) else 'float'} is not "
@@ -1764,7 +1769,7 @@ class Sema:
     def check_cxx_cast(self, e: A.Cast, st: Type, t: Type) -> None:
         """The C++ rules that tell static_cast, reinterpret_cast and const_cast apart."""
         k = e.kind
-        if k == "c":
+        if k in ("c", "functional"):  # T(x) is the C cast (T)x
             return
         ptrs = isinstance(st, PtrType), isinstance(t, PtrType)
         if k == "const_cast":
