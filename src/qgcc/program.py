@@ -138,6 +138,10 @@ class Program:
         for k in self.kernels:
             if k.name == wanted:
                 return k
+        if "<" in name:  # `k<8>` for the instance `k<8, float>` of a template with a default argument
+            more = [k for k in self.kernels if k.name.startswith(wanted + "__")]
+            if len(more) == 1:
+                return more[0]
         names = ", ".join(k.name for k in self.kernels)
         raise LookupError(f"no kernel named '{name}'; the program has: {names}")
 

@@ -308,6 +308,7 @@ class TemplateParam(Node):
     name: str
     kind: str  # "type" or "value"
     specs: list[Spec] | None = None  # the type of a value parameter
+    default: Any = None  # `typename T = float` (TypeSyntax), `int N = 4` (Expr)
 
 
 @dataclass

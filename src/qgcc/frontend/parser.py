@@ -179,6 +179,7 @@ class _Stream:
         self.typedefs: set[str] = set(BUILTIN_TYPEDEFS) | set(VECTOR_NAMES)
         self.prev: Token | None = None
         self.prev2: str | None = None
+        self.prev2_type: str | None = None
         # typedef/using declaration being read: [kind, names, paren depth, bracket depth, want]
         self.decl: list | None = None
         # Templates: the header being read or the templated function after it, the names of
@@ -366,7 +367,8 @@ class _Stream:
                             column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
                             end_pos=tok.end_pos)
         elif tok.value in ("&", "&&") and tok.type not in ("STRLIT", "CHARLIT") and \
-                self.prev is not None and (self.prev.type == "TYPE_NAME" or self.prev.value in TYPE_KEYWORDS):
+                self.prev is not None and (self.prev.type == "TYPE_NAME" or self.prev.value in TYPE_KEYWORDS
+                                           or self._pointer_declarator()):
             if tok.value == "&&":
                 raise err(tok.line, tok.column, f"rvalue references ('{self.prev.value} &&') are not "
                                                 "supported")
@@ -381,6 +383,7 @@ class _Stream:
         self._track(tok)
         self._struct(tok)
         self.prev2 = self.prev.value if self.prev is not None else None
+        self.prev2_type = self.prev.type if self.prev is not None else None
         self.prev = tok
         return tok
 
@@ -422,6 +425,12 @@ class _Stream:
             raise self.ctx.error(self.prev.line, self.prev.column,
                                  f"{what} are not supported ('{top[0]}'); initialise a struct with "
                                  f"braces ('{top[0]} s = {{...}};') or assign its members")
+
+    def _pointer_declarator(self) -> bool:
+        """Whether the '*' just read follows a type (`int *&p`: a reference to a pointer), not an
+        operand (`a * &b`)."""
+        return self.prev is not None and self.prev.value == "*" and self.prev2_type is not None \
+            and (self.prev2_type == "TYPE_NAME" or self.prev2 in TYPE_KEYWORDS)
 
     def _using_error(self, at: Token):
         raise self.ctx.error(at.line, at.column, "'using' declarations are not supported; only "
@@ -536,10 +545,13 @@ class _Builder:
                     for p in ch.children[2:-2]:
                         if not isinstance(p, Tree):
                             continue
-                        name = p.children[-1]
+                        name, default = p.children[1], p.children[2]
                         specs = self.specs(p.children[0]) if p.data == "value_tparam" else None
+                        if default is not None:
+                            default = self.type_name(default) if specs is None else self.expr(default)
                         params.append(A.TemplateParam(name.line, name.column, name.value,
-                                                      "type" if specs is None else "value", specs))
+                                                      "type" if specs is None else "value", specs,
+                                                      default))
                     items.append(A.TemplateDef(kw.line, kw.column, params,
                                                self.function_def(ch.children[-1])))
                 elif ch.data == "declaration":

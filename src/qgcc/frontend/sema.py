@@ -651,10 +651,10 @@ class Sema:
                 if kind == "global":
                     raise self.error(p.ref, "a kernel parameter cannot be a reference (it would "
                                             "refer to host memory); pass a pointer or a value")
-                if not is_arith(t) and not is_struct(t):
+                if not is_arith(t) and not is_struct(t) and not is_ptr(t):
                     raise self.error(p.ref, f"references to '{t}' are not supported (only to "
-                                            "int, unsigned, char, bool and float variables, and to "
-                                            "structs)")
+                                            "int, unsigned, char, bool and float variables, pointers "
+                                            "and structs)")
             if is_struct(t):
                 if not t.complete:
                     raise self.error(p, f"parameter '{p.name or '?'}' has incomplete type '{t}'")
@@ -728,10 +728,14 @@ class Sema:
         if name in self.templates or name in self.functions:
             raise self.error(t.func.decl, f"redefinition of '{name}'")
         seen: set[str] = set()
-        for p in t.params:
+        for i, p in enumerate(t.params):
             if p.name in seen:
                 raise self.error(p, f"duplicate template parameter '{p.name}'")
             seen.add(p.name)
+            if p.default is None and i and t.params[i - 1].default is not None and \
+                    "__global__" in {s.text for s in t.func.specs}:
+                raise self.error(p, f"template parameter '{p.name}' needs a default argument (the "
+                                    "parameters before it have one)")
             if p.kind == "value":
                 base = self.spec_info(p.specs, "template parameter").base
                 if not is_int(base):
@@ -739,14 +743,14 @@ class Sema:
                                         f"(got '{base}')")
         self.templates[name] = t
 
-    def template_args(self, t: A.TemplateDef, targs: list, at: A.Node) -> list:
-        """Explicit template arguments -> a Type or an int per parameter."""
+    def template_args(self, t: A.TemplateDef, targs: list, at: A.Node, offset: int = 0) -> list:
+        """Explicit template arguments -> a Type or an int per parameter (from parameter `offset`)."""
         name = t.func.decl.name
         if len(targs) > len(t.params):
             raise self.error(at, f"too many template arguments for '{name}' ({len(targs)} for "
                                  f"{len(t.params)})")
         out: list = []
-        for p, a in zip(t.params, targs):
+        for p, a in zip(t.params[offset:], targs):
             if p.kind == "type":
                 if not isinstance(a, A.TypeSyntax):
                     raise self.error(a, f"template argument for '{p.name}' of '{name}' must be a type")
@@ -777,7 +781,7 @@ class Sema:
                 if not isinstance(ty, PtrType):
                     raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
                 ty = ty.elem
-            if isinstance(ty, PtrType) or not is_arith(ty):
+            if isinstance(ty, PtrType) or not (is_arith(ty) or is_struct(ty)):
                 raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
             prev = found.get(tnames[0])
             if prev is not None and prev != ty:
@@ -787,10 +791,30 @@ class Sema:
         out = list(given)
         for p in t.params[len(given):]:
             if p.name not in found:
+                if p.default is not None:
+                    out.append(self.template_default(t, p, out))
+                    continue
                 raise self.error(at, f"cannot deduce template parameter '{p.name}' of '{name}'; "
                                      f"write {name}<...>(...)")
             out.append(found[p.name])
         return out
+
+    def template_default(self, t: A.TemplateDef, p: A.TemplateParam, before: list):
+        """A default template argument, which may name the parameters before it
+        (`int M = N * 2`)."""
+        saved = dict(self.typedefs), self.scopes
+        try:
+            consts = {}
+            for q, v in zip(t.params, before):
+                if q.kind == "type":
+                    self.typedefs[q.name] = (v, False)
+                else:
+                    ty = self.spec_info(q.specs, "template parameter").base
+                    consts[q.name] = VarSym(q.name, ty, "const", q.line, q.col, readonly=True, const_value=v)
+            self.scopes = [consts]
+            return self.template_args(t, [copy.deepcopy(p.default)], p.default, offset=len(before))[0]
+        finally:
+            self.typedefs, self.scopes = saved
 
     def instantiate(self, t: A.TemplateDef, values: list, at: A.Node) -> FuncSym:
         name = t.func.decl.name
@@ -812,7 +836,7 @@ class Sema:
         try:
             self.func, self.scopes = None, []
             fs = self.declare_function(fd.specs, fd.decl, definition=fd)
-            fs.template = (name, [v if isinstance(v, int) else v.kind for v in values])
+            fs.template = (name, [v if isinstance(v, int) else getattr(v, "kind", str(v)) for v in values])
             self.func, self.loop_depth = fs, 0
             self.scopes = [dict(consts)]
             for p in fs.params:
@@ -837,8 +861,10 @@ class Sema:
             raise self.error(1, 1, f"kernel '{request}': the program has no kernel template "
                                    f"'{m.group(1)}' (kernel templates: {have})")
         parts = [x.strip() for x in m.group(2).split(",")] if m.group(2).strip() else []
-        if len(parts) != len(t.params):
-            raise self.error(1, 1, f"kernel '{request}': '{m.group(1)}' takes {len(t.params)} template "
+        required = sum(1 for p in t.params if p.default is None)
+        if not required <= len(parts) <= len(t.params):
+            n = str(len(t.params)) if required == len(t.params) else f"{required} to {len(t.params)}"
+            raise self.error(1, 1, f"kernel '{request}': '{m.group(1)}' takes {n} template "
                                    f"argument{'s' if len(t.params) != 1 else ''}")
         values: list = []
         for p, text in zip(t.params, parts):
@@ -859,6 +885,8 @@ class Sema:
                     why = e.message if words and words[0] in TYPE_WORDS + ("double", "long", "short") \
                         else f"'{text}' is not a type"
                     raise self.error(1, 1, f"kernel '{request}': {why} (for '{p.name}')") from None
+        for p in t.params[len(values):]:
+            values.append(self.template_default(t, p, values))
         self.instantiate(t, values, t.func.decl)
 
     def check_calls(self) -> None:
