@@ -103,3 +103,58 @@ def test_leftover_errors_are_named():
                  "or make_...(...)")
     assert_error("template <int A = 1, int B> __global__ void k(int *o) {}\n", 1, 26,
                  "template parameter 'B' needs a default argument (the parameters before it have one)")
+
+
+CLASS_TEMPLATES = r"""
+template <typename T, int N = 3>
+struct Vec {
+    T v[N];
+    __device__ T dot(const Vec &o) const {
+        T s = T(0);
+        for (int i = 0; i < N; i++) s += v[i] * o.v[i];
+        return s;
+    }
+    __device__ Vec operator+(const Vec<T, N> &o) const {
+        Vec r;
+        for (int i = 0; i < N; i++) r.v[i] = v[i] + o.v[i];
+        return r;
+    }
+    __device__ T &operator[](int i) { return v[i]; }
+};
+template <typename T> struct Pair { T a, b; };
+
+template <typename T> __device__ Pair<T> minmax(T x, T y) { Pair<T> p = {x < y ? x : y, x < y ? y : x}; return p; }
+
+__global__ void vecs(const Vec<float> *in, Vec<float> *out, Pair<int> *pr, float *d) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    Vec<float> a = in[i];
+    Vec<float, 3> b = in[(i + 1) % 8];
+    out[i] = a + b;
+    out[i][0] = a.dot(b);
+    Vec<int, 2> w = {{i, 2 * i}};
+    pr[i] = minmax(w[1] - 5, w[0]);
+    pr[i].b += sizeof(Vec<int, 5>);
+    d[i] = b[2];
+}
+"""
+
+
+@need_gxx
+def test_class_templates_match_gxx(tmp_path):
+    vec = np.dtype([("v", np.float32, (3,))])
+    pair = np.dtype([("a", np.int32), ("b", np.int32)])
+    x = np.zeros(8, vec)
+    x["v"] = np.linspace(-4, 7, 24).reshape(8, 3)
+    args = [("in", x, "Vec<float>"), ("out", np.zeros(8, vec), "Vec<float>"), ("pr", np.zeros(8, pair), "Pair<int>"),
+            ("d", np.zeros(8, np.float32))]
+    want = gxx_model(tmp_path, CLASS_TEMPLATES, "vecs", 2, 4, args)
+    got = emulate_src(CLASS_TEMPLATES, "vecs", 2, 4, [a[:2] for a in args])
+    for name in ("out", "pr", "d"):
+        assert got[name].tobytes() == want[name].tobytes(), name
+
+
+def test_class_template_errors_are_named():
+    assert_error("template <typename T> struct P { T a; };\n__global__ void k(P *p) {}\n", 2, 19,
+                 "'P' is a class template; write 'P<...>'")
+    assert_error("template <typename T, int N> struct P { T a[N]; };\n__global__ void k(P<int> *p) {}\n",
+                 2, 19, "too few template arguments for 'P' (give 'N')")

@@ -29,6 +29,7 @@ class Spec(Node):
     text: str
     typename: bool = False  # a name declared by typedef/using
     struct: "StructDef | None" = None  # `struct S {...}` or `struct S` written here
+    targs: "list | None" = None  # `Vec<float>`: the class template's arguments (TypeSyntax or Expr)
 
 
 @dataclass
@@ -314,7 +315,12 @@ class TemplateParam(Node):
 @dataclass
 class TemplateDef(Node):
     params: list[TemplateParam]
-    func: FunctionDef
+    func: "FunctionDef | None"
+    struct: "StructDef | None" = None  # a class template: `template <typename T> struct Vec {...};`
+
+    @property
+    def name(self) -> str:
+        return self.func.decl.name if self.func is not None else (self.struct.tag or "")
 
 
 @dataclass

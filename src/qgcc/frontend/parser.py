@@ -186,6 +186,7 @@ class _Stream:
         # function templates (a '<' after one opens template arguments) and open '<'s.
         self.tmpl: dict | None = None
         self.template_names: set[str] = set()
+        self.class_templates: set[str] = set()  # a '<' after one (a type name) opens its arguments
         self.angles = 0
         # Struct bodies being read: [tag, brace depth inside the body]; `state` follows the
         # header: 'kw' after struct/class, 'tag' after its name.
@@ -316,6 +317,11 @@ class _Stream:
                 return self._retype(tok, "TGT")
             return None
         # the templated declaration: learn its name, and forget the type parameters at its end
+        if tok.type in ("STRUCT", "CLASS") and t["brace"] == 0 and not t["named"]:
+            t["named"] = "struct"
+        elif t["named"] == "struct" and tok.type in ("NAME", "TYPE_NAME"):
+            t["named"] = True
+            self.class_templates.add(v)
         if tok.type == "NAME":
             t["last"] = v
         elif v == "(" and t["brace"] == 0 and not t["named"] and t["last"]:
@@ -337,8 +343,9 @@ class _Stream:
     def _template_args(self, tok: Token) -> Token | None:
         """`<` after the name of a function template opens its arguments, up to the matching `>`."""
         v = tok.value
-        if v == "<" and self.prev is not None and self.prev.type == "NAME" \
-                and self.prev.value in self.template_names:
+        if v == "<" and self.prev is not None and (
+                (self.prev.type == "NAME" and self.prev.value in self.template_names)
+                or (self.prev.type == "TYPE_NAME" and self.prev.value in self.class_templates)):
             self.angles += 1
             return self._retype(tok, "TLT")
         if v == ">" and self.angles:
@@ -367,7 +374,7 @@ class _Stream:
                             column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
                             end_pos=tok.end_pos)
         elif tok.value in ("&", "&&") and tok.type not in ("STRLIT", "CHARLIT") and \
-                self.prev is not None and (self.prev.type == "TYPE_NAME" or self.prev.value in TYPE_KEYWORDS
+                self.prev is not None and (self.prev.type in ("TYPE_NAME", "TGT") or self.prev.value in TYPE_KEYWORDS
                                            or self._pointer_declarator()):
             if tok.value == "&&":
                 raise err(tok.line, tok.column, f"rvalue references ('{self.prev.value} &&') are not "
@@ -552,8 +559,16 @@ class _Builder:
                         params.append(A.TemplateParam(name.line, name.column, name.value,
                                                       "type" if specs is None else "value", specs,
                                                       default))
-                    items.append(A.TemplateDef(kw.line, kw.column, params,
-                                               self.function_def(ch.children[-1])))
+                    body = ch.children[-1]
+                    if body.data == "declaration":  # a class template
+                        decl = self.declaration(body)
+                        sd = decl.specs[0].struct if len(decl.specs) == 1 and not decl.items else None
+                        if sd is None or sd.fields is None or not sd.tag:
+                            raise self.ctx.error(kw.line, kw.column, "a template must define a function "
+                                                 "or a struct ('template <...> struct NAME {...};')")
+                        items.append(A.TemplateDef(kw.line, kw.column, params, None, sd))
+                        continue
+                    items.append(A.TemplateDef(kw.line, kw.column, params, self.function_def(body)))
                 elif ch.data == "declaration":
                     items.append(self.declaration(ch))
                 elif ch.data == "alias_decl":
@@ -581,6 +596,12 @@ class _Builder:
         out = []
         for ch in t.children:  # decl_spec trees
             tok = ch.children[0]
+            if isinstance(tok, Tree) and tok.data == "class_template_id":
+                name = tok.children[0]
+                targs = [self.type_name(a) if isinstance(a, Tree) and a.data == "type_name" else self.expr(a)
+                         for a in tok.children[2:-1] if isinstance(a, Tree)]
+                out.append(A.Spec(name.line, name.column, name.value, typename=True, targs=targs))
+                continue
             if isinstance(tok, Tree):  # struct_spec
                 sd = self.struct_spec(tok)
                 out.append(A.Spec(sd.line, sd.col, sd.tag or "", typename=True, struct=sd))

@@ -223,7 +223,13 @@ class Sema:
         self.struct_defs: dict[int, StructType] = {}
         self.vectors = vector_types()  # int2, float3, ... and their make_ functions
         self.typedefs.update({n: (t, False) for n, t in self.vectors.items()})
-        self.methods: list[tuple[FuncSym, A.FunctionDef]] = []
+        self.methods: list[tuple[FuncSym, A.FunctionDef, tuple | None]] = []
+        self.checked_methods: list[tuple[FuncSym, A.FunctionDef]] = []
+        # Class templates by name, their instances by (name, arguments), and the template
+        # parameters' bindings while an instance's members are declared.
+        self.class_templates: dict[str, A.TemplateDef] = {}
+        self.class_instances: dict[tuple, StructType] = {}
+        self.method_env: tuple | None = None
         self.ntemps = 0
 
     # ------------------------------------------------------------------ helpers
@@ -265,6 +271,9 @@ class Sema:
             t = s.text
             if s.struct is not None:
                 self.struct_type(s.struct)
+            if s.typename and s.targs is None and s.text in self.class_templates \
+                    and s.text not in self.typedefs:
+                raise self.error(s, f"'{s.text}' is a class template; write '{s.text}<...>'")
             if s.typename:
                 if tdef is not None:
                     raise self.error(s, f"two type names in one declaration ('{tdef.text}' and "
@@ -311,7 +320,9 @@ class Sema:
                 raise self.error(later, "invalid combination of type specifiers '"
                                  + " ".join(s.text for s in specs if s.text in TYPE_WORDS
                                             or s.typename) + "'")
-            if tdef.struct is not None:
+            if tdef.targs is not None:
+                base, tconst = self.class_instance(tdef), False
+            elif tdef.struct is not None:
                 base, tconst = self.struct_type(tdef.struct), False
             else:
                 base, tconst = self.typedefs[tdef.text]
@@ -436,7 +447,67 @@ class Sema:
         fs.param_ref_consts.insert(0, False)
         fs.method_of = st
         st.methods[d.name] = fs
-        self.methods.append((fs, fd))
+        self.methods.append((fs, fd, self.method_env))
+
+    def check_methods(self) -> None:
+        """The bodies of member functions, each with its class template's bindings (if any);
+        checking one may instantiate more."""
+        while self.methods:
+            fs, fd, env = self.methods.pop(0)
+            saved = dict(self.typedefs)
+            consts = {}
+            if env is not None:
+                self.typedefs.update(env[0])
+                consts = env[1]
+            try:
+                self.func, self.loop_depth = fs, 0
+                self.scopes = [dict(consts)]
+                for p in fs.params:
+                    if not p.hidden:
+                        self.scopes[0][p.name] = p
+                for item in fd.body.items:
+                    self.stmt(item)
+            finally:
+                self.typedefs, self.scopes, self.func = saved, [], None
+            self.checked_methods.append((fs, fd))
+
+    def class_instance(self, spec: A.Spec) -> StructType:
+        """`Vec<float>`: the struct a class template defines for these arguments (one per
+        distinct argument list), its members and member functions with the parameters bound."""
+        t = self.class_templates.get(spec.text)
+        if t is None:
+            raise self.error(spec, f"'{spec.text}' is not a class template")
+        values = self.template_args(t, spec.targs, spec)
+        for p in t.params[len(values):]:
+            if p.default is None:
+                raise self.error(spec, f"too few template arguments for '{spec.text}' (give "
+                                       f"'{p.name}')")
+            values.append(self.template_default(t, p, values))
+        key = (spec.text, tuple(values))
+        st = self.class_instances.get(key)
+        if st is not None:
+            return st
+        display = f"{spec.text}<{', '.join(str(v) for v in values)}>"
+        st = StructType(display, t.struct.keyword)
+        self.class_instances[key] = st
+        sd = copy.deepcopy(t.struct)
+        sd.tag = display
+        binds: dict[str, tuple[Type, bool]] = {spec.text: (st, False), display: (st, False)}
+        consts = {}
+        for p, v in zip(t.params, values):
+            if p.kind == "type":
+                binds[p.name] = (v, False)
+            else:
+                ty = self.spec_info(p.specs, "template parameter").base
+                consts[p.name] = VarSym(p.name, ty, "const", p.line, p.col, readonly=True, const_value=v)
+        saved = (self.func, self.scopes, dict(self.typedefs), self.method_env)
+        try:
+            self.typedefs.update(binds)
+            self.func, self.scopes, self.method_env = None, [dict(consts)], (binds, consts)
+            self.struct_type(sd)
+        finally:
+            self.func, self.scopes, self.typedefs, self.method_env = saved
+        return st
 
     def temp(self, ty: Type, at: A.Node) -> VarSym:
         """A struct temporary (a call's result, a `?:`): cells in the thread's local frame."""
@@ -465,12 +536,13 @@ class Sema:
                 defs.append((fs, item))
             else:
                 self.top_declaration(item)
-        defs += self.methods
         for fs, fd in defs:
             self.function_body(fs, fd)
+        self.check_methods()
         for request in instantiate:
             self.instantiate_by_name(request)
-        defs += self.instances
+        self.check_methods()
+        defs += self.instances + self.checked_methods
         self.check_calls()
         self.check_recursion([fs for fs, _ in defs])
         kernels = [fs for fs, _ in defs if fs.kind == "global"]
@@ -724,7 +796,15 @@ class Sema:
     # ------------------------------------------------------------------ templates
 
     def template_declaration(self, t: A.TemplateDef) -> None:
-        name = t.func.decl.name
+        name = t.name
+        if t.struct is not None:
+            if name in self.class_templates or name in self.typedefs:
+                raise self.error(t.struct, f"redefinition of '{name}'")
+            self.class_templates[name] = t
+            for p in t.params:
+                if p.kind == "value" and not is_int(self.spec_info(p.specs, "template parameter").base):
+                    raise self.error(p, f"template parameter '{p.name}' must have an integer type")
+            return
         if name in self.templates or name in self.functions:
             raise self.error(t.func.decl, f"redefinition of '{name}'")
         seen: set[str] = set()
@@ -733,7 +813,7 @@ class Sema:
                 raise self.error(p, f"duplicate template parameter '{p.name}'")
             seen.add(p.name)
             if p.default is None and i and t.params[i - 1].default is not None and \
-                    "__global__" in {s.text for s in t.func.specs}:
+                    (t.func is None or "__global__" in {s.text for s in t.func.specs}):
                 raise self.error(p, f"template parameter '{p.name}' needs a default argument (the "
                                     "parameters before it have one)")
             if p.kind == "value":
@@ -745,7 +825,7 @@ class Sema:
 
     def template_args(self, t: A.TemplateDef, targs: list, at: A.Node, offset: int = 0) -> list:
         """Explicit template arguments -> a Type or an int per parameter (from parameter `offset`)."""
-        name = t.func.decl.name
+        name = t.name
         if len(targs) > len(t.params):
             raise self.error(at, f"too many template arguments for '{name}' ({len(targs)} for "
                                  f"{len(t.params)})")
