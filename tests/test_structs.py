@@ -345,3 +345,57 @@ def test_cuda_vector_types_and_make_functions_match_gxx(tmp_path):
     got = emulate_src(VECTORS, "blend", 2, 4, [a[:2] for a in args])
     for name in ("q", "r", "d"):
         assert got[name].tobytes() == want[name].tobytes(), name
+
+
+OVERLOADS = r"""
+struct V {
+    float x, y;
+    __device__ V operator*(float s) const { V r = {x * s, y * s}; return r; }
+    __device__ V operator*(const V &o) const { V r = {x * o.x, y * o.y}; return r; }
+    __device__ float get() const { return x; }
+    __device__ float get(int i) const { return i ? y : x; }
+    __device__ void set(float v) { x = v; }
+    __device__ void set(float v) const { }
+};
+__device__ float3 operator+(float3 a, float3 b) { return make_float3(a.x + b.x, a.y + b.y, a.z + b.z); }
+__device__ float3 operator+(float3 a, float s) { return make_float3(a.x + s, a.y + s, a.z + s); }
+__device__ int twice(int v) { return 2 * v; }
+__device__ float twice(float v) { return 2.5f * v; }
+__device__ unsigned twice(unsigned v) { return v << 3; }
+
+__global__ void over(V *p, const V *c, float3 *q, float *f) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    V a = p[i];
+    p[i] = a * 2.0f * a;
+    p[i].set(7.0f);
+    c[i].set(9.0f);                   // the const overload: changes nothing
+    q[i] = q[i] + 1.0f + q[i];
+    f[i] = twice(i) + twice(1.0f) + a.get() + a.get(1) + twice(3u) + c[i].get();
+}
+"""
+
+
+@need_gxx
+def test_overloaded_functions_and_operators_match_gxx(tmp_path):
+    """Vector code overloads: `v * s` and `v * w`, `a + b` and `a + s`, `twice(int)` and
+    `twice(float)`; the call picks the overload whose parameters the arguments match."""
+    f3 = np.dtype([(c, np.float32) for c in "xyz"])
+    p = np.zeros(8, VEC2)
+    p["x"] = np.linspace(-2, 3, 8)
+    p["y"] = np.linspace(5, -1, 8)
+    q = np.zeros(8, f3)
+    q["y"] = np.arange(8)
+    args = [("p", p, "V"), ("c", p.copy(), "V"), ("q", q, "float3"), ("f", np.zeros(8, np.float32))]
+    want = gxx_model(tmp_path, GXX_VECTORS + OVERLOADS, "over", 2, 4, args)
+    got = emulate_src(OVERLOADS, "over", 2, 4, [a[:2] for a in args])
+    for name in ("p", "c", "q", "f"):
+        assert got[name].tobytes() == want[name].tobytes(), name
+
+
+def test_overload_errors_are_named():
+    src = "__device__ int g(int v) { return v; }\n__device__ int g(float v) { return 1; }\n"
+    assert_error(src + "__global__ void k(int *o) { o[0] = g(o); }\n", 3, 36, "no overload of 'g' takes (int *)")
+    assert_error(src + "__global__ void k(int *o) { o[0] = g(1u); }\n", 3, 36,
+                 "call of overloaded 'g' with (unsigned int) is ambiguous")
+    assert_error(src + "__device__ float g(int w) { return 2.0f; }\n__global__ void k() {}\n", 3, 18,
+                 "conflicting declaration of 'g' (previously declared on line 1)")

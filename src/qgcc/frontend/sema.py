@@ -225,6 +225,9 @@ class Sema:
         self.typedefs.update({n: (t, False) for n, t in self.vectors.items()})
         self.methods: list[tuple[FuncSym, A.FunctionDef, tuple | None]] = []
         self.checked_methods: list[tuple[FuncSym, A.FunctionDef]] = []
+        # Overloaded functions: name -> every FuncSym of that name (self.functions keeps the
+        # others under 'name#1', 'name#2', ...).
+        self.overloads: dict[str, list[FuncSym]] = {}
         # Class templates by name, their instances by (name, arguments), and the template
         # parameters' bindings while an instance's members are declared.
         self.class_templates: dict[str, A.TemplateDef] = {}
@@ -431,12 +434,12 @@ class Sema:
     def declare_method(self, st: StructType, fd: A.FunctionDef) -> None:
         """A member function is a device function `S::f` whose parameter 0 is `this`."""
         d = fd.decl
-        if d.name in st.methods or st.field(d.name) is not None:
-            raise self.error(d, f"'{st}' already has a member '{d.name}' (overloading is not "
-                                "supported)")
+        if st.field(d.name) is not None:
+            raise self.error(d, f"'{st}' already has a data member '{d.name}'")
         qual = copy.copy(d)
         qual.name = f"{st}::{d.name}"
-        fs = self.declare_function(fd.specs, qual, definition=fd)
+        others = st.methods.get(d.name, [])
+        fs = self.declare_function(fd.specs, qual, definition=fd, key=f"{qual.name}#{len(others)}")
         this_t = PtrType(st, d.const_method)
         this = VarSym("this", this_t, "param", d.line, d.col, readonly=True, index=0)
         for p in fs.params:
@@ -446,7 +449,11 @@ class Sema:
         fs.param_refs.insert(0, False)
         fs.param_ref_consts.insert(0, False)
         fs.method_of = st
-        st.methods[d.name] = fs
+        for o in others:
+            if o.param_types[1:] == fs.param_types[1:] and o.param_refs == fs.param_refs \
+                    and o.param_types[0].const == this_t.const:
+                raise self.error(d, f"redefinition of '{qual.name}' (previously defined on line {o.line})")
+        st.methods.setdefault(d.name, []).append(fs)
         self.methods.append((fs, fd, self.method_env))
 
     def check_methods(self) -> None:
@@ -667,7 +674,8 @@ class Sema:
             raise self.error(d, f"unsupported declarator for '{d.name}'")
 
     def declare_function(self, specs: list[A.Spec], d: A.Declarator,
-                         definition: A.FunctionDef | None) -> FuncSym:
+                         definition: A.FunctionDef | None, key: str | None = None) -> FuncSym:
+        """key: where the function is kept in self.functions (a member function's overloads)."""
         self.check_declarator_shape(d, ref_return=True)
         if d.params is None:
             raise self.error(d, f"expected a parameter list after '{d.name}'")
@@ -742,9 +750,22 @@ class Sema:
         if kind == "global" and len(ptypes) > SPEC.max_params:
             raise self.error(d, f"kernel '{d.name}' has {len(ptypes)} parameters; the machine "
                                 f"allows at most {SPEC.max_params}")
-        prev = self.functions.get(d.name)
+        key = key or d.name
+        group: list[FuncSym] | None = None
+        prev = self.functions.get(key)
         if d.name in self.globals:
             raise self.error(d, f"redefinition of '{d.name}' (a constant)")
+        if prev is not None and kind == prev.kind == "device" and (
+                prev.param_types != ptypes or prev.param_refs != refs or prev.param_ref_consts != ref_consts):
+            # An overload: the one with these parameters if it was declared before, else a new one.
+            group = self.overloads.setdefault(key, [prev])
+            same = [f for f in group if f.param_types == ptypes and f.param_refs == refs
+                    and f.param_ref_consts == ref_consts]
+            if same:
+                prev = same[0]
+            else:
+                key = f"{key}#{len(group)}"
+                prev = None
         if prev is not None:
             if prev.kind != kind or prev.ret != ret or prev.param_types != ptypes or prev.param_refs != refs \
                     or prev.param_ref_consts != ref_consts:
@@ -757,7 +778,9 @@ class Sema:
         else:
             fs = FuncSym(d.name, kind, ret, ptypes, d.line, d.col, param_refs=refs,
                          param_ref_consts=ref_consts, ret_ref=d.ref is not None)
-            self.functions[d.name] = fs
+            self.functions[key] = fs
+            if group is not None:
+                group.append(fs)
         if definition is not None:
             fs.definition = definition
             fs.params = []
@@ -1948,14 +1971,16 @@ class Sema:
             st, const = bt, self.mem_const(m.base)
             this = A.Unary(m.line, m.col, "&", m.base)
             this.ty = PtrType(st, const)
-        fs = st.methods.get(m.name)
-        if fs is None:
+        cands = st.methods.get(m.name)
+        if cands is None:
             what = "a data member, not a function" if st.field(m.name) else "no such member function"
             raise self.error(m, f"'{st}::{m.name}': {what}")
-        if const and not fs.param_types[0].const:
-            raise self.error(m, f"cannot call '{fs.name}' on a const '{st}' (declare it "
+        usable = [f for f in cands if f.param_types[0].const or not const]
+        if not usable:
+            raise self.error(m, f"cannot call '{cands[0].name}' on a const '{st}' (declare it "
                                 f"'{m.name}(...) const')")
         e.args = [this] + e.args
+        fs = self.resolve(usable, e, f"{st}::{m.name}", checked=1)
         return self.function_call(e, fs, fs.name, checked=1)
 
     def check_Call(self, e: A.Call) -> Type:
@@ -1972,6 +1997,8 @@ class Sema:
         if self.lookup(name) is not None:
             raise self.error(e, f"called object '{name}' is not a function")
         fs = self.functions.get(name)
+        if name in self.overloads:
+            fs = self.resolve(self.overloads[name], e, name)
         t = self.templates.get(name)
         if t is not None:
             given = self.template_args(t, f.targs or [], f)
@@ -1990,6 +2017,48 @@ class Sema:
             e.callee = name
             return self.builtin_call(e, name)
         raise self.error(e, f"unknown function '{name}'")
+
+    def resolve(self, cands: list[FuncSym], e: A.Call, name: str, checked: int = 0) -> FuncSym:
+        """The overload a call means: the viable one with the most arguments of exactly its
+        parameter types (C++'s ranking, simplified: every conversion ranks the same)."""
+        if len(cands) == 1:
+            return cands[0]
+        n = len(e.args)
+        fit = [f for f in cands if len(f.param_types) == n]
+        if not fit:
+            raise self.error(e, f"no overload of '{name}' takes {n - checked} argument"
+                                f"{'s' if n - checked != 1 else ''}")
+        for i, a in enumerate(e.args[checked:], checked):
+            if a.ty is None:
+                kinds = {is_float(f.param_types[i]) for f in fit}
+                self.rvalue(a, dst=FLOAT if kinds == {True} else None)
+
+        def score(f: FuncSym) -> int | None:
+            total = 0
+            for i, a in enumerate(e.args):
+                pt, at = f.param_types[i], a.ty
+                if at == pt:
+                    total += 2
+                elif is_ptr(pt) and is_ptr(at) and pt.elem == at.elem and pt.const:
+                    total += 1 if i < checked else 2  # `this`: a non-const object prefers non-const
+                elif f.param_refs[i] and not f.param_ref_consts[i]:
+                    return None  # a non-const reference binds only to its own type
+                elif (is_arith(pt) and is_arith(at)) or (is_ptr(pt) and is_int(at) and a.const == 0):
+                    total += 1
+                else:
+                    return None
+            return total
+
+        ranked = [(score(f), f) for f in fit]
+        ranked = [(s_, f) for s_, f in ranked if s_ is not None]
+        shown = ", ".join(str(a.ty) for a in e.args[checked:])
+        if not ranked:
+            raise self.error(e, f"no overload of '{name}' takes ({shown})")
+        best = max(s_ for s_, _ in ranked)
+        top = [f for s_, f in ranked if s_ == best]
+        if len(top) > 1:
+            raise self.error(e, f"call of overloaded '{name}' with ({shown}) is ambiguous")
+        return top[0]
 
     def function_call(self, e: A.Call, fs: FuncSym, name: str, checked: int = 0) -> Type:
         """A call of a device function (the first `checked` arguments are typed already)."""
