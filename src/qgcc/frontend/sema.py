@@ -1362,6 +1362,10 @@ class Sema:
         if decl.pointers:
             raise self.error(decl, "__constant__ pointers are not supported; declare a __constant__ "
                                    "array or scalar")
+        if is_struct(info.base):
+            raise self.error(decl, f"__constant__ structs are not supported ('{decl.name}'); declare "
+                                   "a __constant__ array per member, or pass a pointer to a buffer "
+                                   "of structs")
         if not is_arith(info.base):
             raise self.error(decl, f"__constant__ variable '{decl.name}' has type '{info.base}'")
         if len(decl.arrays) > 2:
