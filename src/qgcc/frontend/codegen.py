@@ -41,7 +41,7 @@ from . import intrinsics
 from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS, FuncSym, VarSym
 from .softfloat import library
 from .structs import cells, is_struct, struct_layout
-from .types import (BOOL, CHAR, FLOAT, INT, UINT, ArrayType, IntType, PtrType, Type,
+from .types import (BOOL, CHAR, FLOAT, INT, UINT, IntType, PtrType, Type,
                     VoidType, fold_binary, is_float, is_ptr, wrap)
 
 MASK32 = 0xFFFFFFFF
