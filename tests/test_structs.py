@@ -355,6 +355,8 @@ struct V {
     float x, y;
     __device__ V operator*(float s) const { V r = {x * s, y * s}; return r; }
     __device__ V operator*(const V &o) const { V r = {x * o.x, y * o.y}; return r; }
+    __device__ V operator-() const { V r = {-x, -y}; return r; }
+    __device__ V operator-(const V &o) const { V r = {x - o.x, y - o.y}; return r; }
     __device__ float get() const { return x; }
     __device__ float get(int i) const { return i ? y : x; }
     __device__ void set(float v) { x = v; }
@@ -362,6 +364,7 @@ struct V {
 };
 __device__ float3 operator+(float3 a, float3 b) { return make_float3(a.x + b.x, a.y + b.y, a.z + b.z); }
 __device__ float3 operator+(float3 a, float s) { return make_float3(a.x + s, a.y + s, a.z + s); }
+__device__ float3 operator-(float3 a) { return make_float3(-a.x, -a.y, -a.z); }
 __device__ int twice(int v) { return 2 * v; }
 __device__ float twice(float v) { return 2.5f * v; }
 __device__ unsigned twice(unsigned v) { return v << 3; }
@@ -369,10 +372,10 @@ __device__ unsigned twice(unsigned v) { return v << 3; }
 __global__ void over(V *p, const V *c, float3 *q, float *f) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     V a = p[i];
-    p[i] = a * 2.0f * a;
+    p[i] = -(a * 2.0f * a) - -a;
     p[i].set(7.0f);
     c[i].set(9.0f);                   // the const overload: changes nothing
-    q[i] = q[i] + 1.0f + q[i];
+    q[i] = -(q[i] + 1.0f + q[i]);
     f[i] = twice(i) + twice(1.0f) + a.get() + a.get(1) + twice(3u) + c[i].get();
 }
 """
@@ -380,7 +383,7 @@ __global__ void over(V *p, const V *c, float3 *q, float *f) {
 
 @need_gxx
 def test_overloaded_functions_and_operators_match_gxx(tmp_path):
-    """Vector code overloads: `v * s` and `v * w`, `a + b` and `a + s`, `twice(int)` and
+    """Vector code overloads: `v * s` and `v * w`, `-v` and `v - w`, `a + b` and `a + s`, `twice(int)` and
     `twice(float)`; the call picks the overload whose parameters the arguments match."""
     f3 = np.dtype([(c, np.float32) for c in "xyz"])
     p = np.zeros(8, VEC2)

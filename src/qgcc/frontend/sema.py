@@ -1403,6 +1403,11 @@ class Sema(StructSema):
                 raise self.error(e, "cannot take the address of this expression")
             return PtrType(t, self.mem_const(e.operand))
         t = self.rvalue(e.operand, dst=FLOAT if op in ("-", "+") else None)
+        if is_struct(t) and op in ("-", "+"):  # `-v`: the struct's unary operator
+            r = self.operator_call(e, op, e.operand, [])
+            if r is None:
+                raise self.error(e, f"invalid operand to unary '{op}' ('{t}'): no unary 'operator{op}'")
+            return r
         if op == "*":
             if not isinstance(t, PtrType):
                 raise self.error(e, f"indirection requires a pointer operand ('{t}' is not one)")
