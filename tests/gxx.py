@@ -36,15 +36,19 @@ CTYPES = {np.dtype(np.int32): "int", np.dtype(np.uint32): "unsigned", np.dtype(n
 
 
 def gxx_model(tmp_path, src: str, kernel: str, grid: int, block: int, args: list, flags=()) -> dict:
-    """Run `kernel` as C++ on the host, thread by thread; args are (name, array), (name, int) or
-    (name, numpy scalar) for a scalar of that type (np.int64(5): a long long)."""
+    """Run `kernel` as C++ on the host, thread by thread; args are (name, array), (name, int),
+    (name, numpy scalar) for a scalar of that type (np.int64(5): a long long), or
+    (name, structured array, C struct name) for a buffer of structs whose members are all
+    4-byte int/unsigned/float (then C's layout has no padding and matches the array's bytes)."""
     decls, call, prints = [], [], []
-    for name, v in args:
+    for name, v, *ctype in args:
         if isinstance(v, np.ndarray):
-            words = v.view(np.uint32)  # a 64-bit element is two words, the low one first (x86 order)
+            # a 64-bit element is two words, the low one first (x86 order)
+            words = np.frombuffer(np.ascontiguousarray(v).tobytes(), np.uint32)
+            ct = ctype[0] if ctype else CTYPES[v.dtype]
             bits = ", ".join(str(int(x)) for x in words)
             decls.append(f"static unsigned {name}_bits[] __attribute__((aligned(8))) = {{{bits}}};")
-            decls.append(f"static {CTYPES[v.dtype]} *{name} = ({CTYPES[v.dtype]} *){name}_bits;")
+            decls.append(f"static {ct} *{name} = ({ct} *){name}_bits;")
             prints.append(f'for (unsigned i = 0; i < {words.size}; i++) printf("%u ", {name}_bits[i]); printf("\\n");')
         elif isinstance(v, np.generic):
             decls.append(f"static {CTYPES[v.dtype]} {name} = ({CTYPES[v.dtype]})0x{int(v) & ((1 << 64) - 1):x}ull;")
@@ -69,7 +73,7 @@ int main() {{
     subprocess.run(["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-strict-aliasing", *flags, "-o", str(exe),
                     str(cpp)], check=True, capture_output=True)
     lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
-    arrays = [(n, v) for n, v in args if isinstance(v, np.ndarray)]
+    arrays = [(a[0], a[1]) for a in args if isinstance(a[1], np.ndarray)]
     return {n: np.array([int(x) for x in line.split()], np.uint32).view(v.dtype) for (n, v), line in zip(arrays, lines)}
 
 

@@ -66,10 +66,14 @@ IN_KERNEL = [
     ("int *m = new int;", 10, "dynamic memory allocation ('new') is not supported"),
     ("switch (n) { case 1: break; }", 1, "'switch' statements are not supported; use if/else"),
     ("goto out;", 1, "'goto' is not supported"),
-    ("struct S { int x; };", 1, "'struct' types are not supported"),
+    ("union U { int x; float f; };", 1, "'union' types are not supported"),
     ("int (*fp)(int);", 7, "function pointers are not supported"),
-    ("int x = sizeof(int);", 9, "'sizeof' is not supported (memory is addressed in 32-bit cells: "
-                                "every element occupies one cell)"),
+    ("int x = sizeof(char);", 9, "sizeof('char') is not available: 'char' takes a 4-byte cell per element "
+                                 "here, not CUDA's size; sizeof works on int, unsigned, float and structs "
+                                 "and arrays made of them"),
+    ("int x = sizeof a;", 9, "sizeof('int *') is not available: a pointer is 8 bytes in CUDA and one 4-byte "
+                             "cell here; sizeof works on int, unsigned, float and structs and arrays made "
+                             "of them"),
     ("static int sx = 0;", 1, "static local variables are not supported"),
     ("int y = (int)a;", 9, "cast from pointer to integer is not supported ('int *' to 'int')"),
     ("char *q = (char *)a;", 11, "casts between pointer types are not supported "
@@ -87,8 +91,8 @@ IN_KERNEL = [
     ("int x = __match_all_sync(0xf, n, c);", 34, "argument 3 of '__match_all_sync' must be an 'int *' (got 'const int *')"),
     ("int x = 'ab';", 9, "multi-character character constants are not supported"),
     ('int x = "s"[0];', 9, "string literals are not supported"),
-    ("int x = a->y;", 12, "'->' is not supported (structs are not supported)"),
-    ("int x = n.y;", 11, "member access '.y' is not supported (structs are not supported)"),
+    ("int x = a->y;", 12, "'->' needs a pointer to a struct ('int *' is not one)"),
+    ("int x = n.y;", 11, "member '.y' of a value of type 'int', which is not a struct"),
     # --- names and types
     ("x = 1;", 1, "unknown identifier 'x'"),
     ("foo(1);", 1, "unknown function 'foo'"),
@@ -196,7 +200,7 @@ WHOLE = [
     ("template <typename T> __global__ void k(T *a) {}\n", 1, 1,
      "no kernel: the file defines only templates; a kernel template is instantiated when it is named at "
      "launch (qgrun --kernel 'NAME<ARGS>')"),
-    ("class A {};\n", 1, 1, "'class' types are not supported"),
+    ("class A {};\n", 1, 7, "'A' has no data members (empty structs are not supported)"),
     ("enum E { X };\n", 1, 1, "'enum' types are not supported; use const int or #define"),
     ("namespace n {}\n", 1, 1, "namespaces are not supported"),
     # --- functions

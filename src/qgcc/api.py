@@ -92,7 +92,12 @@ def check_args(kernel: Kernel, values: dict[str, Any]) -> tuple[dict[str, int], 
             raise UsageError(f"argument '{name}': kernel '{kernel.name}' has no parameter '{name}' "
                              f"(parameters: {have})")
         if p.pointer:
-            want = np.dtype(ELEM_DTYPES[p.ctype])
+            if p.struct is not None and not isinstance(value, np.ndarray):
+                from .runtime.structbuf import describe
+
+                raise UsageError(f"{name}={_short(value)}: parameter '{name}' is a pointer ({p.describe()}); "
+                                 f"give a numpy structured array with the members ({describe(p.struct)})")
+            want = None if p.struct is not None else np.dtype(ELEM_DTYPES[p.ctype])
             if not isinstance(value, np.ndarray):
                 raise UsageError(f"{name}={_short(value)}: parameter '{name}' is a pointer ({p.describe()}); "
                                  f"give a numpy array of {want} (e.g. np.zeros(n, np.{want}))")

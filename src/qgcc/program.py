@@ -54,12 +54,23 @@ def parse_instance(text: str) -> str | None:
     return instance_name(m.group(1), args)
 
 
+@dataclass(frozen=True)
+class StructLayout:
+    """A struct as the launcher sees it: one cell per scalar member, in memory order."""
+
+    name: str
+    cells: tuple[tuple[str, str], ...]  # (member path such as 'pos.x' or 'v[2]', ctype)
+
+
 @dataclass
 class Param:
     name: str
     ctype: str  # one of ELEM_DTYPES (for pointers: the pointee)
     pointer: bool = False
     const: bool = False
+    # A pointer to a struct (ctype "struct"): the struct's name and its cells in memory order,
+    # as (dotted member path, ctype) pairs (frontend/structs.py: one cell per scalar member).
+    struct: "StructLayout | None" = None
 
     @property
     def words(self) -> int:
@@ -67,6 +78,8 @@ class Param:
         return 2 if not self.pointer and self.ctype in ("llong", "ullong") else 1
 
     def describe(self) -> str:
+        if self.struct is not None:
+            return f"{'const ' if self.const else ''}{self.struct.name} * {self.name}"
         c = {"uchar": "unsigned char", "llong": "long long", "ullong": "unsigned long long"}.get(self.ctype, self.ctype)
         return f"{'const ' if self.const else ''}{c}{' *' if self.pointer else ''} {self.name}"
 
@@ -133,6 +146,10 @@ class Program:
         for k in self.kernels:
             if k.name == wanted:
                 return k
+        if "<" in name:  # `k<8>` for the instance `k<8, float>` of a template with a default argument
+            more = [k for k in self.kernels if k.name.startswith(wanted + "__")]
+            if len(more) == 1:
+                return more[0]
         names = ", ".join(k.name for k in self.kernels)
         raise LookupError(f"no kernel named '{name}'; the program has: {names}")
 

@@ -34,7 +34,7 @@ import numpy as np
 from .atomicfile import atomic_write
 from .diagnostics import QgFileError
 from .isa import Instr, decode, encode
-from .program import ELEM_DTYPES, Constant, Kernel, Param, Program
+from .program import ELEM_DTYPES, Constant, Kernel, Param, Program, StructLayout
 
 FORMAT = "qg"
 FORMAT_VERSION = "2"  # 2: extra metadata is hashed
@@ -66,7 +66,9 @@ def kernels_json(kernels: list[Kernel]) -> str:
     # "local_words" only when a kernel has local arrays: other programs hash as before.
     return json.dumps([
         {"name": k.name, "entry": k.entry, "end": k.end,
-         "params": [{"name": p.name, "ctype": p.ctype, "pointer": p.pointer, "const": p.const}
+         "params": [{"name": p.name, "ctype": p.ctype, "pointer": p.pointer, "const": p.const,
+                     **({"struct": {"name": p.struct.name, "cells": [list(c) for c in p.struct.cells]}}
+                        if p.struct is not None else {})}
                     for p in k.params],
          "shared_words": k.shared_words, "regs": k.regs,
          **({"local_words": k.local_words} if k.local_words else {})}
@@ -207,11 +209,19 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
             raise bad
         params = []
         for p in k["params"]:
-            if not isinstance(p, dict) or set(p) != {"name", "ctype", "pointer", "const"}:
+            if not isinstance(p, dict) or set(p) - {"struct"} != {"name", "ctype", "pointer", "const"}:
                 raise bad
-            if p["ctype"] not in ELEM_DTYPES:
+            layout = None
+            if "struct" in p:  # a pointer to a struct: its cells (a buffer is a structured array)
+                st = p["struct"]
+                if p["ctype"] != "struct" or not isinstance(st, dict) or set(st) != {"name", "cells"} \
+                        or not isinstance(st["cells"], list) or not all(
+                            isinstance(c, list) and len(c) == 2 and c[1] in ELEM_DTYPES for c in st["cells"]):
+                    raise bad
+                layout = StructLayout(st["name"], tuple((str(a), b) for a, b in st["cells"]))
+            elif p["ctype"] not in ELEM_DTYPES:
                 raise bad
-            params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"]))
+            params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"], layout))
         kernels.append(Kernel(k["name"], k["entry"], k["end"], params, k["shared_words"], k["regs"],
                               k.get("local_words", 0)))
     return kernels

@@ -83,7 +83,12 @@ def parse_scalar(name: str, value: str, p: Param) -> int:
 
 
 def load_array(name: str, value: str, p: Param, option: str = "--arg") -> np.ndarray:
-    want = np.dtype(ELEM_DTYPES[p.ctype])
+    if p.struct is not None:
+        from ..runtime.structbuf import flat_dtype
+
+        want = flat_dtype(p.struct)
+    else:
+        want = np.dtype(ELEM_DTYPES[p.ctype])
     if value.startswith("zeros:"):
         n = parse_int(value[len("zeros:"):])
         if n is None or n < 0:

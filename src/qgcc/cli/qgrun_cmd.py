@@ -358,6 +358,26 @@ def _batch_width(requested: int | None, engine: str, device: str, launches: int)
     return max(1, min(requested, launches))
 
 
+def _batch_instances(path: str) -> tuple[str, ...]:
+    """The kernel template instances a --batch file names ("kernel": "matmul<8>"), which a .cu is
+    compiled with; malformed lines are left to _batch_launches to report."""
+    names: list[str] = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ()
+    for line in lines:
+        try:
+            spec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        k = spec.get("kernel") if isinstance(spec, dict) else None
+        if isinstance(k, str) and "<" in k and k not in names:
+            names.append(k)
+    return tuple(names)
+
+
 def _run_batch(program_file: str, batch_path: str, engine: str, device: str, trace: str,
                json_path: str | None, max_steps: int, dtype: str = "fp32", width: int | None = None) -> int:
     """Many launches of one program: loaded and linked once, then run one after another
@@ -375,7 +395,7 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
         note(TOOL, dtype_note)
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
-    linked = open_program(program_file)
+    linked = open_program(program_file, _batch_instances(batch_path))
     program = linked.program
     launches = _batch_launches(batch_path, program, linked.network)
     width = _batch_width(width, eng.name, dev, len(launches))

@@ -28,6 +28,19 @@ class Spec(Node):
 
     text: str
     typename: bool = False  # a name declared by typedef/using
+    struct: "StructDef | None" = None  # `struct S {...}` or `struct S` written here
+    targs: "list | None" = None  # `Vec<float>`: the class template's arguments (TypeSyntax or Expr)
+
+
+@dataclass
+class StructDef(Node):
+    """`struct TAG { fields and member functions }` (body None: `struct TAG` names a struct)."""
+
+    tag: str | None
+    keyword: str  # 'struct' or 'class'
+    fields: list["Declaration"] | None = None  # None: no body (a use of the tag)
+    methods: list["FunctionDef"] = field(default_factory=list)
+    end_line: int = 0
 
 
 @dataclass
@@ -59,6 +72,7 @@ class Declarator(Node):
     params: list[ParamDecl] | None = None  # not None for a function declarator
     funcptr: bool = False  # `(*name)(...)`
     parens: bool = False  # some other parenthesised declarator
+    const_method: bool = False  # `f(...) const`: a member function that does not change *this
     ref: "Spec | None" = None  # `T &name`: the '&' (a reference)
 
 
@@ -141,6 +155,7 @@ class Member(Expr):
     name: str
     arrow: bool = False
     sreg: Any = field(default=None, init=False, repr=False, compare=False)
+    member: Any = field(default=None, init=False, repr=False, compare=False)  # the struct's Field
 
 
 @dataclass
@@ -178,6 +193,7 @@ class Cond(Expr):
     cond: Expr
     then: Expr
     other: Expr
+    tmp: Any = field(default=None, init=False, repr=False, compare=False)  # a struct result
 
 
 @dataclass
@@ -190,8 +206,16 @@ class Comma(Expr):
 class Cast(Expr):
     type: TypeSyntax
     operand: Expr
-    kind: str = "c"  # "c", "static_cast", "reinterpret_cast" or "const_cast"
+    kind: str = "c"  # "c", "functional" (T(x)), "static_cast", "reinterpret_cast" or "const_cast"
     target: Any = field(default=None, init=False, repr=False, compare=False)
+
+
+@dataclass
+class SizeOf(Expr):
+    """`sizeof(T)` (type) or `sizeof x` (operand, not evaluated)."""
+
+    type: "TypeSyntax | None"
+    operand: "Expr | None"
 
 
 @dataclass
@@ -208,6 +232,8 @@ class Call(Expr):
     callee: Any = field(default=None, init=False, repr=False, compare=False)
     # Per argument: True when a reference parameter is bound to the argument (an lvalue) itself.
     ref_binds: Any = field(default=None, init=False, repr=False, compare=False)
+    # Where a call that returns a struct puts it (a VarSym in the local frame).
+    tmp: Any = field(default=None, init=False, repr=False, compare=False)
 
 
 # ------------------------------------------------------------------ statements
@@ -283,12 +309,18 @@ class TemplateParam(Node):
     name: str
     kind: str  # "type" or "value"
     specs: list[Spec] | None = None  # the type of a value parameter
+    default: Any = None  # `typename T = float` (TypeSyntax), `int N = 4` (Expr)
 
 
 @dataclass
 class TemplateDef(Node):
     params: list[TemplateParam]
-    func: FunctionDef
+    func: "FunctionDef | None"
+    struct: "StructDef | None" = None  # a class template: `template <typename T> struct Vec {...};`
+
+    @property
+    def name(self) -> str:
+        return self.func.decl.name if self.func is not None else (self.struct.tag or "")
 
 
 @dataclass

@@ -45,8 +45,9 @@ from . import wide
 from .wide import Pair
 from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS, FuncSym, VarSym
 from .softfloat import library
-from .types import (BOOL, CHAR, FLOAT, INT, UINT, ArrayType, IntType, PtrType, Type,
-                    VoidType, fold_binary, is_float, is_ptr, is_wide, words, wrap)
+from .structs import cells, is_struct, struct_layout
+from .types import (BOOL, CHAR, FLOAT, INT, UINT, IntType, PtrType, Type,
+                    VoidType, fold_binary, is_float, is_ptr, is_wide, wrap)
 
 MASK32 = 0xFFFFFFFF
 
@@ -96,6 +97,7 @@ class Frame:
     ret_label: int | None  # None: the kernel itself (return -> EXIT)
     ret_reg: int | None
     loops: list[tuple[int, int]] = field(default_factory=list)  # (break label, continue label)
+    ret_addr: "tuple[int | None, int] | None" = None  # where a returned struct is copied
 
 
 @dataclass
@@ -144,6 +146,9 @@ class KernelGen:
         self.local: dict[VarSym, int] = {}
         self.local_used = 0
         self.local_base: int | None = None
+        # Struct reference parameters (`const S &o`) of the functions being inlined: the cells
+        # of the argument they name.
+        self.bound: dict[VarSym, tuple["int | None", int]] = {}
         # Where extern __shared__ arrays start: after the static __shared__ cells, which are
         # known only once the kernel is generated (compile_source generates it again if the
         # guess was wrong).
@@ -245,7 +250,10 @@ class KernelGen:
         params = []
         for p in fs.params:
             t = p.ty
-            if isinstance(t, PtrType):
+            if isinstance(t, PtrType) and is_struct(t.elem):
+                params.append(Param(p.name, "struct", pointer=True, const=t.const,
+                                    struct=struct_layout(t.elem)))
+            elif isinstance(t, PtrType):
                 params.append(Param(p.name, t.elem.kind, pointer=True, const=t.const))
             elif is_wide(t):
                 params.append(Param(p.name, t.kind, pointer=False, const=p.readonly))
@@ -334,20 +342,32 @@ class KernelGen:
         return base
 
     def local_array(self, sym: VarSym) -> None:
-        """Place a local array in the thread's frame and store its initialiser (missing cells 0)."""
-        w = words(sym.ty.elem)
+        """Place a local array (or struct) in the thread's frame and store its initialiser
+        (missing cells 0)."""
         if sym not in self.local:
             self.local[sym] = self.local_used
-            size = 1
-            for d in sym.ty.dims:
-                size *= d
-            self.local_used += size * w
+            self.local_used += cells(sym.ty)
+        if sym.init_cells is not None:
+            base, off = self.sym_addr(sym)
+            covered: set[int] = set()
+            for cell, e, t in sym.init_cells:
+                if is_struct(t):
+                    self.copy_cells((base, off + cell), self.saddr(e), cells(t))
+                    covered.update(range(cell, cell + cells(t)))
+                else:
+                    self.store(MemLV(base, off + cell, t), self.convert(self.val(e), e.ty, t))
+                    covered.add(cell)
+            if sym.init_braced:
+                for i in range(cells(sym.ty)):
+                    if i not in covered:
+                        self.store(MemLV(base, off + i, INT), C(0))
         if sym.init_exprs is not None:
             size = 1
             for d in sym.ty.dims:
                 size *= d
             given = dict(sym.init_exprs)
             base, off = self.sym_addr(sym)
+            w = cells(sym.ty.elem)
             zero = wide.const(0) if w == 2 else C(0)
             for i in range(size):
                 e = given.get(i)
@@ -356,6 +376,8 @@ class KernelGen:
 
     def sym_addr(self, sym: VarSym) -> tuple["int | None", int]:
         """(base register or None, offset) of a memory-resident variable."""
+        if sym.space == "bound":
+            return self.bound[sym]
         if sym.space == "local":
             if sym not in self.local:
                 self.local_array(sym)
@@ -377,11 +399,7 @@ class KernelGen:
     def alloc_shared(self, sym: VarSym) -> None:
         if sym in self.shared:
             return
-        size = 1
-        if isinstance(sym.ty, ArrayType):
-            for d in sym.ty.dims:
-                size *= d
-        size *= words(sym.ty.elem if isinstance(sym.ty, ArrayType) else sym.ty)
+        size = cells(sym.ty)
         if self.shared_used + size > SPEC.shared_words:
             raise self.error(sym.line, sym.col,
                              f"kernel '{self.fs.name}' needs {self.shared_used + size} cells of "
@@ -465,7 +483,11 @@ class KernelGen:
             self.emit(Op.EXIT)
             return
         if s.value is not None:
-            if frame.ret_reg is not None:
+            if frame.ret_addr is not None:
+                self.copy_cells(frame.ret_addr, self.saddr(s.value), cells(frame.func.ret))
+            elif frame.func.ret_ref:
+                self.mov(frame.ret_reg, self.address(self.lvalue(s.value)))
+            elif frame.ret_reg is not None:
                 v = self.convert(self.val(s.value), s.value.ty, frame.func.ret)
                 self.mov(frame.ret_reg, v)
             else:
@@ -615,12 +637,12 @@ class KernelGen:
         arr = e.base.arr
         if arr is not None:
             base, off = self.array_addr(e.base)
-            stride = words(arr.elem)
+            stride = cells(arr.elem)
             for d in arr.dims[1:]:
                 stride *= d
         else:
             base, off = self.ptr_addr(e.base)
-            stride = words(e.base.ty.elem)
+            stride = cells(e.base.ty.elem)
         rest, c = self.split_const(e.index)
         off += to_s32(c) * stride
         if rest is None:
@@ -631,6 +653,8 @@ class KernelGen:
         """Address of an array or array row expression."""
         if isinstance(e, A.Name):
             return self.sym_addr(e.sym)
+        if isinstance(e, A.Member):
+            return self.saddr(e)
         assert isinstance(e, A.Index)
         return self.index_addr(e)
 
@@ -646,14 +670,14 @@ class KernelGen:
             base, off = self.ptr_addr(p)
             rest, c = self.split_const(ie)
             sign = -1 if pe.op == "-" else 1
-            w = words(p.ty.elem)
-            off += sign * to_s32(c) * w
+            stride = cells(p.ty.elem)
+            off += sign * to_s32(c) * stride
             if rest is None:
                 return base, off
             iv = self.low_word(self.val(rest), rest.ty)
             if sign < 0:
                 iv = self.alu(Op.MUL, iv, C(-1))
-            return self.add_offset(base, off, iv, w)
+            return self.add_offset(base, off, iv, stride)
         if isinstance(pe, A.Unary) and pe.op == "&":
             lv = self.lvalue(pe.operand)
             assert isinstance(lv, MemLV)
@@ -667,7 +691,8 @@ class KernelGen:
         if isinstance(e, A.Name):
             sym = e.sym
             if sym.kind == "shared":
-                return MemLV(None, self.mem_addr(sym), sym.ty)
+                base, off = self.sym_addr(sym)
+                return MemLV(base, off, sym.ty)
             v = self.env[sym]
             if isinstance(v, MemLV):  # a reference parameter bound to a memory cell
                 return v
@@ -683,7 +708,65 @@ class KernelGen:
         if isinstance(e, A.Unary) and e.op == "*":
             base, off = self.ptr_addr(e.operand)
             return MemLV(base, off, e.ty)
+        if isinstance(e, A.Call) and isinstance(e.callee, FuncSym) and e.callee.ret_ref:
+            return MemLV(self.reg(self.inline(e, e.callee)), 0, e.ty)
+        if isinstance(e, A.Member) or is_struct(e.ty):
+            base, off = self.saddr(e)
+            return MemLV(base, off, e.ty)
         raise AssertionError(f"not an lvalue: {e}")  # pragma: no cover
+
+    # ------------------------------------------------------------------ structs
+
+    def address(self, lv: MemLV):
+        """The address of a memory lvalue as a value (a register or a constant)."""
+        if lv.base is None:
+            return C(lv.off)
+        return lv.base if lv.off == 0 else self.alu(Op.ADD, lv.base, C(lv.off))
+
+    def saddr(self, e: A.Expr) -> tuple["int | None", int]:
+        """The first cell of a struct-valued (or member) expression, as (register or None, offset):
+        every struct value lives in memory."""
+        if isinstance(e, A.Name):
+            return self.sym_addr(e.sym)
+        if isinstance(e, A.Member):
+            base, off = self.ptr_addr(e.base) if e.arrow else self.saddr(e.base)
+            return base, off + e.member.offset
+        if isinstance(e, A.Index):
+            return self.index_addr(e)
+        if isinstance(e, A.Unary) and e.op == "*":
+            return self.ptr_addr(e.operand)
+        if isinstance(e, A.Call):
+            if isinstance(e.callee, FuncSym) and e.callee.ret_ref:
+                return self.reg(self.inline(e, e.callee)), 0
+            self.e_Call(e)
+            return self.sym_addr(e.tmp)
+        if isinstance(e, A.Assign):
+            return self.struct_assign(e)
+        if isinstance(e, A.Comma):
+            self.effect(e.left)
+            return self.saddr(e.right)
+        if isinstance(e, A.Cond):
+            self.e_Cond(e)
+            return self.sym_addr(e.tmp)
+        raise AssertionError(f"not a struct: {e}")  # pragma: no cover
+
+    def copy_cells(self, dst: tuple["int | None", int], src: tuple["int | None", int], n: int) -> None:
+        """Copy n cells (a struct assignment: the cells' bits, char cells included), one at a
+        time: two objects of one struct type are the same cells or disjoint ones."""
+        if dst == src:
+            return
+        sb, so = self.base_reg(MemLV(src[0], src[1], INT))
+        db, do = self.base_reg(MemLV(dst[0], dst[1], INT))
+        for i in range(n):
+            t = self.new()
+            self.emit(Op.LD, t, sb, imm=so + i)
+            self.emit(Op.ST, -1, db, t, imm=do + i)
+
+    def struct_assign(self, e: A.Assign) -> tuple["int | None", int]:
+        src = self.saddr(e.value)  # C++17: the right operand is sequenced first
+        dst = self.saddr(e.target)
+        self.copy_cells(dst, src, cells(e.target.ty))
+        return dst
 
     # ------------------------------------------------------------------ expressions
 
@@ -736,6 +819,8 @@ class KernelGen:
         return v
 
     def e_Member(self, e: A.Member):
+        if e.member is not None:
+            return self.load(self.lvalue(e))
         t = self.new()
         self.emit(Op.S2R, t, mod=e.sreg)
         return t
@@ -780,15 +865,14 @@ class KernelGen:
         t = e.operand.ty
         old = self.read(lv)
         delta = 1 if e.op == "++" else -1
+        if is_ptr(t):
+            delta *= cells(t.elem)
         if isinstance(lv, VarLV) and want and not e.prefix:
             copy = self.new_like(t)
             self.mov(copy, old)
             old = copy
         if is_wide(t):
             new = wide.add(self, old, wide.const(delta))
-            stored = self.assign_to(lv, new, t, t, want and e.prefix)
-        elif is_ptr(t) and words(t.elem) == 2:
-            new = self.alu(Op.ADD, old, C(2 * delta))
             stored = self.assign_to(lv, new, t, t, want and e.prefix)
         elif is_float(t):
             new = self.float_arith("+", old, C(floatconst.from_int(delta, True)))
@@ -807,8 +891,11 @@ class KernelGen:
         lt, rt = e.left.ty, e.right.ty
         if op in ("+", "-") and (is_ptr(lt) or is_ptr(rt)):
             if op == "-" and is_ptr(lt) and is_ptr(rt):
-                d = self.alu(Op.SUB, self.val(e.left), self.val(e.right))
-                return self.alu(Op.SRA, d, C(1)) if words(lt.elem) == 2 else d  # elements, not cells
+                diff = self.alu(Op.SUB, self.val(e.left), self.val(e.right))
+                size = cells(lt.elem)  # elements, not cells
+                if size & (size - 1) == 0:
+                    return diff if size == 1 else self.alu(Op.SRA, diff, C(size.bit_length() - 1))
+                return self.arith("/", diff, C(size), INT)
             base, off = self.ptr_addr(e)
             if base is None:
                 return C(off)
@@ -1004,6 +1091,8 @@ class KernelGen:
 
     def e_Assign(self, e: A.Assign, want: bool = True):
         tt = e.target.ty
+        if is_struct(tt):
+            return self.address(MemLV(*self.struct_assign(e), tt))
         if e.op == "=":
             raw = self.val(e.value)  # C++17: the right operand is sequenced first
             lv = self.lvalue(e.target)
@@ -1014,10 +1103,11 @@ class KernelGen:
         old = self.read(lv)
         if is_ptr(tt):
             rv = self.low_word(rv, e.value.ty)
-            if words(tt.elem) == 2:
-                rv = self.alu(Op.SHL, rv, C(1))
+            size = cells(tt.elem)
             if op == "-":
-                rv = C(-rv.value) if is_c(rv) else self.alu(Op.MUL, rv, C(-1))
+                size = -size
+            if size != 1:
+                rv = C(rv.value * size) if is_c(rv) else self.arith("*", rv, C(size), INT)
             new = old if is_c(rv) and rv.value & MASK32 == 0 else self.alu(Op.ADD, old, rv)
             return self.assign_to(lv, new, tt, tt, want)
         if is_float(e.opty):
@@ -1031,7 +1121,7 @@ class KernelGen:
         return self.assign_to(lv, new, e.opty, tt, want)
 
     def e_Cond(self, e: A.Cond):
-        c = e.cond.const
+        c = None if e.tmp is not None else e.cond.const
         void = isinstance(e.ty, VoidType)
         if c is not None:
             chosen = e.then if c else e.other
@@ -1039,6 +1129,16 @@ class KernelGen:
                 self.effect(chosen)
                 return None
             return self.convert(self.val(chosen), chosen.ty, e.ty)
+        if e.tmp is not None:  # a struct: the chosen arm is copied into the temporary
+            else_l, end_l = self.label(), self.label()
+            dst = self.sym_addr(e.tmp)
+            self.branch(e.cond, else_l, False)
+            self.copy_cells(dst, self.saddr(e.then), cells(e.ty))
+            self.emit(Op.BRA, target=end_l)
+            self.place(else_l)
+            self.copy_cells(dst, self.saddr(e.other), cells(e.ty))
+            self.place(end_l)
+            return None
         else_l, end_l = self.label(), self.label()
         res = None if void else self.new_like(e.ty)
         self.branch(e.cond, else_l, False)
@@ -1075,7 +1175,15 @@ class KernelGen:
                 # Library helpers are routines too: one copy each, however often they are used.
                 args = [self.convert(self.val(a), a.ty, pt) for a, pt in zip(e.args, callee.param_types)]
                 return self.call_lib(callee.name, args)
-            return self.inline(e, callee)
+            r = self.inline(e, callee)
+            if callee.ret_ref and not is_struct(e.ty):
+                return self.load(MemLV(self.reg(r), 0, e.ty))
+            return r
+        if callee == "make_vector":
+            base, off = self.sym_addr(e.tmp)
+            for a, f in zip(e.args, e.ty.fields):
+                self.store(MemLV(base, off + f.offset, f.ty), self.convert(self.val(a), a.ty, f.ty))
+            return self.address(MemLV(base, off, e.ty))
         if callee == "__syncthreads":
             self.emit(Op.BAR)
             return None
@@ -1166,6 +1274,9 @@ class KernelGen:
         args = []
         binds = e.ref_binds or [False] * len(e.args)
         for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
+            if is_struct(pt):  # its cells: copied (by value) or named (a reference) below
+                args.append(self.saddr(a))
+                continue
             if binds[i]:
                 # A reference parameter names the argument itself: its register, or its cell.
                 lv = self.lvalue(a)
@@ -1180,6 +1291,12 @@ class KernelGen:
                 v = r
             args.append(v)
         for sym, v, bound in zip(fs.params, args, binds):
+            if is_struct(sym.ty):
+                if sym.space == "bound":
+                    self.bound[sym] = v
+                else:
+                    self.copy_cells(self.sym_addr(sym), v, cells(sym.ty))
+                continue
             if bound:
                 self.env[sym] = v
             elif sym.assigned:
@@ -1189,8 +1306,11 @@ class KernelGen:
                 self.var_regs.update(r.regs() if isinstance(r, Pair) else (r,))
             else:
                 self.env[sym] = v
-        ret_reg = None if isinstance(fs.ret, VoidType) else self.new_like(fs.ret)
+        struct_ret = is_struct(fs.ret) and not fs.ret_ref
+        ret_reg = None if isinstance(fs.ret, VoidType) or struct_ret else self.new_like(fs.ret)
         frame = Frame(fs, self.label(), ret_reg)
+        if struct_ret:
+            frame.ret_addr = self.sym_addr(e.tmp)
         self.frames.append(frame)
         if ret_reg is not None and not self.always_returns(fd.body):
             # Falling off the end of a non-void function is undefined; make it 0.
@@ -1199,6 +1319,8 @@ class KernelGen:
             self.stmt(item)
         self.frames.pop()
         self.place(frame.ret_label)
+        if struct_ret:
+            return self.address(MemLV(*frame.ret_addr, fs.ret))
         return ret_reg
 
     def always_returns(self, s) -> bool:

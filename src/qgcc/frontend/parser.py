@@ -20,6 +20,7 @@ from . import ast as A
 from .coopgroups import Lowering
 from .macros import HASH, HASHHASH, Expander
 from .preprocess import Preprocessed, preprocess
+from .structs import VECTOR_NAMES
 from .types import BUILTIN_TYPEDEFS
 
 GRAMMAR_FILE = "cuda.lark"
@@ -53,19 +54,13 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "case": "'case' labels are not supported ('switch' is not supported)",
     "default": "'default' labels are not supported ('switch' is not supported)",
     "goto": "'goto' is not supported",
-    "struct": "'struct' types are not supported",
-    "class": "'class' types are not supported",
     "union": "'union' types are not supported",
     "enum": "'enum' types are not supported; use const int or #define",
     "typename": "'typename' is supported only in a template parameter list",
     "new": "dynamic memory allocation ('new') is not supported",
     "delete": "dynamic memory allocation ('delete') is not supported",
-    "sizeof": "'sizeof' is not supported (memory is addressed in 32-bit cells: every element "
-              "occupies one cell)",
     "namespace": "namespaces are not supported",
-    "operator": "operator overloading is not supported",
     "virtual": "'virtual' is not supported",
-    "this": "'this' is not supported (no classes)",
     "throw": "exceptions are not supported ('throw')",
     "try": "exceptions are not supported ('try')",
     "catch": "exceptions are not supported ('catch')",
@@ -80,9 +75,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "explicit": "'explicit' is not supported",
     "friend": "'friend' is not supported",
     "mutable": "'mutable' is not supported",
-    "public": "'public' is not supported (no classes)",
-    "private": "'private' is not supported (no classes)",
-    "protected": "'protected' is not supported (no classes)",
     "typeid": "'typeid' is not supported",
     "wchar_t": "'wchar_t' is not supported",
     "int16_t": "'int16_t' is not supported ('short' is not supported)",
@@ -101,6 +93,15 @@ _REGEX_TERMINAL_NAMES = {
 
 # The half-precision types of cuda_fp16.h: ordinary names unless that header is included.
 HALF_TYPES = ("half", "__half", "half2", "__half2")
+# Operators a struct may overload: `operator` and the operator become one OPERATOR_NAME token.
+OVERLOADABLE = frozenset({"+", "-", "*", "/", "%", "+=", "-=", "*=", "/=", "==", "!=", "<", ">",
+                          "<=", ">=", "=", "[]"})
+# Functional casts: the type keywords that may be called like a function, and the tokens after
+# which such a call is an expression.
+FCAST_WORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "long", "short"})
+EXPR_BEFORE = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "+", "-", "*",
+                         "/", "%", "&", "|", "^", "!", "~", "<", ">", "<=", ">=", "==", "!=", "&&", "||",
+                         "?", ":", ",", "(", "[", "return", "<<", ">>"})
 # Keywords after which '&' declares a reference.
 TYPE_KEYWORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "void",
                            "long", "short", "const", "volatile"})
@@ -173,15 +174,23 @@ class _Stream:
     def __init__(self, ctx: _Ctx, pp: Preprocessed):
         self.ctx = ctx
         self.pp = pp
-        self.typedefs: set[str] = set(BUILTIN_TYPEDEFS)
+        self.typedefs: set[str] = set(BUILTIN_TYPEDEFS) | set(VECTOR_NAMES)
         self.prev: Token | None = None
+        self.prev2: str | None = None
+        self.prev2_type: str | None = None
         # typedef/using declaration being read: [kind, names, paren depth, bracket depth, want]
         self.decl: list | None = None
         # Templates: the header being read or the templated function after it, the names of
         # function templates (a '<' after one opens template arguments) and open '<'s.
         self.tmpl: dict | None = None
         self.template_names: set[str] = set()
+        self.class_templates: set[str] = set()  # a '<' after one (a type name) opens its arguments
         self.angles = 0
+        # Struct bodies being read: [tag, brace depth inside the body]; `state` follows the
+        # header: 'kw' after struct/class, 'tag' after its name.
+        self.structs: list[list] = []
+        self.struct_state: str | None = None
+        self.struct_tag: str | None = None
 
     def _placed(self):
         smap = self.pp.srcmap
@@ -220,11 +229,33 @@ class _Stream:
                 continue
             yield tok
 
+    def _operators(self, toks):
+        """`operator` and the operator after it become one OPERATOR_NAME token (`operator[]`)."""
+        it = iter(toks)
+        for tok in it:
+            if tok.type == "NAME" and tok.value == "operator":
+                op = next(it, None)
+                if op is None:
+                    raise self.ctx.error(tok.line, tok.column, "expected an operator after 'operator'")
+                text = op.value
+                if text in ("[", "("):
+                    close = next(it, None)
+                    text += close.value if close is not None else ""
+                if text not in OVERLOADABLE:
+                    raise self.ctx.error(op.line, op.column, f"'operator{text}' is not supported "
+                                         "(a struct may define operator" + ", operator".join(
+                                             sorted(OVERLOADABLE)) + ")")
+                yield Token("OPERATOR_NAME", "operator" + text, start_pos=tok.start_pos, line=tok.line,
+                            column=tok.column, end_line=op.end_line, end_column=op.end_column,
+                            end_pos=op.end_pos)
+                continue
+            yield tok
+
     def tokens(self):
         exp = Expander(self.pp.lookup, lambda t, msg: self.ctx.error(t.line, t.column, msg))
         prev = None
         cg = Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(self._drop_hints(exp.expand(self._placed()))):  # one token of lookahead, for '::'
+        for tok in cg.run(self._operators(self._drop_hints(exp.expand(self._placed())))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
@@ -232,10 +263,21 @@ class _Stream:
                         self._using_error(self.decl[5])
                     raise self.ctx.error(prev.line, prev.column, "'::' is not supported (C++ "
                                          "namespaces and classes are not)")
-                yield self._classify(prev)
+                cls = self._classify(prev)
+                if tok.value == "(" and tok.type == "LPAR" and self._functional_cast(cls):
+                    cls = self._retype(cls, "FCAST_TYPE")
+                yield cls
             prev = tok
         if prev is not None:
             yield self._classify(prev)
+
+    def _functional_cast(self, tok: Token) -> bool:
+        """`float(i)`, `T(x)`: a type followed by '(' where an expression goes (after an operator,
+        '(', '[', ',', 'return'), so declarations such as `int (*f)(int)` keep their meaning."""
+        if not (tok.type == "TYPE_NAME" or tok.value in FCAST_WORDS):
+            return False
+        before = self.prev2
+        return before is not None and before in EXPR_BEFORE
 
     @staticmethod
     def _retype(tok: Token, kind: str) -> Token:
@@ -258,7 +300,7 @@ class _Stream:
             t["state"] = "params"
             return self._retype(tok, "TLT")
         if t["state"] == "params":
-            if tok.type == "NAME" and v in ("typename", "class"):
+            if tok.type in ("NAME", "CLASS") and v in ("typename", "class"):
                 t["type_next"] = True
                 return self._retype(tok, "TYPENAME_KW")
             if tok.type == "NAME" and t["type_next"]:
@@ -273,6 +315,11 @@ class _Stream:
                 return self._retype(tok, "TGT")
             return None
         # the templated declaration: learn its name, and forget the type parameters at its end
+        if tok.type in ("STRUCT", "CLASS") and t["brace"] == 0 and not t["named"]:
+            t["named"] = "struct"
+        elif t["named"] == "struct" and tok.type in ("NAME", "TYPE_NAME"):
+            t["named"] = True
+            self.class_templates.add(v)
         if tok.type == "NAME":
             t["last"] = v
         elif v == "(" and t["brace"] == 0 and not t["named"] and t["last"]:
@@ -294,8 +341,9 @@ class _Stream:
     def _template_args(self, tok: Token) -> Token | None:
         """`<` after the name of a function template opens its arguments, up to the matching `>`."""
         v = tok.value
-        if v == "<" and self.prev is not None and self.prev.type == "NAME" \
-                and self.prev.value in self.template_names:
+        if v == "<" and self.prev is not None and (
+                (self.prev.type == "NAME" and self.prev.value in self.template_names)
+                or (self.prev.type == "TYPE_NAME" and self.prev.value in self.class_templates)):
             self.angles += 1
             return self._retype(tok, "TLT")
         if v == ">" and self.angles:
@@ -324,19 +372,70 @@ class _Stream:
                             column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
                             end_pos=tok.end_pos)
         elif tok.value in ("&", "&&") and tok.type not in ("STRLIT", "CHARLIT") and \
-                self.prev is not None and (self.prev.type == "TYPE_NAME" or self.prev.value in TYPE_KEYWORDS):
+                self.prev is not None and (self.prev.type in ("TYPE_NAME", "TGT") or self.prev.value in TYPE_KEYWORDS
+                                           or self._pointer_declarator()):
             if tok.value == "&&":
                 raise err(tok.line, tok.column, f"rvalue references ('{self.prev.value} &&') are not "
                                                 "supported")
             tok = Token("REF", tok.value, start_pos=tok.start_pos, line=tok.line, column=tok.column,
                         end_line=tok.end_line, end_column=tok.end_column, end_pos=tok.end_pos)
+        elif tok.type == "LBRACE" and self.struct_state is not None:
+            pass  # the body of a struct
         elif tok.type == "LBRACE" and self.prev is not None and self.prev.type == "NAME":
             tok = Token("LBRACE_INIT", tok.value, start_pos=tok.start_pos, line=tok.line,
                         column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
                         end_pos=tok.end_pos)
         self._track(tok)
+        self._struct(tok)
+        self.prev2 = self.prev.value if self.prev is not None else None
+        self.prev2_type = self.prev.type if self.prev is not None else None
         self.prev = tok
         return tok
+
+    def _struct(self, tok: Token) -> None:
+        """Struct tags become type names as soon as they are written (C++: `S` alone names the
+        struct, also in its own body); constructors are named as not supported."""
+        v = tok.value
+        st = self.struct_state
+        if tok.type in ("STRUCT", "CLASS"):
+            self.struct_state, self.struct_tag = "kw", None
+            return
+        if st == "kw" and tok.type in ("NAME", "TYPE_NAME"):
+            self.typedefs.add(v)
+            self.struct_state, self.struct_tag = "tag", v
+            return
+        self.struct_state = None
+        if st == "tag" and tok.type == "COLON":
+            raise self.ctx.error(tok.line, tok.column, f"inheritance is not supported "
+                                 f"('{self.struct_tag} : ...'); put the members in the struct itself")
+        if st is not None and tok.type == "LBRACE":
+            self.structs.append([self.struct_tag, 0])
+            return
+        if not self.structs:
+            return
+        top = self.structs[-1]
+        if tok.type == "LBRACE":
+            top[1] += 1
+        elif tok.type == "RBRACE":
+            if top[1] == 0:
+                self.structs.pop()
+            else:
+                top[1] -= 1
+        elif top[1] == 0 and tok.type == "COLON" and self.prev is not None and self.prev.type == "NAME":
+            raise self.ctx.error(self.prev.line, self.prev.column, f"bit-fields are not supported "
+                                 f"('{self.prev.value} : ...'); use a whole member")
+        elif top[1] == 0 and self.prev is not None and self.prev.value == top[0] and v == "(" \
+                and (len(self.structs) > 0):
+            what = "destructors" if self.prev2 == "~" else "constructors"
+            raise self.ctx.error(self.prev.line, self.prev.column,
+                                 f"{what} are not supported ('{top[0]}'); initialise a struct with "
+                                 f"braces ('{top[0]} s = {{...}};') or assign its members")
+
+    def _pointer_declarator(self) -> bool:
+        """Whether the '*' just read follows a type (`int *&p`: a reference to a pointer), not an
+        operand (`a * &b`)."""
+        return self.prev is not None and self.prev.value == "*" and self.prev2_type is not None \
+            and (self.prev2_type == "TYPE_NAME" or self.prev2 in TYPE_KEYWORDS)
 
     def _using_error(self, at: Token):
         raise self.ctx.error(at.line, at.column, "'using' declarations are not supported; only "
@@ -367,12 +466,12 @@ class _Stream:
                 self.typedefs.update(names)
                 self.decl = None
             return
-        if tok.type == "NAME" and d[5] and d[3] == 0:
+        if tok.type == "NAME" and d[5] and d[3] == 0 and d[2] == 0:
             names.append(v)  # the first name of each declarator
             d[5] = False
-        elif v == "(":
-            d[2] += 1
-        elif v == ")":
+        elif v in ("(", "{") and tok.type != "STRLIT":
+            d[2] += 1  # parentheses, and the body of `typedef struct {...} T;`
+        elif v in (")", "}") and tok.type != "STRLIT":
             d[2] -= 1
         elif v == "[":
             d[3] += 1
@@ -451,12 +550,23 @@ class _Builder:
                     for p in ch.children[2:-2]:
                         if not isinstance(p, Tree):
                             continue
-                        name = p.children[-1]
+                        name, default = p.children[1], p.children[2]
                         specs = self.specs(p.children[0]) if p.data == "value_tparam" else None
+                        if default is not None:
+                            default = self.type_name(default) if specs is None else self.expr(default)
                         params.append(A.TemplateParam(name.line, name.column, name.value,
-                                                      "type" if specs is None else "value", specs))
-                    items.append(A.TemplateDef(kw.line, kw.column, params,
-                                               self.function_def(ch.children[-1])))
+                                                      "type" if specs is None else "value", specs,
+                                                      default))
+                    body = ch.children[-1]
+                    if body.data == "declaration":  # a class template
+                        decl = self.declaration(body)
+                        sd = decl.specs[0].struct if len(decl.specs) == 1 and not decl.items else None
+                        if sd is None or sd.fields is None or not sd.tag:
+                            raise self.ctx.error(kw.line, kw.column, "a template must define a function "
+                                                 "or a struct ('template <...> struct NAME {...};')")
+                        items.append(A.TemplateDef(kw.line, kw.column, params, None, sd))
+                        continue
+                    items.append(A.TemplateDef(kw.line, kw.column, params, self.function_def(body)))
                 elif ch.data == "declaration":
                     items.append(self.declaration(ch))
                 elif ch.data == "alias_decl":
@@ -484,8 +594,35 @@ class _Builder:
         out = []
         for ch in t.children:  # decl_spec trees
             tok = ch.children[0]
+            if isinstance(tok, Tree) and tok.data == "class_template_id":
+                name = tok.children[0]
+                targs = [self.type_name(a) if isinstance(a, Tree) and a.data == "type_name" else self.expr(a)
+                         for a in tok.children[2:-1] if isinstance(a, Tree)]
+                out.append(A.Spec(name.line, name.column, name.value, typename=True, targs=targs))
+                continue
+            if isinstance(tok, Tree):  # struct_spec
+                sd = self.struct_spec(tok)
+                out.append(A.Spec(sd.line, sd.col, sd.tag or "", typename=True, struct=sd))
+                continue
             out.append(A.Spec(tok.line, tok.column, tok.value, typename=tok.type == "TYPE_NAME"))
         return out
+
+    def struct_spec(self, t: Tree) -> A.StructDef:
+        kw = t.children[0]
+        tag = t.children[1] if len(t.children) > 1 and isinstance(t.children[1], Token) \
+            and t.children[1].type in ("NAME", "TYPE_NAME") else None
+        at = tag or kw
+        sd = A.StructDef(at.line, at.column, tag.value if tag is not None else None, kw.value)
+        if not any(isinstance(c, Token) and c.value == "{" for c in t.children):
+            return sd
+        sd.fields = []
+        sd.end_line = t.meta.end_line
+        for ch in t.children:
+            if isinstance(ch, Tree) and ch.data == "declaration":
+                sd.fields.append(self.declaration(ch))
+            elif isinstance(ch, Tree) and ch.data == "function_def":
+                sd.methods.append(self.function_def(ch))
+        return sd
 
     def pointers(self, t: Tree | None) -> list[list[A.Spec]]:
         if t is None:
@@ -531,6 +668,10 @@ class _Builder:
                 d.funcptr = True
                 return d
             d.params = params
+            return d
+        if kind == "const_func_decl":
+            d = self.direct(Tree("func_decl", ch[:4], t.meta))
+            d.const_method = True
             return d
         if kind == "paren_decl":
             inner = self.declarator(ch[1])
@@ -658,6 +799,14 @@ class _Builder:
             targs = [self.type_name(a) if isinstance(a, Tree) and a.data == "type_name" else self.expr(a)
                      for a in ch[2:-1] if isinstance(a, Tree)]
             return A.Name(tok.line, tok.column, tok.value, targs=targs)
+        if k == "functional_cast":
+            tok = ch[0]
+            ts = A.TypeSyntax(tok.line, tok.column, [A.Spec(tok.line, tok.column, tok.value,
+                                                             typename=tok.value not in FCAST_WORDS)])
+            arg = self.expr(ch[1]) if ch[1] is not None else A.IntLit(tok.line, tok.column, "0")
+            return A.Cast(tok.line, tok.column, ts, arg, kind="functional")
+        if k == "this_ptr":
+            return A.Name(t.meta.line, t.meta.column, "this")
         if k == "int_lit":
             tok = ch[0]
             return A.IntLit(tok.line, tok.column, tok.value)
@@ -695,6 +844,10 @@ class _Builder:
         if k == "unary":
             op = ch[0]
             return A.Unary(op.line, op.column, op.value, self.expr(ch[1]))
+        if k == "sizeof_type":
+            return A.SizeOf(ch[0].line, ch[0].column, self.type_name(ch[2]), None)
+        if k == "sizeof_expr":
+            return A.SizeOf(ch[0].line, ch[0].column, None, self.expr(ch[1]))
         if k == "pre_incdec":
             op = ch[0]
             return A.IncDec(op.line, op.column, op.value, True, self.expr(ch[1]))

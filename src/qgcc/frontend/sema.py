@@ -18,6 +18,8 @@ from ..isa import SReg
 from ..spec import SPEC
 from . import ast as A
 from . import floatconst
+from .structs import StructType, is_struct, vector_types
+from .structsema import StructSema, _become
 from .types import (BOOL, BUILTIN_TYPEDEFS, CHAR, FLOAT, INT, LLONG, UCHAR, UINT, ULLONG, VOID, ArrayType,
                     FloatType, IntType, is_wide, words,
                     PtrType, Type, is_float,
@@ -48,6 +50,10 @@ class VarSym:
     init: list[int] | None = None  # a __constant__ variable's cells as the source initialises them
     # A local array's initialiser: (cell index, expression) pairs; the other cells become 0.
     init_exprs: list | None = None
+    # A struct (or array of structs) initialiser: (cell, expression, type) triples, a struct-typed
+    # expression copying cells(type) cells; with braces the other cells become 0.
+    init_cells: list | None = None
+    init_braced: bool = False
 
     def __repr__(self) -> str:
         return f"VarSym({self.name}: {self.ty}, {self.kind})"
@@ -67,6 +73,8 @@ class FuncSym:
     param_refs: list[bool] = field(default_factory=list)  # which parameters are references
     param_ref_consts: list[bool] = field(default_factory=list)  # ... references to const
     template: tuple | None = None  # an instance: (template name, [type names and ints])
+    method_of: "StructType | None" = None  # a member function: params[0] is `this`
+    ret_ref: bool = False  # returns `T &`: the address of a memory lvalue
 
     def __repr__(self) -> str:
         return f"FuncSym({self.name})"
@@ -197,7 +205,7 @@ class SpecInfo:
     first: A.Spec
 
 
-class Sema:
+class Sema(StructSema):
     def __init__(self, filename: str, source: str):
         self.filename = filename
         self.lines = source.split("\n")
@@ -213,6 +221,22 @@ class Sema:
         # typedef/using names -> (type, read-only); size_t is 32 bits (32-bit addresses).
         self.typedefs: dict[str, tuple[Type, bool]] = {n: (t, False) for n, t in
                                                         BUILTIN_TYPEDEFS.items()}
+        # Structs by definition (the parser's StructDef), and member functions waiting for
+        # their bodies to be checked (after every file-scope declaration, like functions).
+        self.struct_defs: dict[int, StructType] = {}
+        self.vectors = vector_types()  # int2, float3, ... and their make_ functions
+        self.typedefs.update({n: (t, False) for n, t in self.vectors.items()})
+        self.methods: list[tuple[FuncSym, A.FunctionDef, tuple | None]] = []
+        self.checked_methods: list[tuple[FuncSym, A.FunctionDef]] = []
+        # Overloaded functions: name -> every FuncSym of that name (self.functions keeps the
+        # others under 'name#1', 'name#2', ...).
+        self.overloads: dict[str, list[FuncSym]] = {}
+        # Class templates by name, their instances by (name, arguments), and the template
+        # parameters' bindings while an instance's members are declared.
+        self.class_templates: dict[str, A.TemplateDef] = {}
+        self.class_instances: dict[tuple, StructType] = {}
+        self.method_env: tuple | None = None
+        self.ntemps = 0
 
     # ------------------------------------------------------------------ helpers
 
@@ -251,6 +275,11 @@ class Sema:
         device = any(s.text in ("__device__", "__global__") for s in specs)
         for s in specs:
             t = s.text
+            if s.struct is not None:
+                self.struct_type(s.struct)
+            if s.typename and s.targs is None and s.text in self.class_templates \
+                    and s.text not in self.typedefs:
+                raise self.error(s, f"'{s.text}' is a class template; write '{s.text}<...>'")
             if s.typename:
                 if tdef is not None:
                     raise self.error(s, f"two type names in one declaration ('{tdef.text}' and "
@@ -298,7 +327,12 @@ class Sema:
                 raise self.error(later, "invalid combination of type specifiers '"
                                  + " ".join(s.text for s in specs if s.text in TYPE_WORDS
                                             or s.typename) + "'")
-            base, tconst = self.typedefs[tdef.text]
+            if tdef.targs is not None:
+                base, tconst = self.class_instance(tdef), False
+            elif tdef.struct is not None:
+                base, tconst = self.struct_type(tdef.struct), False
+            else:
+                base, tconst = self.typedefs[tdef.text]
             return SpecInfo(base, const or tconst, storage, specs[0])
         if longs:
             # long, long long, long int, unsigned long long, ...: 64 bits (LP64, as CUDA on Linux)
@@ -339,6 +373,8 @@ class Sema:
         t, _ = self.apply_pointers(info.base, ts.pointers, info.const, ts)
         return t
 
+    # (structs, class templates and overloads: structsema.StructSema)
+
     def array_dim(self, e: A.Expr | None, name: str, at: A.Node) -> int:
         if e is None:
             raise self.error(at, f"array '{name}' needs a size")
@@ -363,9 +399,11 @@ class Sema:
                 self.top_declaration(item)
         for fs, fd in defs:
             self.function_body(fs, fd)
+        self.check_methods()
         for request in instantiate:
             self.instantiate_by_name(request)
-        defs += self.instances
+        self.check_methods()
+        defs += self.instances + self.checked_methods
         self.check_calls()
         self.check_recursion([fs for fs, _ in defs])
         kernels = [fs for fs, _ in defs if fs.kind == "global"]
@@ -402,6 +440,8 @@ class Sema:
             if it.init is not None:
                 raise self.error(it.init, f"typedef '{decl.name}' cannot have an initialiser")
             ty, ro = self.apply_pointers(info.base, decl.pointers, info.const, decl)
+            if is_struct(ty) and ty.tag is None:
+                ty.tag = decl.name  # `typedef struct {...} T;`: the struct is called T
             prev = self.typedefs.get(decl.name)
             if prev is not None and prev != (ty, ro):
                 raise self.error(decl, f"conflicting typedef '{decl.name}' (was '{prev[0]}')")
@@ -475,8 +515,8 @@ class Sema:
                          const_value=wrap(it.init.const, ty))
             self.declare(sym)
 
-    def check_declarator_shape(self, d: A.Declarator) -> None:
-        if d.ref is not None:
+    def check_declarator_shape(self, d: A.Declarator, ref_return: bool = False) -> None:
+        if d.ref is not None and not (ref_return and d.params is not None):
             if d.params is not None:
                 raise self.error(d.ref, f"functions returning references are not supported "
                                         f"('{d.name}'); return a value")
@@ -488,8 +528,9 @@ class Sema:
             raise self.error(d, f"unsupported declarator for '{d.name}'")
 
     def declare_function(self, specs: list[A.Spec], d: A.Declarator,
-                         definition: A.FunctionDef | None) -> FuncSym:
-        self.check_declarator_shape(d)
+                         definition: A.FunctionDef | None, key: str | None = None) -> FuncSym:
+        """key: where the function is kept in self.functions (a member function's overloads)."""
+        self.check_declarator_shape(d, ref_return=True)
         if d.params is None:
             raise self.error(d, f"expected a parameter list after '{d.name}'")
         if d.arrays:
@@ -511,6 +552,10 @@ class Sema:
         ret, _ = self.apply_pointers(info.base, d.pointers, False, d)
         if kind == "global" and not isinstance(ret, VoidType):
             raise self.error(d, f"kernel '{d.name}' must return void")
+        if is_struct(ret) and not ret.complete:
+            raise self.error(d, f"function '{d.name}' returns incomplete type '{ret}'")
+        if d.ref is not None and isinstance(ret, VoidType):
+            raise self.error(d.ref, "a reference to void is not a type")
         ptypes: list[Type] = []
         refs: list[bool] = []
         ref_consts: list[bool] = []
@@ -540,9 +585,18 @@ class Sema:
                 if kind == "global":
                     raise self.error(p.ref, "a kernel parameter cannot be a reference (it would "
                                             "refer to host memory); pass a pointer or a value")
-                if not is_arith(t):
+                if not is_arith(t) and not is_struct(t) and not is_ptr(t):
                     raise self.error(p.ref, f"references to '{t}' are not supported (only to "
-                                            "int, unsigned, char, bool and float variables)")
+                                            "int, unsigned, char, bool and float variables, pointers "
+                                            "and structs)")
+            if is_struct(t):
+                if not t.complete:
+                    raise self.error(p, f"parameter '{p.name or '?'}' has incomplete type '{t}'")
+                if kind == "global":
+                    raise self.error(p, f"a kernel parameter cannot be a struct passed by value "
+                                        f"('{t} {p.name or ''}'); pass a pointer to a buffer of one "
+                                        f"'{t}' ('{t} *{p.name or 'p'}', a .npy with a structured "
+                                        "dtype at launch)")
             refs.append(p.ref is not None)
             ref_consts.append(p.ref is not None and readonly)
             ptypes.append(t)
@@ -554,9 +608,22 @@ class Sema:
                              if nwords > len(ptypes) else
                              f"kernel '{d.name}' has {len(ptypes)} parameters; the machine "
                              f"allows at most {SPEC.max_params}")
-        prev = self.functions.get(d.name)
+        key = key or d.name
+        group: list[FuncSym] | None = None
+        prev = self.functions.get(key)
         if d.name in self.globals:
             raise self.error(d, f"redefinition of '{d.name}' (a constant)")
+        if prev is not None and kind == prev.kind == "device" and (
+                prev.param_types != ptypes or prev.param_refs != refs or prev.param_ref_consts != ref_consts):
+            # An overload: the one with these parameters if it was declared before, else a new one.
+            group = self.overloads.setdefault(key, [prev])
+            same = [f for f in group if f.param_types == ptypes and f.param_refs == refs
+                    and f.param_ref_consts == ref_consts]
+            if same:
+                prev = same[0]
+            else:
+                key = f"{key}#{len(group)}"
+                prev = None
         if prev is not None:
             if prev.kind != kind or prev.ret != ret or prev.param_types != ptypes or prev.param_refs != refs \
                     or prev.param_ref_consts != ref_consts:
@@ -568,8 +635,10 @@ class Sema:
             fs = prev
         else:
             fs = FuncSym(d.name, kind, ret, ptypes, d.line, d.col, param_refs=refs,
-                         param_ref_consts=ref_consts)
-            self.functions[d.name] = fs
+                         param_ref_consts=ref_consts, ret_ref=d.ref is not None)
+            self.functions[key] = fs
+            if group is not None:
+                group.append(fs)
         if definition is not None:
             fs.definition = definition
             fs.params = []
@@ -585,6 +654,12 @@ class Sema:
                 elif name in seen:
                     raise self.error(p, f"redefinition of parameter '{p.name}'")
                 seen.add(name)
+                if is_struct(t):  # in memory: a copy in the local frame, or the argument's cells
+                    fs.params.append(VarSym(name, t, "shared", p.line, p.col, readonly=readonly,
+                                            index=word, hidden=p.name is None, ref=p.ref is not None,
+                                            space="bound" if p.ref is not None else "local"))
+                    word += 1
+                    continue
                 fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=word,
                                         hidden=p.name is None, ref=p.ref is not None))
                 word += 1 if isinstance(t, PtrType) else words(t)
@@ -605,14 +680,26 @@ class Sema:
     # ------------------------------------------------------------------ templates
 
     def template_declaration(self, t: A.TemplateDef) -> None:
-        name = t.func.decl.name
+        name = t.name
+        if t.struct is not None:
+            if name in self.class_templates or name in self.typedefs:
+                raise self.error(t.struct, f"redefinition of '{name}'")
+            self.class_templates[name] = t
+            for p in t.params:
+                if p.kind == "value" and not is_int(self.spec_info(p.specs, "template parameter").base):
+                    raise self.error(p, f"template parameter '{p.name}' must have an integer type")
+            return
         if name in self.templates or name in self.functions:
             raise self.error(t.func.decl, f"redefinition of '{name}'")
         seen: set[str] = set()
-        for p in t.params:
+        for i, p in enumerate(t.params):
             if p.name in seen:
                 raise self.error(p, f"duplicate template parameter '{p.name}'")
             seen.add(p.name)
+            if p.default is None and i and t.params[i - 1].default is not None and \
+                    (t.func is None or "__global__" in {s.text for s in t.func.specs}):
+                raise self.error(p, f"template parameter '{p.name}' needs a default argument (the "
+                                    "parameters before it have one)")
             if p.kind == "value":
                 base = self.spec_info(p.specs, "template parameter").base
                 if not is_int(base):
@@ -620,14 +707,14 @@ class Sema:
                                         f"(got '{base}')")
         self.templates[name] = t
 
-    def template_args(self, t: A.TemplateDef, targs: list, at: A.Node) -> list:
-        """Explicit template arguments -> a Type or an int per parameter."""
-        name = t.func.decl.name
+    def template_args(self, t: A.TemplateDef, targs: list, at: A.Node, offset: int = 0) -> list:
+        """Explicit template arguments -> a Type or an int per parameter (from parameter `offset`)."""
+        name = t.name
         if len(targs) > len(t.params):
             raise self.error(at, f"too many template arguments for '{name}' ({len(targs)} for "
                                  f"{len(t.params)})")
         out: list = []
-        for p, a in zip(t.params, targs):
+        for p, a in zip(t.params[offset:], targs):
             if p.kind == "type":
                 if not isinstance(a, A.TypeSyntax):
                     raise self.error(a, f"template argument for '{p.name}' of '{name}' must be a type")
@@ -658,7 +745,7 @@ class Sema:
                 if not isinstance(ty, PtrType):
                     raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
                 ty = ty.elem
-            if isinstance(ty, PtrType) or not is_arith(ty):
+            if isinstance(ty, PtrType) or not (is_arith(ty) or is_struct(ty)):
                 raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
             prev = found.get(tnames[0])
             if prev is not None and prev != ty:
@@ -668,10 +755,30 @@ class Sema:
         out = list(given)
         for p in t.params[len(given):]:
             if p.name not in found:
+                if p.default is not None:
+                    out.append(self.template_default(t, p, out))
+                    continue
                 raise self.error(at, f"cannot deduce template parameter '{p.name}' of '{name}'; "
                                      f"write {name}<...>(...)")
             out.append(found[p.name])
         return out
+
+    def template_default(self, t: A.TemplateDef, p: A.TemplateParam, before: list):
+        """A default template argument, which may name the parameters before it
+        (`int M = N * 2`)."""
+        saved = dict(self.typedefs), self.scopes
+        try:
+            consts = {}
+            for q, v in zip(t.params, before):
+                if q.kind == "type":
+                    self.typedefs[q.name] = (v, False)
+                else:
+                    ty = self.spec_info(q.specs, "template parameter").base
+                    consts[q.name] = VarSym(q.name, ty, "const", q.line, q.col, readonly=True, const_value=v)
+            self.scopes = [consts]
+            return self.template_args(t, [copy.deepcopy(p.default)], p.default, offset=len(before))[0]
+        finally:
+            self.typedefs, self.scopes = saved
 
     def instantiate(self, t: A.TemplateDef, values: list, at: A.Node) -> FuncSym:
         name = t.func.decl.name
@@ -693,7 +800,7 @@ class Sema:
         try:
             self.func, self.scopes = None, []
             fs = self.declare_function(fd.specs, fd.decl, definition=fd)
-            fs.template = (name, [v if isinstance(v, int) else v.kind for v in values])
+            fs.template = (name, [v if isinstance(v, int) else getattr(v, "kind", str(v)) for v in values])
             self.func, self.loop_depth = fs, 0
             self.scopes = [dict(consts)]
             for p in fs.params:
@@ -718,8 +825,10 @@ class Sema:
             raise self.error(1, 1, f"kernel '{request}': the program has no kernel template "
                                    f"'{m.group(1)}' (kernel templates: {have})")
         parts = [x.strip() for x in m.group(2).split(",")] if m.group(2).strip() else []
-        if len(parts) != len(t.params):
-            raise self.error(1, 1, f"kernel '{request}': '{m.group(1)}' takes {len(t.params)} template "
+        required = sum(1 for p in t.params if p.default is None)
+        if not required <= len(parts) <= len(t.params):
+            n = str(len(t.params)) if required == len(t.params) else f"{required} to {len(t.params)}"
+            raise self.error(1, 1, f"kernel '{request}': '{m.group(1)}' takes {n} template "
                                    f"argument{'s' if len(t.params) != 1 else ''}")
         values: list = []
         for p, text in zip(t.params, parts):
@@ -740,6 +849,8 @@ class Sema:
                     why = e.message if words and words[0] in TYPE_WORDS + ("double", "long", "short") \
                         else f"'{text}' is not a type"
                     raise self.error(1, 1, f"kernel '{request}': {why} (for '{p.name}')") from None
+        for p in t.params[len(values):]:
+            values.append(self.template_default(t, p, values))
         self.instantiate(t, values, t.func.decl)
 
     def check_calls(self) -> None:
@@ -850,6 +961,23 @@ class Sema:
             return
         if s.value is None:
             raise self.error(s, f"function '{fs.name}' must return a value of type '{fs.ret}'")
+        if fs.ret_ref:
+            t = self.check(s.value)
+            kind = self.lvalue_kind(s.value)
+            if kind == "var":
+                raise self.error(s.value, f"cannot return a reference to local variable "
+                                          f"'{s.value.sym.name}' (locals live in registers)")
+            if kind != "mem" or t != fs.ret:
+                raise self.error(s.value, f"function '{fs.name}' returns a reference: return a "
+                                          f"'{fs.ret}' in memory ('*this', 'a[i]', 'p->x')")
+            root = s.value
+            while isinstance(root, (A.Member, A.Index)) and not getattr(root, "arrow", False) \
+                    and (isinstance(root, A.Member) or root.base.arr is not None):
+                root = root.base
+            if isinstance(root, A.Name) and root.sym.space == "local":
+                raise self.error(s.value, "cannot return a reference to a member of a struct passed "
+                                          "by value or a local; return a value")
+            return
         self.rvalue(s.value, dst=fs.ret)
         self.convert_check(s.value, fs.ret, "return")
 
@@ -881,6 +1009,11 @@ class Sema:
             self.check_declarator_shape(decl)
             if shared and "extern" in st:
                 sym = self.dynamic_shared_declaration(info, it)
+                self.declare(sym)
+                ds.syms.append(sym)
+                continue
+            if is_struct(info.base) and not decl.pointers and not shared and not decl.arrays:
+                sym = self.struct_local(info, it)
                 self.declare(sym)
                 ds.syms.append(sym)
                 continue
@@ -922,7 +1055,7 @@ class Sema:
         if decl.pointers:
             raise self.error(decl, "__shared__ pointers are not supported; declare a __shared__ "
                                    "array")
-        if not is_arith(info.base):
+        if not is_arith(info.base) and not (is_struct(info.base) and info.base.complete):
             raise self.error(decl, f"__shared__ variable '{decl.name}' has type '{info.base}'")
 
     def shared_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
@@ -938,13 +1071,23 @@ class Sema:
         """`T a[N]` / `T a[N][M]` in a function: a per-thread array in memory (registers cannot
         be indexed), optionally brace-initialised with run-time values."""
         decl = it.decl
-        if not is_arith(info.base):
+        if not is_arith(info.base) and not is_struct(info.base):
             raise self.error(decl, f"local array '{decl.name}' has type '{info.base}'")
         if len(decl.arrays) > 2:
             raise self.error(decl, "local arrays have at most 2 dimensions")
         init = it.init
         if init is not None and not isinstance(init, A.BraceInit):
             raise self.error(init, f"array '{decl.name}' must be initialised with braces")
+        if is_struct(info.base):
+            self.complete(info.base, decl)
+            dims = tuple(self.array_dim(x, decl.name, decl) for x in decl.arrays)
+            ty = ArrayType(info.base, dims, info.const)
+            sym = VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=info.const,
+                         space="local")
+            if init is not None:
+                sym.init_cells = self.aggregate(ty, init, decl.name)
+                sym.init_braced = True
+            return sym
         dims, pairs = self.array_initialiser(decl, info.base, init, constant=False)
         if info.const and init is None:
             raise self.error(decl, f"const array '{decl.name}' needs an initialiser")
@@ -1008,6 +1151,10 @@ class Sema:
         if decl.pointers:
             raise self.error(decl, "__constant__ pointers are not supported; declare a __constant__ "
                                    "array or scalar")
+        if is_struct(info.base):
+            raise self.error(decl, f"__constant__ structs are not supported ('{decl.name}'); declare "
+                                   "a __constant__ array per member, or pass a pointer to a buffer "
+                                   "of structs")
         if not is_arith(info.base):
             raise self.error(decl, f"__constant__ variable '{decl.name}' has type '{info.base}'")
         if is_wide(info.base):
@@ -1096,6 +1243,10 @@ class Sema:
         src = e.ty
         if isinstance(src, VoidType):
             raise self.error(e, "void value used in an expression")
+        if is_struct(dst) or is_struct(src):
+            if src != dst:
+                raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
+            return
         if isinstance(dst, (IntType, FloatType)):
             if is_arith(src):
                 return
@@ -1215,6 +1366,13 @@ class Sema:
 
     def check_Name(self, e: A.Name) -> Type:
         sym = self.lookup(e.name)
+        if e.name == "this" and sym is None:
+            raise self.error(e, "'this' is only available in a member function")
+        st = self.func.method_of if self.func is not None else None
+        if sym is None and st is not None and st.field(e.name) is not None:
+            # A member named in a member function: `x` is `this->x`.
+            _become(e, A.Member(e.line, e.col, A.Name(e.line, e.col, "this"), e.name, arrow=True))
+            return self.check_Member(e)
         if sym is None:
             if e.name in self.functions:
                 raise self.error(e, f"function '{e.name}' cannot be used as a value (function "
@@ -1244,9 +1402,29 @@ class Sema:
             b.ty = None
             return UINT
         if e.arrow:
-            raise self.error(e, "'->' is not supported (structs are not supported)")
-        raise self.error(e, f"member access '.{e.name}' is not supported (structs are not "
-                            "supported)")
+            bt = self.rvalue(b)
+            if not (is_ptr(bt) and is_struct(bt.elem)):
+                raise self.error(e, f"'->' needs a pointer to a struct ('{bt}' is not one)")
+            st = bt.elem
+        else:
+            bt = self.check(b)
+            if is_ptr(bt) and is_struct(bt.elem):
+                raise self.error(e, f"'{bt}' is a pointer; use '->{e.name}'")
+            if not is_struct(bt):
+                raise self.error(e, f"member '.{e.name}' of a value of type '{bt}', which is not a "
+                                    "struct")
+            st = bt
+        self.complete(st, e)
+        f = st.field(e.name)
+        if f is None:
+            if e.name in st.methods:
+                raise self.error(e, f"member function '{st}::{e.name}' must be called: "
+                                    f"'{e.name}(...)'")
+            raise self.error(e, f"'{st}' has no member named '{e.name}'")
+        e.member = f
+        if isinstance(f.ty, ArrayType):
+            return ArrayType(f.ty.elem, f.ty.dims, self.mem_const(e))
+        return f.ty
 
     # -- operators
 
@@ -1265,6 +1443,11 @@ class Sema:
                 raise self.error(e, "cannot take the address of this expression")
             return PtrType(t, self.mem_const(e.operand))
         t = self.rvalue(e.operand, dst=FLOAT if op in ("-", "+") else None)
+        if is_struct(t) and op in ("-", "+"):  # `-v`: the struct's unary operator
+            r = self.operator_call(e, op, e.operand, [])
+            if r is None:
+                raise self.error(e, f"invalid operand to unary '{op}' ('{t}'): no unary 'operator{op}'")
+            return r
         if op == "*":
             if not isinstance(t, PtrType):
                 raise self.error(e, f"indirection requires a pointer operand ('{t}' is not one)")
@@ -1302,10 +1485,20 @@ class Sema:
             return "mem"
         if isinstance(e, A.Unary) and e.op == "*":
             return "mem"
+        if isinstance(e, A.Member) and e.member is not None and not isinstance(e.ty, ArrayType):
+            return "mem"
+        if isinstance(e, A.Call) and isinstance(e.callee, FuncSym) and e.callee.ret_ref:
+            return "mem"
         return None
 
     def mem_const(self, e: A.Expr) -> bool:
         """Whether a memory lvalue is read-only (through a pointer to const)."""
+        if isinstance(e, A.Member):
+            if e.arrow:
+                return e.base.ty.const
+            return self.mem_const(e.base)
+        if isinstance(e, A.Call):
+            return False
         if isinstance(e, A.Name):
             return e.sym.readonly
         if isinstance(e, A.Index):
@@ -1315,7 +1508,7 @@ class Sema:
             return False
         if isinstance(e, A.Unary):
             return e.operand.ty.const
-        return False  # pragma: no cover
+        return False
 
     def check_assignable(self, target: A.Expr, at: A.Node, what: str) -> None:
         kind = self.lvalue_kind(target)
@@ -1331,6 +1524,9 @@ class Sema:
             if self.mem_const(target):
                 if isinstance(target, A.Name):
                     raise self.error(target, f"cannot {what} const variable '{target.name}'")
+                if isinstance(target, A.Member):
+                    raise self.error(target, f"cannot {what} member '{target.name}' of a const "
+                                             "struct")
                 ptr = target.base.ty if isinstance(target, A.Index) else target.operand.ty
                 raise self.error(target, f"cannot {what} read-only memory (through '{ptr}')")
             return
@@ -1358,6 +1554,12 @@ class Sema:
         lt = self.rvalue(e.left)
         rt = self.rvalue(e.right)
         lc, rc = e.left.const, e.right.const
+        if is_struct(lt) or is_struct(rt):
+            r = self.operator_call(e, op, e.left, [e.right])
+            if r is None:
+                raise self.error(e, f"invalid operands to binary '{op}' ('{lt}' and '{rt}'): no "
+                                    f"'operator{op}' for them")
+            return r
 
         def bad() -> CompileError:
             return self.error(e, f"invalid operands to binary '{op}' ('{lt}' and '{rt}')")
@@ -1416,6 +1618,12 @@ class Sema:
         verb = "assign to"
         if isinstance(tt, ArrayType):
             raise self.error(e.target, "cannot assign to an array")
+        if is_struct(tt) and e.op != "=":
+            self.rvalue(e.value)
+            r = self.operator_call(e, e.op, e.target, [e.value])
+            if r is None:
+                raise self.error(e, f"no 'operator{e.op}' for '{tt}'")
+            return r
         vt = self.rvalue(e.value, dst=tt if e.op == "=" else None)
         self.check_assignable(e.target, e, verb)
         if e.op == "=":
@@ -1441,6 +1649,9 @@ class Sema:
         b = self.rvalue(e.other, allow_void=True)
         if isinstance(a, VoidType) and isinstance(b, VoidType):
             return VOID
+        if is_struct(a) and a == b:
+            e.tmp = self.temp(a, e)
+            return a
         if is_arith(a) and is_arith(b):
             t = a if a == b else usual_arithmetic(a, b)
         elif is_ptr(a) and is_ptr(b) and a.elem == b.elem:
@@ -1467,6 +1678,11 @@ class Sema:
             if e.kind in ("reinterpret_cast", "const_cast"):
                 raise self.error(e, f"{e.kind} to 'void' is not allowed; use static_cast<void>")
             return VOID
+        if is_struct(t) or is_struct(st):
+            if e.kind == "functional" and is_struct(t):
+                raise self.error(e, f"'{t}(...)' calls a constructor, and constructors are not "
+                                    f"supported; write '{t} v = {{...}};' or make_...(...)")
+            raise self.error(e, f"cannot cast '{st}' to '{t}'")
         self.check_cxx_cast(e, st, t)
         if isinstance(t, (IntType, FloatType)) and isinstance(st, PtrType):
             raise self.error(e, f"cast from pointer to {'integer' if is_int(t) else 'float'} is not "
@@ -1506,7 +1722,7 @@ class Sema:
     def check_cxx_cast(self, e: A.Cast, st: Type, t: Type) -> None:
         """The C++ rules that tell static_cast, reinterpret_cast and const_cast apart."""
         k = e.kind
-        if k == "c":
+        if k in ("c", "functional"):  # T(x) is the C cast (T)x
             return
         ptrs = isinstance(st, PtrType), isinstance(t, PtrType)
         if k == "const_cast":
@@ -1527,6 +1743,11 @@ class Sema:
     def check_Index(self, e: A.Index) -> Type:
         bt = self.check(e.base)
         it = self.rvalue(e.index)
+        if is_struct(bt):
+            r = self.operator_call(e, "[]", e.base, [e.index])
+            if r is None:
+                raise self.error(e, f"'{bt}' has no 'operator[]'")
+            return r
         if isinstance(bt, ArrayType):
             e.base.arr = bt
             if not is_int(it):
@@ -1544,12 +1765,20 @@ class Sema:
 
     def check_Call(self, e: A.Call) -> Type:
         f = e.func
+        if isinstance(f, A.Member) and f.sreg is None:
+            return self.method_call(e)
         if not isinstance(f, A.Name):
             raise self.error(e, "called object is not a function")
         name = f.name
+        st = self.func.method_of if self.func is not None else None
+        if st is not None and name in st.methods and self.lookup(name) is None:
+            e.func = A.Member(f.line, f.col, A.Name(f.line, f.col, "this"), name, arrow=True)
+            return self.method_call(e)
         if self.lookup(name) is not None:
             raise self.error(e, f"called object '{name}' is not a function")
         fs = self.functions.get(name)
+        if name in self.overloads:
+            fs = self.resolve(self.overloads[name], e, name)
         t = self.templates.get(name)
         if t is not None:
             given = self.template_args(t, f.targs or [], f)
@@ -1558,27 +1787,9 @@ class Sema:
         elif f.targs is not None:
             raise self.error(f, f"'{name}' is not a template")
         if fs is not None:
-            if fs.kind == "global":
-                raise self.error(e, f"cannot call kernel '{name}' from device code (kernel "
-                                    "launches are not supported)")
-            if len(e.args) != len(fs.param_types):
-                raise self.error(e, f"function '{name}' expects {len(fs.param_types)} "
-                                    f"argument{'s' if len(fs.param_types) != 1 else ''}, "
-                                    f"got {len(e.args)}")
-            e.ref_binds = []
-            for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
-                self.rvalue(a, dst=pt)
-                bind = False
-                if fs.param_refs and fs.param_refs[i]:
-                    bind = self.reference_argument(a, pt, fs, i, name)
-                if not bind:
-                    self.convert_check(a, pt, f"argument {i + 1} of '{name}'")
-                e.ref_binds.append(bind)
-            e.callee = fs
-            if self.func is None:
-                raise self.error(e, f"a constant initialiser cannot call function '{name}'")
-            self.func.calls.append((fs, e))
-            return fs.ret
+            return self.function_call(e, fs, name)
+        if name.startswith("make_") and name[5:] in self.vectors:
+            return self.make_vector(e, self.vectors[name[5:]])
         if name in UNSUPPORTED_FUNCS:
             raise self.error(e, UNSUPPORTED_FUNCS[name])
         if name in BUILTIN_FUNCS:
@@ -1586,6 +1797,43 @@ class Sema:
             e.callee = name
             return self.builtin_call(e, name)
         raise self.error(e, f"unknown function '{name}'")
+
+    def function_call(self, e: A.Call, fs: FuncSym, name: str, checked: int = 0) -> Type:
+        """A call of a device function (the first `checked` arguments are typed already)."""
+        if fs.kind == "global":
+            raise self.error(e, f"cannot call kernel '{name}' from device code (kernel "
+                                "launches are not supported)")
+        shown = len(fs.param_types) - checked
+        if len(e.args) != len(fs.param_types):
+            raise self.error(e, f"function '{name}' expects {shown} "
+                                f"argument{'s' if shown != 1 else ''}, got {len(e.args) - checked}")
+        e.ref_binds = []
+        for i, (a, pt) in enumerate(zip(e.args, fs.param_types)):
+            if i < checked:
+                e.ref_binds.append(False)
+                continue
+            if a.ty is None:  # (an operator's operands are typed already)
+                self.rvalue(a, dst=pt)
+            bind = False
+            if fs.param_refs and fs.param_refs[i] and is_struct(pt):
+                # A struct reference names the argument's cells (codegen binds the parameter).
+                if not fs.param_ref_consts[i] and (self.lvalue_kind(a) != "mem" or self.mem_const(a)):
+                    raise self.error(a, f"argument {i + 1 - checked} of '{name}': cannot bind the "
+                                        f"non-const reference '{pt} &' to "
+                                        + ("a const struct" if self.lvalue_kind(a) == "mem"
+                                           else "a temporary") + f"; pass a variable of type '{pt}'")
+            elif fs.param_refs and fs.param_refs[i]:
+                bind = self.reference_argument(a, pt, fs, i, name)
+            if not bind:
+                self.convert_check(a, pt, f"argument {i + 1 - checked} of '{name}'")
+            e.ref_binds.append(bind)
+        e.callee = fs
+        if self.func is None:
+            raise self.error(e, f"a constant initialiser cannot call function '{name}'")
+        self.func.calls.append((fs, e))
+        if is_struct(fs.ret) and not fs.ret_ref:
+            e.tmp = self.temp(fs.ret, e)
+        return fs.ret
 
     def reference_argument(self, a: A.Expr, pt: Type, fs: FuncSym, i: int, name: str) -> bool:
         """Whether reference parameter i binds to the argument itself (an lvalue of its type),

@@ -27,6 +27,7 @@ class Buffer:
     base: int  # first cell
     length: int  # cells (elements; two per element of a 64-bit type)
     ctype: str
+    dtype: np.dtype | None = None  # a buffer of structs: the caller's structured dtype
 
 
 @dataclass
@@ -64,6 +65,10 @@ class Launch:
         """A buffer's final contents in its pointee dtype (chars keep their low 8 bits)."""
         b = self.buffers[name]
         cells = np.asarray(memory[b.base:b.base + b.length], dtype=np.uint32)
+        if b.dtype is not None:
+            from .structbuf import cells_to_struct
+
+            return cells_to_struct(cells, b.dtype)
         dtype = ELEM_DTYPES[b.ctype]
         if dtype == "bool":
             return cells != 0
@@ -159,8 +164,14 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
     for p in kernel.params:
         if p.pointer:
             arr = arrays[p.name]
-            cells = to_cells(arr.reshape(-1))
-            buffers[p.name] = Buffer(p.name, base, int(cells.size), p.ctype)
+            if p.struct is not None:
+                from .structbuf import struct_cells
+
+                cells = struct_cells(arr.reshape(-1))
+                buffers[p.name] = Buffer(p.name, base, int(cells.size), p.ctype, arr.dtype)
+            else:
+                cells = to_cells(arr.reshape(-1))
+                buffers[p.name] = Buffer(p.name, base, int(cells.size), p.ctype)
             params.append(base)
             chunks.append(cells)
             base += int(cells.size)

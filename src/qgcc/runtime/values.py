@@ -33,7 +33,16 @@ def check_int(label: str, v: int, p: Param) -> int:
 
 
 def check_array(label: str, what: str, arr: np.ndarray, p: Param) -> np.ndarray:
-    """A buffer: dtype exactly the pointee's, at most the machine's global memory; flattened in C order."""
+    """A buffer: dtype exactly the pointee's, at most the machine's global memory; flattened in C order.
+    A buffer of structs is a structured array (runtime/structbuf.py)."""
+    if p.struct is not None:
+        from .structbuf import check_struct_array
+
+        flat = check_struct_array(label, what, arr, p)
+        if flat.size * len(p.struct.cells) > SPEC.global_words:
+            raise UsageError(f"{label}: {flat.size} structs of {len(p.struct.cells)} cells exceed the "
+                             f"machine's global memory ({SPEC.global_words} cells)")
+        return flat
     want = np.dtype(ELEM_DTYPES[p.ctype])
     if arr.dtype != want:
         raise UsageError(f"{label}: {what} has dtype {arr.dtype}, but parameter '{p.name}' "
