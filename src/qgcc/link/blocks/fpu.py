@@ -54,12 +54,13 @@ class FloatUnit:
 
 # First layer of the float unit (the adder starts two layers later).  Placed by measurement:
 # its levels need a few hundred residual dimensions beside the register and memory layers'
-# buses.  With 256 threads (registers in layers 1-12, memory from 13), from L_MEM0 - 4 the
-# residual overflows (stage 19: the multiplier's array beside the register copies); from
-# L_MEM0 - 2 every math-library kernel links in at most 39 layers and the float samples in
-# 31; from L_MEM0 + 5 (the 18-layer machine's place) FFMA programs such as atan2f and
-# hypotf need 46.
-L_FPU = L_MEM0 - 2
+# buses.  With 256 threads (registers in layers 1-12, memory from 13): from L_MEM0 - 2 a
+# kernel of float + - * and conversions overflows the residual (stage 23: the multiplier's
+# array beside the register copies); from L_MEM0 - 1 everything tried links; from L_MEM0
+# (one layer of margin) the math-library kernels take at most 41 layers and the float
+# samples 33; from L_MEM0 + 5 (the 18-layer machine's place) FFMA kernels such as atan2f
+# and hypotf need 46.
+L_FPU = L_MEM0
 FUSED_OPERANDS = L_FPU + 2  # FADD/FSUB/FMUL's b and c on the fused datapath: after the multiplier's array
 
 
