@@ -104,14 +104,15 @@ FRONT_END = [
     ("double", "__global__ void k(int *a) {\n  double d = 1;\n}\n", 2, 3, "'double' is not supported"),
     ("recursion", "__device__ int f(int x) { return f(x); }\n__global__ void k(int *a) { a[0] = f(1); }\n",
      1, 34, "recursion is not supported"),
-    ("struct", "struct P { int x; };\n__global__ void k(int *a) {}\n", 1, 1, "'struct' types are not supported"),
+    ("struct constructor", "struct P { int x; P() {} };\n__global__ void k(int *a) {}\n", 1, 19,
+     "constructors are not supported ('P')"),
     ("function pointer", "__global__ void k(int *a) {\n  int (*fp)(int);\n}\n", 2, 9,
      "function pointers are not supported"),
     ("printf", '__global__ void k(int *a) {\n  printf("%d", 1);\n}\n', 2, 3, "'printf' is not supported"),
     ("64-bit atomic", "__global__ void k(long long *a) {\n  atomicMax(a, 1);\n}\n", 2, 13,
      "'atomicMax' on 'long long *' is not supported (the machine's atomics are 32-bit; of the 64-bit atomics "
      "only atomicAdd on 'unsigned long long *' is provided)"),
-    ("class", "class A {};\n", 1, 1, "'class' types are not supported"),
+    ("empty class", "class A {};\n", 1, 7, "'A' has no data members (empty structs are not supported)"),
     ("registers", f"__global__ void heavy(int *a) {{\n{HEAVY}  a[0] = "
      + " + ".join(f"v{i} * {i + 2}" for i in reversed(range(40))) + ";\n}\n", 1, 17, "registers; the machine has 32"),
     ("instructions", "__global__ void big(int *a) {\n"
