@@ -666,14 +666,7 @@ class Sema(StructSema):
         return fs
 
     def function_body(self, fs: FuncSym, fd: A.FunctionDef) -> None:
-        self.func = fs
-        self.loop_depth = 0
-        self.scopes = [{}]
-        for p in fs.params:
-            if not p.hidden:
-                self.scopes[0][p.name] = p
-        for item in fd.body.items:
-            self.stmt(item)
+        self.check_body(fs, fd, {})
         self.scopes = []
         self.func = None
 
@@ -763,19 +756,34 @@ class Sema(StructSema):
             out.append(found[p.name])
         return out
 
+    def bind_template_params(self, params: list, values: list) -> dict[str, VarSym]:
+        """Type parameters become typedefs (in place; callers restore them), the others the
+        constants returned, for the scope of an instance's body or a later default."""
+        consts = {}
+        for p, v in zip(params, values):
+            if p.kind == "type":
+                self.typedefs[p.name] = (v, False)
+            else:
+                ty = self.spec_info(p.specs, "template parameter").base
+                consts[p.name] = VarSym(p.name, ty, "const", p.line, p.col, readonly=True, const_value=v)
+        return consts
+
+    def check_body(self, fs: FuncSym, fd: A.FunctionDef, consts: dict) -> None:
+        """Check a function's body with its parameters (and a template's constants) in scope."""
+        self.func, self.loop_depth = fs, 0
+        self.scopes = [dict(consts)]
+        for p in fs.params:
+            if not p.hidden:
+                self.scopes[0][p.name] = p
+        for item in fd.body.items:
+            self.stmt(item)
+
     def template_default(self, t: A.TemplateDef, p: A.TemplateParam, before: list):
         """A default template argument, which may name the parameters before it
         (`int M = N * 2`)."""
         saved = dict(self.typedefs), self.scopes
         try:
-            consts = {}
-            for q, v in zip(t.params, before):
-                if q.kind == "type":
-                    self.typedefs[q.name] = (v, False)
-                else:
-                    ty = self.spec_info(q.specs, "template parameter").base
-                    consts[q.name] = VarSym(q.name, ty, "const", q.line, q.col, readonly=True, const_value=v)
-            self.scopes = [consts]
+            self.scopes = [self.bind_template_params(t.params, before)]
             return self.template_args(t, [copy.deepcopy(p.default)], p.default, offset=len(before))[0]
         finally:
             self.typedefs, self.scopes = saved
@@ -790,24 +798,12 @@ class Sema(StructSema):
         fd = copy.deepcopy(t.func)
         fd.decl.name = display
         saved = (self.func, self.scopes, self.loop_depth, dict(self.typedefs))
-        consts = {}
-        for p, v in zip(t.params, values):
-            if p.kind == "type":
-                self.typedefs[p.name] = (v, False)
-            else:
-                ty = self.spec_info(p.specs, "template parameter").base
-                consts[p.name] = VarSym(p.name, ty, "const", p.line, p.col, readonly=True, const_value=v)
+        consts = self.bind_template_params(t.params, values)
         try:
             self.func, self.scopes = None, []
             fs = self.declare_function(fd.specs, fd.decl, definition=fd)
             fs.template = (name, [v if isinstance(v, int) else getattr(v, "kind", str(v)) for v in values])
-            self.func, self.loop_depth = fs, 0
-            self.scopes = [dict(consts)]
-            for p in fs.params:
-                if not p.hidden:
-                    self.scopes[0][p.name] = p
-            for item in fd.body.items:
-                self.stmt(item)
+            self.check_body(fs, fd, consts)
         finally:
             self.func, self.scopes, self.loop_depth, self.typedefs = saved
         self.instances.append((fs, fd))

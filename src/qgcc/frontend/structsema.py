@@ -148,13 +148,7 @@ class StructSema:
                 self.typedefs.update(env[0])
                 consts = env[1]
             try:
-                self.func, self.loop_depth = fs, 0
-                self.scopes = [dict(consts)]
-                for p in fs.params:
-                    if not p.hidden:
-                        self.scopes[0][p.name] = p
-                for item in fd.body.items:
-                    self.stmt(item)
+                self.check_body(fs, fd, consts)
             finally:
                 self.typedefs, self.scopes, self.func = saved, [], None
             self.checked_methods.append((fs, fd))
