@@ -94,24 +94,32 @@ def test_every_special_pair_and_2000_pairs_inside_the_network():
     for lo in range(0, len(a), 1000):  # 12 cells a pair: 1,000 pairs fit global memory
         run_pairs(a[lo:lo + 1000], b[lo:lo + 1000])
 
+def without_gates(prog, cm, prefix: str):
+    """A copy of the linked network whose gates named `prefix...` never write their dimension (their
+    down_proj entries dropped, the pass-through kept), and how many there are: a liveness probe."""
+    from qgcc.link.core import build_core
+    from qgcc.link.schedule import place
+
+    cm2 = dataclasses.replace(cm, layers=copy.deepcopy(cm.layers), hosts={})  # no cached host
+    m = build_core(prog)
+    pl = place(m.net, cm2.num_layers)
+    gates = [s for s, nm in m.net.names.items() if nm.startswith(prefix)]
+    for layer in {pl.stage[s] // 2 for s in gates}:
+        dims = {pl.dim[s] for s in gates if pl.stage[s] // 2 == layer}
+        dn = cm2.layers[layer].tensors["mlp.down_proj.weight"]
+        ncol = dn.shape[1]
+        dn.entries = {i: v for i, v in dn.entries.items() if i // ncol not in dims or v < 0 and abs(v) == 1 / 32}
+    return cm2, len(gates)
+
+
 
 def test_liveness_zeroing_the_adders_alignment_shifter_breaks_float_sums():
     """The float adder in the network is what computes x + y: without its alignment shifter
     (the MLP units of the gates that shift the smaller mantissa) the sums go wrong."""
-    from qgcc.link.core import build_core
-    from qgcc.link.schedule import place
 
     prog, cm = linked("fops", FOPS)
-    cm2 = dataclasses.replace(cm, layers=copy.deepcopy(cm.layers), hosts={})  # no cached host
-    m = build_core(prog)
-    pl = place(m.net, cm2.num_layers)
-    shifter = [s for s, nm in m.net.names.items() if nm.startswith("fadd.y")]
-    assert shifter
-    for layer in {pl.stage[s] // 2 for s in shifter}:
-        dims = {pl.dim[s] for s in shifter if pl.stage[s] // 2 == layer}
-        dn = cm2.layers[layer].tensors["mlp.down_proj.weight"]
-        ncol = dn.shape[1]
-        dn.entries = {i: v for i, v in dn.entries.items() if i // ncol not in dims or v < 0 and abs(v) == 1 / 32}
+    cm2, n = without_gates(prog, cm, "fadd.y")
+    assert n
     rng = np.random.default_rng(4)
     a, b = R.pairs(rng, 8)
     k = prog.kernels[0]
@@ -207,20 +215,10 @@ def test_every_special_pair_and_2000_triples_through_fma_inside_the_network():
 def test_liveness_zeroing_the_fused_alignment_breaks_fma_results():
     """fmaf's result comes from the fused datapath: zeroing the MLP units of its aligned addend
     (the gates that place c against the product) breaks the fused results, not (int)x."""
-    from qgcc.link.core import build_core
-    from qgcc.link.schedule import place
 
     prog, cm = linked("fma4", FMA)
-    cm2 = dataclasses.replace(cm, layers=copy.deepcopy(cm.layers), hosts={})
-    m = build_core(prog)
-    pl = place(m.net, cm2.num_layers)
-    shifter = [s for s, nm in m.net.names.items() if nm.startswith("ffma.y")]
-    assert len(shifter) > 90
-    for layer in {pl.stage[s] // 2 for s in shifter}:
-        dims = {pl.dim[s] for s in shifter if pl.stage[s] // 2 == layer}
-        dn = cm2.layers[layer].tensors["mlp.down_proj.weight"]
-        ncol = dn.shape[1]
-        dn.entries = {i: v for i, v in dn.entries.items() if i // ncol not in dims or v < 0 and abs(v) == 1 / 32}
+    cm2, n = without_gates(prog, cm, "ffma.y")
+    assert n > 90
     rng = np.random.default_rng(5)
     a, b, c = hard_triples(rng, 8)
     launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {"n": 8}, fma_arrays(a, b, c))
