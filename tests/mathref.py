@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
+import os
 import math
 import subprocess
 import tempfile
@@ -46,7 +47,7 @@ def _lib():
     digest = hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES)).hexdigest()[:16]
     so = Path(tempfile.gettempdir()) / f"qgcc_mathlib_{digest}.so"
     if not so.exists():
-        tmp = so.with_suffix(".tmp.so")
+        tmp = so.with_suffix(f".{os.getpid()}.tmp.so")  # xdist workers may build it at the same time
         subprocess.run(["gcc", "-O2", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC",
                         "-o", str(tmp), str(SHIM), "-lm"], check=True)
         tmp.replace(so)

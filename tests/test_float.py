@@ -1,8 +1,9 @@
 """float: IEEE-754 binary32 arithmetic, conversions and math, bit-exact everywhere.
 
-The machine has integer units only; every float operation is a routine of the
-soft-float library (src/qgcc/frontend/softfloat.cu) that the compiler emits
-out of line and calls with JR-returning subroutine calls.  References come
+The machine's float unit executes + - * fmaf, compares and conversions; division
+and sqrtf are routines on it (src/qgcc/frontend/divsqrt.cu), and --soft-float keeps
+the integer soft-float library (src/qgcc/frontend/softfloat.cu), which the compiler
+emits out of line and calls with JR-returning subroutine calls.  References come
 from numpy float32 (the host's IEEE hardware) and exact rationals
 (tests/floatref.py), never from the compiler.  NaN results must be the
 canonical 0x7FFFFFFF (CUDA); (int)/(unsigned) saturate, NaN -> 0.

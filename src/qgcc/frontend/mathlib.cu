@@ -15,17 +15,16 @@
  * and, in powf, fma-free error-free transformations (Dekker's product with
  * Veltkamp's split, Knuth's TwoSum and Fast2Sum) on the float unit's + - *.
  *
- * Cost model.  Every float operation is a routine call of 100-500 warp
- * instructions on today's integer machine, and will be one instruction when
- * the machine gets float units, so the code minimises float operations, not
+ * Cost model.  The code was written when every float operation was a routine
+ * call of 100-500 warp instructions, so it minimises float operations, not
  * integer ones: classification, rounding to integers, scaling by powers of two
- * and the huge-argument trig reduction are integer code.  Inside this file
- * qgcc lowers `a + b`, `a - b` and `a * b` to the fma routine (fmaf(a, 1, b),
- * fmaf(a, 1, -b), fmaf(a, b, -0): the same IEEE results), so a function links
- * one float routine (plus division or square root where it divides or takes
- * a root) and stays far below the 1024-instruction limit.  No float
- * comparisons and no int <-> float conversions are used (they would link more
- * routines): floats are compared and converted through their bit patterns.
+ * and the huge-argument trig reduction are integer code, and floats are compared
+ * and converted through their bit patterns.  With the float unit, + - * and
+ * fmaf are one instruction each (FADD, FSUB, FMUL, FFMA) and division and sqrtf
+ * short routines (divsqrt.cu); under --soft-float, + - * inside this file are
+ * lowered to the fma routine (fmaf(a, 1, b), fmaf(a, 1, -b), fmaf(a, b, -0): the
+ * same IEEE results), so a function links one float routine and stays within
+ * the instruction limit.
  *
  * Semantics: CUDA's (every NaN result is the canonical 0x7FFFFFFF, denormals
  * kept).  Error bounds: docs/subset.md, "Math library".

@@ -10,10 +10,10 @@ cost one or two instructions (see `codegen.convert`).
 Memory representation: one 32-bit cell per element; char/uchar cells hold the
 8-bit pattern zero-extended, bool cells hold 0/1.
 
-`float` is IEEE binary32: a register or a cell holds its bit pattern, and every
-operation on it is a call of the soft-float library (`softfloat.cu`), because
-the machine has integer units only.  Constant float expressions are folded
-here (`floatconst`) with the same results.
+`float` is IEEE binary32: a register or a cell holds its bit pattern; the float
+unit's instructions (or, under --soft-float, the soft-float library) operate on
+it.  Constant float expressions are folded here (`floatconst`) with the same
+results.
 """
 
 from __future__ import annotations
