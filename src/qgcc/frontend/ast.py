@@ -60,6 +60,7 @@ class ParamDecl(Node):
     arrays: list["Expr | None"] = field(default_factory=list)
     funcptr: bool = False
     ref: "Spec | None" = None  # `T &name`: the '&' (a reference)
+    targs: "list | None" = None  # `f<float>` in `template <> ... f<float>(...)`: a specialisation's arguments
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Declarator(Node):
     parens: bool = False  # some other parenthesised declarator
     const_method: bool = False  # `f(...) const`: a member function that does not change *this
     ref: "Spec | None" = None  # `T &name`: the '&' (a reference)
+    targs: "list | None" = None  # `f<float>` in `template <> ... f<float>(...)`: a specialisation's arguments
 
 
 @dataclass
@@ -85,6 +87,13 @@ class InitDeclarator(Node):
 @dataclass
 class BraceInit(Node):
     items: list[Any]
+
+
+@dataclass
+class Designated(Node):
+    """`.name = value` in a brace initialiser of a struct."""
+    name: str
+    value: Any  # an Expr or a BraceInit
 
 
 @dataclass
@@ -301,7 +310,8 @@ class Continue(Stmt):
 
 @dataclass
 class Return(Stmt):
-    value: Expr | None
+    value: "Expr | BraceInit | None"  # `return {a, b};`: a BraceInit of the return type
+    temp: Any = field(default=None, init=False, repr=False, compare=False)  # set by sema for a struct
 
 
 @dataclass

@@ -482,6 +482,8 @@ class KernelGen:
                 self.effect(s.value)
             self.emit(Op.EXIT)
             return
+        if s.temp is not None:  # `return {...};`: the brace list stored in a temporary first
+            self.local_array(s.temp)
         if s.value is not None:
             if frame.ret_addr is not None:
                 self.copy_cells(frame.ret_addr, self.saddr(s.value), cells(frame.func.ret))

@@ -186,6 +186,8 @@ class _Stream:
         self.template_names: set[str] = set()
         self.class_templates: set[str] = set()  # a '<' after one (a type name) opens its arguments
         self.angles = 0
+        self.depth = 0  # open '(' and '[' (a '>' inside them is an operator)
+        self.angle_depths: list[int] = []  # self.depth at each open '<'
         # Struct bodies being read: [tag, brace depth inside the body]; `state` follows the
         # header: 'kw' after struct/class, 'tag' after its name.
         self.structs: list[list] = []
@@ -263,6 +265,10 @@ class _Stream:
                         self._using_error(self.decl[5])
                     raise self.ctx.error(prev.line, prev.column, "'::' is not supported (C++ "
                                          "namespaces and classes are not)")
+                if prev.value == ">>" and prev.type != "STRLIT" and self.closes_angle():
+                    # C++11: `>>` closes two template argument lists (`A<B<int>>`).
+                    first, prev = self._split_shift(prev)
+                    yield self._classify(first)
                 cls = self._classify(prev)
                 if tok.value == "(" and tok.type == "LPAR" and self._functional_cast(cls):
                     cls = self._retype(cls, "FCAST_TYPE")
@@ -270,6 +276,14 @@ class _Stream:
             prev = tok
         if prev is not None:
             yield self._classify(prev)
+
+    @staticmethod
+    def _split_shift(tok: Token) -> tuple[Token, Token]:
+        """`>>` as two `>` tokens, one column apart."""
+        def gt(col: int, pos: int) -> Token:
+            return Token("MORETHAN", ">", start_pos=pos, line=tok.line, column=col, end_line=tok.line,
+                         end_column=col + 1, end_pos=pos + 1)
+        return gt(tok.column, tok.start_pos), gt(tok.column + 1, tok.start_pos + 1)
 
     def _functional_cast(self, tok: Token) -> bool:
         """`float(i)`, `T(x)`: a type followed by '(' where an expression goes (after an operator,
@@ -291,7 +305,7 @@ class _Stream:
         if t is None:
             if tok.type == "NAME" and v == "template":
                 self.tmpl = {"state": "open", "names": [], "type_next": False, "brace": 0,
-                             "named": False, "last": None, "had": set()}
+                             "named": False, "last": None, "had": set(), "values": False}
                 return self._retype(tok, "TEMPLATE")
             return self._template_args(tok)
         if t["state"] == "open":
@@ -313,12 +327,23 @@ class _Stream:
             if v == ">":
                 t["state"] = "decl"
                 return self._retype(tok, "TGT")
+            t["values"] = True  # an integer parameter
             return None
         # the templated declaration: learn its name, and forget the type parameters at its end
+        after_tag, t["tag"] = t.get("tag"), None
+        if after_tag and v == "<":
+            kind = "explicit" if not t["names"] and not t["values"] else "partial"
+            raise self.ctx.error(tok.line, tok.column, f"{kind} specialisation of class template "
+                                 f"'{after_tag}' is not supported; give the specialised struct its own name")
+        if v == "<" and not t["names"] and not t["values"] and not t["named"] and \
+                self.prev is not None and self.prev.type == "NAME" and self.prev.value not in self.template_names:
+            raise self.ctx.error(self.prev.line, self.prev.column, f"explicit specialisation of "
+                                 f"'{self.prev.value}', which is not a function template declared before it")
         if tok.type in ("STRUCT", "CLASS") and t["brace"] == 0 and not t["named"]:
             t["named"] = "struct"
         elif t["named"] == "struct" and tok.type in ("NAME", "TYPE_NAME"):
             t["named"] = True
+            t["tag"] = v
             self.class_templates.add(v)
         if tok.type == "NAME":
             t["last"] = v
@@ -341,15 +366,25 @@ class _Stream:
     def _template_args(self, tok: Token) -> Token | None:
         """`<` after the name of a function template opens its arguments, up to the matching `>`."""
         v = tok.value
+        if tok.type in ("LPAR", "LSQB"):
+            self.depth += 1
+        elif tok.type in ("RPAR", "RSQB"):
+            self.depth -= 1
         if v == "<" and self.prev is not None and (
                 (self.prev.type == "NAME" and self.prev.value in self.template_names)
                 or (self.prev.type == "TYPE_NAME" and self.prev.value in self.class_templates)):
             self.angles += 1
+            self.angle_depths.append(self.depth)
             return self._retype(tok, "TLT")
-        if v == ">" and self.angles:
+        if v == ">" and self.closes_angle():
             self.angles -= 1
+            self.angle_depths.pop()
             return self._retype(tok, "TGT")
         return None
+
+    def closes_angle(self) -> bool:
+        """Whether a '>' here closes template arguments (not inside parentheses in them)."""
+        return bool(self.angles) and self.angle_depths[-1] == self.depth
 
     def _classify(self, tok: Token) -> Token:
         err = self.ctx.error
@@ -651,6 +686,9 @@ class _Builder:
         if kind == "name_decl":
             tok = ch[0]
             return A.Declarator(tok.line, tok.column, tok.value)
+        if kind == "specialised_decl":
+            tok = ch[0]
+            return A.Declarator(tok.line, tok.column, tok.value, targs=self.targs(ch[2:-1]))
         if kind == "array_decl":
             d = self.direct(ch[0])
             size = self.expr(ch[2]) if ch[2] is not None else None
@@ -713,9 +751,14 @@ class _Builder:
         items = []
         for ch in t.children[1:]:
             if isinstance(ch, Tree):
-                items.append(self.brace(ch) if ch.data in ("brace_init", "brace_direct")
-                             else self.expr(ch))
+                items.append(self.init_item(ch))
         return A.BraceInit(tok.line, tok.column, items)
+
+    def init_item(self, t: Tree):
+        if t.data == "designated":
+            name, value = t.children[0], t.children[1]
+            return A.Designated(name.line, name.column, name.value, self.init_item(value))
+        return self.brace(t) if t.data in ("brace_init", "brace_direct") else self.expr(t)
 
     def function_def(self, t: Tree) -> A.FunctionDef:
         specs = self.specs(t.children[0])
@@ -780,11 +823,18 @@ class _Builder:
             return A.Break(line, col)
         if k == "continue_stmt":
             return A.Continue(line, col)
+        if k == "return_braced":
+            return A.Return(line, col, self.brace(ch[1]))
         if k == "return_stmt":
             return A.Return(line, col, self.expr(ch[1]) if ch[1] is not None else None)
         raise AssertionError(k)
 
     # ---------------------------------------------------------------- expressions
+
+    def targs(self, children) -> list:
+        """Template arguments: a TypeSyntax or an Expr each."""
+        return [self.type_name(a) if a.data == "type_name" else self.expr(a)
+                for a in children if isinstance(a, Tree)]
 
     def expr(self, t) -> A.Expr:
         if isinstance(t, Token):  # pragma: no cover - primaries are always wrapped
@@ -796,9 +846,7 @@ class _Builder:
             return A.Name(tok.line, tok.column, tok.value)
         if k == "template_id":
             tok = ch[0]
-            targs = [self.type_name(a) if isinstance(a, Tree) and a.data == "type_name" else self.expr(a)
-                     for a in ch[2:-1] if isinstance(a, Tree)]
-            return A.Name(tok.line, tok.column, tok.value, targs=targs)
+            return A.Name(tok.line, tok.column, tok.value, targs=self.targs(ch[2:-1]))
         if k == "functional_cast":
             tok = ch[0]
             ts = A.TypeSyntax(tok.line, tok.column, [A.Spec(tok.line, tok.column, tok.value,

@@ -217,13 +217,15 @@ class Sema(StructSema):
         self.constants: list[VarSym] = []
         self.constant_cells = 0
         self.templates: dict[str, A.TemplateDef] = {}
+        self.specialisations: dict[str, A.FunctionDef] = {}  # 'f<float>' -> its explicit specialisation
         self.instances: list[tuple[FuncSym, A.FunctionDef]] = []
         # typedef/using names -> (type, read-only); size_t is 32 bits (32-bit addresses).
         self.typedefs: dict[str, tuple[Type, bool]] = {n: (t, False) for n, t in
                                                         BUILTIN_TYPEDEFS.items()}
         # Structs by definition (the parser's StructDef), and member functions waiting for
         # their bodies to be checked (after every file-scope declaration, like functions).
-        self.struct_defs: dict[int, StructType] = {}
+        # id(StructDef) -> (the StructDef, kept alive so that its id is not reused, its type)
+        self.struct_defs: dict[int, tuple[A.StructDef, StructType]] = {}
         self.vectors = vector_types()  # int2, float3, ... and their make_ functions
         self.typedefs.update({n: (t, False) for n, t in self.vectors.items()})
         self.methods: list[tuple[FuncSym, A.FunctionDef, tuple | None]] = []
@@ -453,6 +455,7 @@ class Sema(StructSema):
         """`T x{e};`, `T x = {e};` and `T x{};` for a scalar: the initialiser expression."""
         if not isinstance(init, A.BraceInit):
             return init
+        self.no_designators(init, name)
         if not init.items:
             z = A.IntLit(init.line, init.col, "0")
             return z
@@ -461,6 +464,15 @@ class Sema(StructSema):
         if isinstance(init.items[0], A.BraceInit):
             raise self.error(init.items[0], f"braces around the initialiser of scalar '{name}'")
         return init.items[0]
+
+    def no_designators(self, init: A.BraceInit, name: str) -> None:
+        """Designated initialisers (`.m = v`) name struct members: not for scalars and arrays."""
+        for x in init.items:
+            if isinstance(x, A.Designated):
+                raise self.error(x, f"designated initialiser '.{x.name}' for '{name}', which is not a "
+                                    "struct")
+            if isinstance(x, A.BraceInit):
+                self.no_designators(x, name)
 
     def top_declaration(self, d: A.Declaration) -> None:
         if self.typedef_again(d):
@@ -516,6 +528,9 @@ class Sema(StructSema):
             self.declare(sym)
 
     def check_declarator_shape(self, d: A.Declarator, ref_return: bool = False) -> None:
+        if d.targs is not None:
+            raise self.error(d, f"'{d.name}<...>' names a specialisation; write 'template <>' before "
+                                "its definition")
         if d.ref is not None and not (ref_return and d.params is not None):
             if d.params is not None:
                 raise self.error(d.ref, f"functions returning references are not supported "
@@ -682,6 +697,12 @@ class Sema(StructSema):
                 if p.kind == "value" and not is_int(self.spec_info(p.specs, "template parameter").base):
                     raise self.error(p, f"template parameter '{p.name}' must have an integer type")
             return
+        if not t.params:
+            return self.specialisation(t)
+        if t.func.decl.targs is not None:
+            raise self.error(t.func.decl, f"partial specialisation of function template '{name}' is not "
+                                          "allowed (C++ has none; overload it or specialise fully: "
+                                          f"'template <> ... {name}<...>(...)')")
         if name in self.templates or name in self.functions:
             raise self.error(t.func.decl, f"redefinition of '{name}'")
         seen: set[str] = set()
@@ -699,6 +720,35 @@ class Sema(StructSema):
                     raise self.error(p, f"template parameter '{p.name}' must have an integer type "
                                         f"(got '{base}')")
         self.templates[name] = t
+
+    def specialisation(self, t: A.TemplateDef) -> None:
+        """`template <> __device__ float f<float>(float x) {...}`: the body used for f<float>,
+        instead of the template's text with T = float."""
+        if t.func is None:
+            raise self.error(t, "explicit specialisation of a class template is not supported; "
+                                "give the specialised struct its own name")
+        d = t.func.decl
+        name = d.name
+        primary = self.templates.get(name)
+        if primary is None:
+            raise self.error(d, f"explicit specialisation of '{name}', which is not a function "
+                                "template declared before it")
+        if d.targs is None:
+            raise self.error(d, f"explicit specialisation of '{name}': write its template arguments "
+                                f"('{name}<...>(...)'; they are not deduced from the parameters here)")
+        values = self.template_args(primary, d.targs, d)
+        for p in primary.params[len(values):]:
+            if p.default is None:
+                raise self.error(d, f"too few template arguments for '{name}' (give '{p.name}')")
+            values.append(self.template_default(primary, p, values))
+        display = self.instance_name(name, values)
+        if display in self.specialisations:
+            raise self.error(d, f"redefinition of '{display}'")
+        self.specialisations[display] = t.func
+
+    @staticmethod
+    def instance_name(name: str, values: list) -> str:
+        return f"{name}<{', '.join(str(v) for v in values)}>"
 
     def template_args(self, t: A.TemplateDef, targs: list, at: A.Node, offset: int = 0) -> list:
         """Explicit template arguments -> a Type or an int per parameter (from parameter `offset`)."""
@@ -790,15 +840,15 @@ class Sema(StructSema):
 
     def instantiate(self, t: A.TemplateDef, values: list, at: A.Node) -> FuncSym:
         name = t.func.decl.name
-        shown = ", ".join(str(v) for v in values)
-        display = f"{name}<{shown}>"
+        display = self.instance_name(name, values)
         fs = self.functions.get(display)
         if fs is not None:
             return fs
-        fd = copy.deepcopy(t.func)
-        fd.decl.name = display
+        special = self.specialisations.get(display)
+        fd = copy.deepcopy(special if special is not None else t.func)
+        fd.decl.name, fd.decl.targs = display, None
         saved = (self.func, self.scopes, self.loop_depth, dict(self.typedefs))
-        consts = self.bind_template_params(t.params, values)
+        consts = self.bind_template_params(t.params, values) if special is None else {}
         try:
             self.func, self.scopes = None, []
             fs = self.declare_function(fd.specs, fd.decl, definition=fd)
@@ -957,6 +1007,23 @@ class Sema(StructSema):
             return
         if s.value is None:
             raise self.error(s, f"function '{fs.name}' must return a value of type '{fs.ret}'")
+        if isinstance(s.value, A.BraceInit):  # `return {a, b};`: the return type brace-initialised
+            if fs.ret_ref:
+                raise self.error(s.value, f"function '{fs.name}' returns a reference; it cannot "
+                                          "return a brace list")
+            if is_struct(fs.ret):
+                s.temp = self.temp(fs.ret, s.value)
+                s.temp.init_cells = self.aggregate(fs.ret, s.value, f"return value of {fs.name}")
+                s.temp.init_braced = True
+                s.value = A.Name(s.value.line, s.value.col, s.temp.name)
+                s.value.sym = s.temp
+                s.value.ty = fs.ret
+                return
+            if isinstance(fs.ret, PtrType) or is_arith(fs.ret):
+                s.value = self.scalar_init(s.value, f"return value of {fs.name}")
+            else:
+                raise self.error(s.value, f"cannot return a brace list from '{fs.name}' "
+                                          f"(returning '{fs.ret}')")
         if fs.ret_ref:
             t = self.check(s.value)
             kind = self.lvalue_kind(s.value)
@@ -1097,6 +1164,8 @@ class Sema(StructSema):
         brace initialiser: flat, or nested by rows for a 2-D array."""
         arrays = decl.arrays
         items: list = list(init.items) if isinstance(init, A.BraceInit) else []
+        if isinstance(init, A.BraceInit):
+            self.no_designators(init, decl.name)
         nested = len(arrays) == 2 and any(isinstance(x, A.BraceInit) for x in items)
         rows = [x.items if isinstance(x, A.BraceInit) else [x] for x in items] if nested else [items]
         for x in (y for r in rows for y in r):

@@ -42,9 +42,9 @@ class StructSema:
     def struct_type(self, sd: A.StructDef) -> StructType:
         """The type `struct TAG {...}` defines (its members laid out, its member functions
         declared), or the one `struct TAG` names."""
-        st = self.struct_defs.get(id(sd))
-        if st is not None:
-            return st
+        known = self.struct_defs.get(id(sd))
+        if known is not None and known[0] is sd:
+            return known[1]
         prev = self.typedefs.get(sd.tag) if sd.tag else None
         if prev is not None and not isinstance(prev[0], StructType):
             raise self.error(sd, f"'{sd.tag}' is already a type name (a typedef of '{prev[0]}')")
@@ -53,7 +53,7 @@ class StructSema:
             st = StructType(sd.tag, sd.keyword)  # `struct S;` or `struct S *` before S's body
             if sd.tag:
                 self.typedefs[sd.tag] = (st, False)
-        self.struct_defs[id(sd)] = st
+        self.struct_defs[id(sd)] = (sd, st)
         if sd.fields is None:
             return st
         if st.complete:
@@ -264,9 +264,51 @@ class StructSema:
             return i
 
         def braced(t: Type, base: int, b: A.BraceInit) -> None:
+            if any(isinstance(x, A.Designated) for x in b.items):
+                return designated(t, base, b)
             n = fill(t, base, b.items, 0)
             if n < len(b.items):
                 raise self.error(b.items[n], f"too many initialisers for '{t}' in '{name}'")
+
+        def designated(t: Type, base: int, b: A.BraceInit) -> None:
+            """`{.x = 1, .z = 3}` (C++20): members named in declaration order, the others 0."""
+            if not is_struct(t):
+                x = next(x for x in b.items if isinstance(x, A.Designated))
+                raise self.error(x, f"designated initialiser '.{x.name}' for '{t}', which is not a "
+                                    f"struct (in '{name}')")
+            order = [f.name for f in t.fields]
+            last = -1
+            for x in b.items:
+                if not isinstance(x, A.Designated):
+                    raise self.error(x, f"mixing designated and positional initialisers for '{t}' "
+                                        f"in '{name}'; name every member ('.m = ...')")
+                f = t.field(x.name)
+                if f is None:
+                    raise self.error(x, f"'{t}' has no member named '{x.name}'")
+                i = order.index(x.name)
+                if i <= last:
+                    raise self.error(x, f"designated initialisers must follow the order of the "
+                                        f"members of '{t}' ('.{x.name}' after '.{order[last]}')")
+                last = i
+                v = x.value
+                if isinstance(f.ty, (StructType, ArrayType)) and isinstance(v, A.BraceInit):
+                    braced(f.ty, base + f.offset, v)
+                elif isinstance(f.ty, ArrayType):
+                    raise self.error(v, f"array member '{x.name}' needs a brace initialiser "
+                                        f"('.{x.name} = {{...}}')")
+                else:
+                    fill_one(f.ty, base + f.offset, v)
+
+        def fill_one(t: Type, base: int, x) -> None:
+            """One member (not an array) from one initialiser clause."""
+            if is_struct(t):
+                xt = self.rvalue(x, dst=t)
+                if xt != t:
+                    raise self.error(x, f"cannot initialise a member of type '{t}' with a value of "
+                                        f"type '{xt}'")
+                out.append((base, x, t))
+                return
+            fill(ArrayType(t, (1,), False), base, [x], 0)
 
         braced(ty, 0, init)
         return out
