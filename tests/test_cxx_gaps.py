@@ -115,3 +115,93 @@ def test_gap_errors_are_named():
                  "explicit specialisation of 'g', which is not a function template declared before it")
     assert_error(HEAD + "__device__ int *h(int *p) { return {p, p}; }\n" + k % "", 4, 40,
                  "too many initialisers for 'return value of h'")
+
+
+WIDE = r"""
+struct Rec { long long big; int small; unsigned long long u[2]; };
+__constant__ long long lim[3] = {-1, 5000000000, -9223372036854775807 - 1};
+__constant__ unsigned long long bias = 3;
+
+__device__ long long mix(Rec r) { return r.big * 3 + r.small - (long long)r.u[1]; }
+
+__global__ void wide(Rec *p, long long *o) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ Rec sh[4];
+    Rec r = {.big = p[t].big + lim[t % 3], .small = -t};
+    r.u[1] = 0xFFFFFFFFull << t;
+    sh[threadIdx.x] = r;
+    Rec q = sh[threadIdx.x];
+    o[2 * t] = mix(q) + bias;
+    o[2 * t + 1] = lim[(t + 1) % 3] ^ q.u[1];
+    p[t].big += (long long)p[t].small * 3000000000ll;
+    p[t].u[0] ^= q.u[1] + p[t].u[1];
+}
+"""
+
+REC = np.dtype([("big", "<i8"), ("small", "<i4"), ("u", "<u8", (2,))])
+
+
+@need_gxx
+def test_64bit_struct_members_and_constants_match_gxx(tmp_path):
+    """A 64-bit member takes two cells, the low word first, with no padding: the layout of a packed
+    numpy dtype, and of C with `#pragma pack(4)` (CUDA would align `big` to 8 bytes and pad the
+    struct to 24; the shim packs it so that the same bytes mean the same members)."""
+    rng = np.random.default_rng(64)
+    p = np.zeros(8, REC)
+    p["big"] = rng.integers(-2**63, 2**63 - 1, 8, dtype=np.int64)
+    p["small"] = rng.integers(-2**31, 2**31 - 1, 8, dtype=np.int64).astype(np.int32)
+    p["u"] = rng.integers(0, 2**64 - 1, (8, 2), dtype=np.uint64)
+    args = [("p", p, "Rec"), ("o", np.zeros(16, np.int64))]
+    got = emulate_src(WIDE, "wide", 2, 4, [a[:2] for a in args])
+    want = gxx_model(tmp_path, "#pragma pack(4)\n" + WIDE, "wide", 2, 4, args)
+    assert got["o"].tolist() == want["o"].tolist()
+    assert got["p"].tobytes() == want["p"].view(np.uint32).tobytes()
+
+
+ATOMICS = r"""
+__global__ void bits(unsigned long long *m, const unsigned long long *v, unsigned long long *old) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    old[3 * t] = atomicOr(&m[0], v[t]);
+    old[3 * t + 1] = atomicAnd(&m[1], ~v[t]);
+    old[3 * t + 2] = atomicXor_block(m + 2, v[t]);
+}
+"""
+
+
+def test_64bit_bitwise_atomics_are_exact_in_memory_and_in_lane_order_within_a_warp():
+    """atomicOr/And/Xor on `unsigned long long *` act on each 32-bit half on its own, so two ATOMs
+    leave memory as one 64-bit atomic would whatever the warps' interleaving (numpy's reduction
+    is the model); within a warp the lanes go in lane order, so each lane's old value is the
+    memory after the lanes before it (across warps a returned value may mix halves: docs/subset.md)."""
+    rng = np.random.default_rng(5)
+    v = rng.integers(0, 2**64 - 1, 32, dtype=np.uint64)
+    init = np.array([0x0123456789ABCDEF, 2**64 - 1, 0xF0F0F0F00F0F0F0F], np.uint64)
+    res = emulate_src(ATOMICS, "bits", 2, 16, [("m", init.copy()), ("v", v), ("old", np.zeros(96, np.uint64))])
+    m = res["m"]
+    assert int(m[0]) == int(np.bitwise_or.reduce(v)) | int(init[0])
+    assert int(m[1]) == int(np.bitwise_and.reduce(~v)) & int(init[1])
+    assert int(m[2]) == int(np.bitwise_xor.reduce(v)) ^ int(init[2])
+    one = emulate_src(ATOMICS, "bits", 1, 4, [("m", init.copy()), ("v", v[:4]), ("old", np.zeros(12, np.uint64))])
+    acc = [int(x) for x in init]
+    for t in range(4):
+        assert [int(x) for x in one["old"][3 * t:3 * t + 3]] == acc, t
+        x = int(v[t])
+        acc = [acc[0] | x, acc[1] & ~x & (2**64 - 1), acc[2] ^ x]
+
+
+def test_64bit_atomics_that_need_a_64bit_compare_and_swap_are_named():
+    k = "__global__ void k(unsigned long long *p, long long *q) { %s; }\n"
+    cas = "needs a 64-bit compare-and-swap, which the machine does not have (its ATOM works on one 32-bit cell)"
+    assert_error(k % "atomicCAS(p, 1, 2)", 1, 68,
+                 "'atomicCAS' on 'unsigned long long *' is not supported (the machine's ATOM.CAS compares one "
+                 "32-bit cell, and two of them cannot compare and swap 64 bits at once)")
+    assert_error(k % "atomicExch(p, 1)", 1, 69,
+                 "'atomicExch' on 'unsigned long long *' is not supported (two 32-bit exchanges could "
+                 "interleave with another warp's and leave one value's low word with the other's high word; "
+                 f"a 64-bit exchange {cas})")
+    assert_error(k % "atomicMax(q, 1)", 1, 68,
+                 "'atomicMax' on 'long long *' is not supported (the high words decide only when they differ, "
+                 f"so it cannot be done a half at a time; it {cas})")
+    assert_error(k % "atomicOr(q, 1)", 1, 67,
+                 "'atomicOr' on 'long long *' is not supported (CUDA's 64-bit 'atomicOr' takes an "
+                 "'unsigned long long *')")

@@ -110,8 +110,9 @@ FRONT_END = [
      "function pointers are not supported"),
     ("printf", '__global__ void k(int *a) {\n  printf("%d", 1);\n}\n', 2, 3, "'printf' is not supported"),
     ("64-bit atomic", "__global__ void k(long long *a) {\n  atomicMax(a, 1);\n}\n", 2, 13,
-     "'atomicMax' on 'long long *' is not supported (the machine's atomics are 32-bit; of the 64-bit atomics "
-     "only atomicAdd on 'unsigned long long *' is provided)"),
+     "'atomicMax' on 'long long *' is not supported (the high words decide only when they differ, so it "
+     "cannot be done a half at a time; it needs a 64-bit compare-and-swap, which the machine does not have "
+     "(its ATOM works on one 32-bit cell))"),
     ("empty class", "class A {};\n", 1, 7, "'A' has no data members (empty structs are not supported)"),
     ("registers", f"__global__ void heavy(int *a) {{\n{HEAVY}  a[0] = "
      + " + ".join(f"v{i} * {i + 2}" for i in reversed(range(40))) + ";\n}\n", 1, 17, "registers; the machine has 32"),

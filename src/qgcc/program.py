@@ -56,10 +56,16 @@ def parse_instance(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class StructLayout:
-    """A struct as the launcher sees it: one cell per scalar member, in memory order."""
+    """A struct as the launcher sees it: its scalar members in memory order, one cell each
+    (two for a 64-bit member, the low word first)."""
 
     name: str
     cells: tuple[tuple[str, str], ...]  # (member path such as 'pos.x' or 'v[2]', ctype)
+
+    @property
+    def words(self) -> int:
+        """The struct's size in cells."""
+        return sum(2 if ct in ("llong", "ullong") else 1 for _, ct in self.cells)
 
 
 @dataclass
@@ -107,14 +113,20 @@ class Constant:
     ctype: str  # one of ELEM_DTYPES
     dims: tuple[int, ...]  # () for a scalar
     base: int  # first global cell (constants sit at the bottom of global memory)
-    init: list[int] = field(default_factory=list)  # one cell per element
+    init: list[int] = field(default_factory=list)  # one cell per element (64-bit: two, low first)
 
     @property
     def length(self) -> int:
+        """The number of elements."""
         n = 1
         for d in self.dims:
             n *= d
         return n
+
+    @property
+    def words(self) -> int:
+        """The number of cells (two per element of a 64-bit type)."""
+        return self.length * (2 if self.ctype in ("llong", "ullong") else 1)
 
     def describe(self) -> str:
         c = {"uchar": "unsigned char"}.get(self.ctype, self.ctype)
@@ -133,7 +145,7 @@ class Program:
     @property
     def constant_cells(self) -> int:
         """Global cells 0 .. constant_cells-1 hold the __constant__ variables; buffers follow."""
-        return sum(c.length for c in self.constants)
+        return sum(c.words for c in self.constants)
 
     def kernel(self, name: str | None) -> Kernel:
         """Pick a kernel by name; with one kernel in the file no name is needed."""

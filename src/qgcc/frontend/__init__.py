@@ -55,7 +55,7 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
     kernels = []
     for fs in result.kernels:
         entry = len(code)
-        region = sum(c.length for c in constants)
+        region = sum(c.words for c in constants)
         fused = False
         while True:
             gen, ir, params = _generate(fs, filename, lines, False, region, soft_float, fused)

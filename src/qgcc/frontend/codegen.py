@@ -356,7 +356,7 @@ class KernelGen:
                     covered.update(range(cell, cell + cells(t)))
                 else:
                     self.store(MemLV(base, off + cell, t), self.convert(self.val(e), e.ty, t))
-                    covered.add(cell)
+                    covered.update(range(cell, cell + cells(t)))  # a 64-bit member: two cells
             if sym.init_braced:
                 for i in range(cells(sym.ty)):
                     if i not in covered:
@@ -1243,6 +1243,13 @@ class KernelGen:
             return self.float_atomic_add(base, off, vals[0])
         if name in ("atomicInc", "atomicDec"):
             return intrinsics.atomic_inc_dec(self, base, off, vals[0], name)
+        if is_wide(elem) and name != "atomicAdd":  # And/Or/Xor: each half on its own
+            v = vals[0]
+            mod = {"atomicAnd": AtomOp.AND, "atomicOr": AtomOp.OR, "atomicXor": AtomOp.XOR}[name]
+            old_lo, old_hi = self.new(), self.new()
+            self.emit(Op.ATOM, old_lo, base, self.reg(v.lo), imm=off, mod=mod)
+            self.emit(Op.ATOM, old_hi, base, self.reg(v.hi), imm=off + 1, mod=mod)
+            return Pair(old_lo, old_hi)
         if is_wide(elem):  # atomicAdd on unsigned long long: the low word, then the high word and carry
             v = vals[0]
             old_lo, old_hi = self.new(), self.new()

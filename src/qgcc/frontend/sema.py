@@ -1222,9 +1222,6 @@ class Sema(StructSema):
                                    "of structs")
         if not is_arith(info.base):
             raise self.error(decl, f"__constant__ variable '{decl.name}' has type '{info.base}'")
-        if is_wide(info.base):
-            raise self.error(decl, f"__constant__ variables of 64-bit type are not supported ('{decl.name}'); "
-                                   "pass a 'const long long *' buffer")
         if len(decl.arrays) > 2:
             raise self.error(decl, "__constant__ arrays have at most 2 dimensions")
         base, init, arrays = info.base, it.init, decl.arrays
@@ -1234,11 +1231,14 @@ class Sema(StructSema):
         size = 1
         for d in dims:
             size *= d
-        cells = [0] * size
+        values = [0] * size
         for i, v in pairs:
-            cells[i] = v
+            values[i] = v
         if init is not None and not arrays:
-            cells[0] = self.constant_cell(self.scalar_init(init, decl.name), base, decl.name)
+            values[0] = self.constant_cell(self.scalar_init(init, decl.name), base, decl.name)
+        # a 64-bit element is two cells, the low word first
+        cells = [w for v in values for w in (v & 0xFFFFFFFF, v >> 32)] if is_wide(base) else values
+        size = len(cells)
         if self.constant_cells + size > SPEC.global_words:
             raise self.error(decl, f"__constant__ variables need {self.constant_cells + size} cells; "
                                    f"global memory has {SPEC.global_words}")
@@ -2064,10 +2064,9 @@ class Sema(StructSema):
             raise self.error(e.args[0], f"first argument of '{name}' must be an 'unsigned int *' pointer "
                                         f"(got '{pt}')")
         if isinstance(pt, PtrType) and is_wide(pt.elem):
-            if name != "atomicAdd" or pt.elem != ULLONG:
-                raise self.error(e.args[0], f"'{name}' on '{pt}' is not supported (the machine's atomics are "
-                                            "32-bit; of the 64-bit atomics only atomicAdd on 'unsigned long long *' "
-                                            "is provided)")
+            why = _wide_atomic_problem(name, pt)
+            if why is not None:
+                raise self.error(e.args[0], f"'{name}' on '{pt}' is not supported ({why})")
         elif not isinstance(pt, PtrType) or pt.elem not in ((INT, UINT, FLOAT) if float_ok else (INT, UINT)):
             kinds = "an 'int *', 'unsigned int *' or 'float *'" if float_ok else \
                 "an 'int *' or 'unsigned int *'"
@@ -2082,6 +2081,30 @@ class Sema(StructSema):
 
 def analyse(tu: A.TranslationUnit, filename: str, source: str, instantiate: tuple[str, ...] = ()) -> SemaResult:
     return Sema(filename, source).run(tu, tuple(instantiate))
+
+
+# 64-bit atomics: the machine's ATOM works on one 32-bit cell.  Addition and the bitwise
+# operations act on each half on its own (addition with a carry computed from the low word the
+# lane's own atomic saw), so two ATOMs leave memory exactly as one 64-bit atomic would, whatever
+# another warp does between them; the others need a 64-bit compare-and-swap.
+WIDE_ATOMICS = ("atomicAdd", "atomicAnd", "atomicOr", "atomicXor")
+_CAS64 = "needs a 64-bit compare-and-swap, which the machine does not have (its ATOM works on one 32-bit cell)"
+
+
+def _wide_atomic_problem(name: str, pt: PtrType) -> str | None:
+    """Why the 64-bit atomic `name` on a `pt` pointer is not provided, or None if it is."""
+    if name in WIDE_ATOMICS:
+        return None if pt.elem == ULLONG else f"CUDA's 64-bit '{name}' takes an 'unsigned long long *'"
+    if name == "atomicCAS":
+        return ("the machine's ATOM.CAS compares one 32-bit cell, and two of them cannot compare and "
+                "swap 64 bits at once")
+    if name == "atomicExch":
+        return ("two 32-bit exchanges could interleave with another warp's and leave one value's low word "
+                f"with the other's high word; a 64-bit exchange {_CAS64}")
+    if name in ("atomicMin", "atomicMax"):
+        return ("the high words decide only when they differ, so it cannot be done a half at a time; it "
+                + _CAS64)
+    return f"CUDA's '{name}' is 32-bit only"
 
 
 def _double_literal(e: A.Expr):

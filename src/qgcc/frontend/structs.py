@@ -1,7 +1,8 @@
 """POD structs: their type, and how they map onto 32-bit memory cells.
 
 Layout rule (docs/subset.md, "Structs"): memory is an array of 32-bit cells
-and every scalar occupies one cell, so a struct is its members' cells in
+and every scalar occupies one cell (a 64-bit one two, the low word first), so a
+struct is its members' cells in
 declaration order, with no padding: a scalar or pointer member takes one cell,
 an array member `T a[N]` takes N times T's cells, a nested struct its own
 cells.  `offsetof(S, m)` is therefore the number of cells before `m`, and an
@@ -56,7 +57,7 @@ class StructType(Type):
         return None
 
     def layout(self, members: list[tuple[str, Type, int, int]]) -> None:
-        """Place the members one after another (one cell per scalar)."""
+        """Place the members one after another (one cell per scalar, two for a 64-bit one)."""
         off = 0
         fields = []
         for name, ty, line, col in members:

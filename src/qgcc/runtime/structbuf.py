@@ -1,7 +1,8 @@
 """Buffers of structs: a numpy structured array whose fields match the struct's members.
 
 The struct's layout (program.StructLayout, from frontend/structs.py) is one cell per scalar
-member in declaration order, nested structs and array members flattened; a record of the
+member (two for a 64-bit one, the low word first) in declaration order, nested structs and array
+members flattened; a record of the
 structured array is read member by member in the same order, so the field names, their
 order and their dtypes must match (a nested struct is a nested dtype, an array member a
 subarray field: `('a', np.int32, (3,))`).  Results come back in the caller's own dtype.
@@ -59,19 +60,22 @@ def struct_cells(arr: np.ndarray) -> np.ndarray:
     """Records -> uint32 cells, record after record (char members as their 8-bit pattern)."""
     from .launch import to_cells
 
-    cols = [to_cells(np.ascontiguousarray(c)) for _, c in _columns(arr)]
-    return np.stack(cols, axis=1).reshape(-1).astype(np.uint32) if arr.size else np.zeros(0, np.uint32)
+    n = arr.size
+    cols = [to_cells(np.ascontiguousarray(c)).reshape(n, -1) for _, c in _columns(arr)]  # 64-bit: 2 wide
+    return np.hstack(cols).reshape(-1).astype(np.uint32) if n else np.zeros(0, np.uint32)
 
 
 def cells_to_struct(cells: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """uint32 cells -> records of the caller's dtype."""
     out = np.zeros(0, dtype)
-    cols = list(_columns(out))
-    n = cells.size // max(1, len(cols))
+    widths = [max(1, col.dtype.itemsize // 4) for _, col in _columns(out)]  # 64-bit members: 2 cells
+    n = cells.size // max(1, sum(widths))
     out = np.zeros(n, dtype)
-    grid = np.asarray(cells, np.uint32).reshape(n, len(cols))
-    for j, (_, col) in enumerate(_columns(out)):
-        c = grid[:, j]
+    grid = np.asarray(cells, np.uint32).reshape(n, sum(widths))
+    j = 0
+    for w, (_, col) in zip(widths, _columns(out)):
+        c = np.ascontiguousarray(grid[:, j:j + w]).reshape(-1)
+        j += w
         if col.dtype == np.bool_:
             col[...] = c != 0
         elif col.dtype in (np.int8, np.uint8):

@@ -39,8 +39,8 @@ def check_array(label: str, what: str, arr: np.ndarray, p: Param) -> np.ndarray:
         from .structbuf import check_struct_array
 
         flat = check_struct_array(label, what, arr, p)
-        if flat.size * len(p.struct.cells) > SPEC.global_words:
-            raise UsageError(f"{label}: {flat.size} structs of {len(p.struct.cells)} cells exceed the "
+        if flat.size * p.struct.words > SPEC.global_words:
+            raise UsageError(f"{label}: {flat.size} structs of {p.struct.words} cells exceed the "
                              f"machine's global memory ({SPEC.global_words} cells)")
         return flat
     want = np.dtype(ELEM_DTYPES[p.ctype])
