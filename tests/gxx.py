@@ -50,6 +50,8 @@ def gxx_model(tmp_path, src: str, kernel: str, grid: int, block: int, args: list
             decls.append(f"static unsigned {name}_bits[] __attribute__((aligned(8))) = {{{bits}}};")
             decls.append(f"static {ct} *{name} = ({ct} *){name}_bits;")
             prints.append(f'for (unsigned i = 0; i < {words.size}; i++) printf("%u ", {name}_bits[i]); printf("\\n");')
+        elif isinstance(v, np.floating):  # a float scalar, exactly (a hexadecimal literal)
+            decls.append(f"static float {name} = {float(v).hex()}f;")
         elif isinstance(v, np.generic):
             decls.append(f"static {CTYPES[v.dtype]} {name} = ({CTYPES[v.dtype]})0x{int(v) & ((1 << 64) - 1):x}ull;")
         else:

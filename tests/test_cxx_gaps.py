@@ -12,6 +12,7 @@ error at the construct.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from frontcheck import assert_error, emulate_src
 from gxx import gxx_model, need_gxx
@@ -205,3 +206,56 @@ def test_64bit_atomics_that_need_a_64bit_compare_and_swap_are_named():
     assert_error(k % "atomicOr(q, 1)", 1, 67,
                  "'atomicOr' on 'long long *' is not supported (CUDA's 64-bit 'atomicOr' takes an "
                  "'unsigned long long *')")
+
+
+def test_64bit_constants_set_at_launch_from_int64_arrays():
+    """`--const lim=@x.npy` for a `__constant__ long long` array takes an int64 array of its
+    element count (the role of cudaMemcpyToSymbol), two cells per element."""
+    from qgcc.frontend import compile_source
+    from qgcc.ref.emulator import run as emulate
+    from qgcc.runtime.launch import make_launch
+
+    prog = compile_source(WIDE, "t.cu")
+    k = prog.kernel("wide")
+    lim = np.array([2**62 + 5, -3, 2**40], np.int64)
+    p = np.zeros(4, REC)
+    p["big"] = [7, -7, 2**50, -2**50]
+    launch = make_launch(prog, k, (1, 1, 1), (4, 1, 1), {}, {"p": p, "o": np.zeros(8, np.int64)},
+                         constants={"lim": lim, "bias": np.array([9], np.uint64)})
+    o = launch.read_buffer(emulate(launch).memory, "o")
+    t = np.arange(4)
+    big = p["big"] + lim[t % 3]
+    u1 = np.array([(0xFFFFFFFF << int(i)) & (2**64 - 1) for i in t], np.uint64)
+    want_mix = big * 3 - t - u1.view(np.int64) + 9
+    assert o[0::2].tolist() == want_mix.tolist()
+    assert o[1::2].tolist() == (lim[(t + 1) % 3] ^ u1.view(np.int64)).tolist()
+
+
+NET = r"""
+template <typename T, int N = 2> struct Vec { T v[N]; };
+struct Acc { long long sum; int n; };
+template <typename T> __device__ T scale(T x) { return x * 3; }
+template <> __device__ int scale<int>(int x) { return x - 7; }
+__device__ Acc add(Acc a, int x) { return {a.sum + x * 1000000000ll, a.n + 1}; }
+__global__ void tmpl(const int *in, long long *out) {
+    int i = threadIdx.x;
+    Vec<Vec<int>> w = {.v = {{in[i], scale(in[i])}, {scale(2u), 0}}};
+    Acc a = {.sum = -1};
+    a = add(add(a, w.v[0].v[0]), w.v[0].v[1]);
+    out[i] = a.sum + a.n + w.v[1].v[0];
+}
+"""
+
+
+@pytest.mark.slow
+def test_the_network_runs_templates_specialisations_and_brace_returns():
+    """Templates are resolved before code generation, so this checks that what they produce (an
+    instance, a specialisation, a nested class template, brace returns and designated
+    initialisers, 64-bit members) runs in the layers as on the emulator, step for step."""
+    from lockstep import both
+
+    xs = np.array([5, -9, 100, 0], np.int32)
+    outs, _ = both("cxx_gaps", (1, 1, 1), (4, 1, 1), {}, {"in": xs, "out": np.zeros(4, np.int64)},
+                   source=NET, max_steps=20000)
+    want = [-1 + (int(x) + int(x) - 7) * 10**9 + 2 + 6 for x in xs]
+    assert [int(v) for v in outs["out"]] == want

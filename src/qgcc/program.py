@@ -47,6 +47,9 @@ def parse_instance(text: str) -> str | None:
         if a in _TYPE_KINDS:
             args.append(_TYPE_KINDS[a])
             continue
+        if a in ("true", "false"):  # a bool template argument
+            args.append(int(a == "true"))
+            continue
         try:
             args.append(int(a, 0))
         except ValueError:

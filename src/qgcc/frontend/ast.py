@@ -106,7 +106,7 @@ class Declaration(Node):
 class FunctionDef(Node):
     specs: list[Spec]
     decl: Declarator
-    body: "Block"
+    body: "Block | None"  # None: a function template's prototype (`template <...> T f(T);`)
     end_line: int
 
 

@@ -24,6 +24,7 @@ from .structs import VECTOR_NAMES
 from .types import BUILTIN_TYPEDEFS
 
 GRAMMAR_FILE = "cuda.lark"
+HINTS = ("__launch_bounds__", "__attribute__", "__align__")  # dropped with their arguments
 
 
 def grammar_path() -> Path:
@@ -212,20 +213,19 @@ class _Stream:
             raise self.ctx.error(line, col, f"unexpected character '{shown}'") from None
 
     def _drop_hints(self, toks):
-        """`__launch_bounds__(...)` is a performance hint: dropped, with its arguments."""
+        """`__launch_bounds__(...)`, `__attribute__((...))` and `__align__(n)` are hints (inlining,
+        alignment, warnings) that change no result here: dropped, with their arguments."""
         it = iter(toks)
         for tok in it:
-            if tok.type == "NAME" and tok.value == "__launch_bounds__":
+            if tok.type == "NAME" and tok.value in HINTS:
                 nxt = next(it, None)
                 if nxt is None or nxt.value != "(":
-                    raise self.ctx.error(tok.line, tok.column, "expected '(' after "
-                                                               "'__launch_bounds__'")
+                    raise self.ctx.error(tok.line, tok.column, f"expected '(' after '{tok.value}'")
                 depth = 1
                 while depth:
                     t = next(it, None)
                     if t is None:
-                        raise self.ctx.error(tok.line, tok.column, "unterminated "
-                                                                   "'__launch_bounds__('")
+                        raise self.ctx.error(tok.line, tok.column, f"unterminated '{tok.value}('")
                     depth += {"(": 1, ")": -1}.get(t.value, 0) if t.type not in (
                         "STRLIT", "CHARLIT") else 0
                 continue
@@ -593,8 +593,14 @@ class _Builder:
                                                       "type" if specs is None else "value", specs,
                                                       default))
                     body = ch.children[-1]
-                    if body.data == "declaration":  # a class template
+                    if body.data == "declaration":  # a class template, or a function template prototype
                         decl = self.declaration(body)
+                        if len(decl.items) == 1 and decl.items[0].decl.params is not None \
+                                and decl.items[0].init is None and not decl.items[0].decl.funcptr:
+                            d = decl.items[0].decl
+                            items.append(A.TemplateDef(kw.line, kw.column, params,
+                                                       A.FunctionDef(d.line, d.col, decl.specs, d, None, d.line)))
+                            continue
                         sd = decl.specs[0].struct if len(decl.specs) == 1 and not decl.items else None
                         if sd is None or sd.fields is None or not sd.tag:
                             raise self.ctx.error(kw.line, kw.column, "a template must define a function "

@@ -703,7 +703,13 @@ class Sema(StructSema):
             raise self.error(t.func.decl, f"partial specialisation of function template '{name}' is not "
                                           "allowed (C++ has none; overload it or specialise fully: "
                                           f"'template <> ... {name}<...>(...)')")
-        if name in self.templates or name in self.functions:
+        earlier = self.templates.get(name)
+        if earlier is not None and earlier.func is not None and (earlier.func.body is None or t.func.body is None):
+            if len(earlier.params) != len(t.params) or [p.kind for p in earlier.params] != [p.kind for p in t.params]:
+                raise self.error(t.func.decl, f"template '{name}' redeclared with different template parameters")
+            if t.func.body is None:
+                return  # a prototype after the definition (or another prototype)
+        elif name in self.templates or name in self.functions:
             raise self.error(t.func.decl, f"redefinition of '{name}'")
         seen: set[str] = set()
         for i, p in enumerate(t.params):
@@ -845,6 +851,10 @@ class Sema(StructSema):
         if fs is not None:
             return fs
         special = self.specialisations.get(display)
+        if special is None and t.func.body is None:
+            raise self.error(at, f"'{display}' is used but the template '{name}' is only declared, and has "
+                                 f"no specialisation for these arguments; define the template or "
+                                 f"'template <> ... {display}(...)'")
         fd = copy.deepcopy(special if special is not None else t.func)
         fd.decl.name, fd.decl.targs = display, None
         saved = (self.func, self.scopes, self.loop_depth, dict(self.typedefs))
@@ -880,7 +890,9 @@ class Sema(StructSema):
         for p, text in zip(t.params, parts):
             if p.kind == "value":
                 try:
-                    values.append(wrap(int(text, 0), self.spec_info(p.specs, "template parameter").base))
+                    n = {"true": 1, "false": 0}.get(text)
+                    values.append(wrap(int(text, 0) if n is None else n,
+                                       self.spec_info(p.specs, "template parameter").base))
                 except ValueError:
                     raise self.error(1, 1, f"kernel '{request}': '{text}' is not an integer for "
                                            f"'{p.name}'") from None
