@@ -116,6 +116,9 @@ def test_gap_errors_are_named():
                  "explicit specialisation of 'g', which is not a function template declared before it")
     assert_error(HEAD + "__device__ int *h(int *p) { return {p, p}; }\n" + k % "", 4, 40,
                  "too many initialisers for 'return value of h'")
+    assert_error(HEAD + "__device__ int g(S s) { return s.x; }\n" + k % "o[0] = g({1, 2});", 5, 38,
+                 "a brace list as a function argument is not supported; declare a variable ('S v = {...};') "
+                 "and pass it")
 
 
 WIDE = r"""

@@ -913,6 +913,11 @@ class _Builder:
             return A.Index(base.line, base.col, base, self.expr(ch[2]))
         if k == "call":
             callee = self.expr(ch[0])
+            for a in ch[2].children if ch[2] is not None else ():
+                if a.data == "brace_init":
+                    tok = a.children[0]
+                    raise self.ctx.error(tok.line, tok.column, "a brace list as a function argument is not "
+                                         "supported; declare a variable ('S v = {...};') and pass it")
             args = [self.expr(a) for a in ch[2].children] if ch[2] is not None else []
             return A.Call(callee.line, callee.col, callee, args)
         if k == "member":
