@@ -262,3 +262,34 @@ def test_the_network_runs_templates_specialisations_and_brace_returns():
                    source=NET, max_steps=20000)
     want = [-1 + (int(x) + int(x) - 7) * 10**9 + 2 + 6 for x in xs]
     assert [int(v) for v in outs["out"]] == want
+
+
+def test_qgrun_takes_64bit_scalars_buffers_structs_and_constants(qgrun, tmp_path, monkeypatch):
+    """The launch arguments of the new types from the command line: a 64-bit `--arg` scalar over
+    the whole range, an int64 `.npy` buffer, a buffer of structs with a 64-bit member (a packed
+    structured dtype, written back in it by `--out`) and a 64-bit `--const` array."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w.cu").write_text(WIDE)
+    p = np.zeros(4, REC)
+    p["big"] = [1, -2, 2**40, -2**62]
+    p["small"] = [3, -4, 5, -6]
+    np.save("p.npy", p)
+    np.save("lim.npy", np.array([10, -20, 2**50], np.int64))
+    r = qgrun("w.cu", "--engine", "ref", "--grid", "1", "--block", "4", "--arg", "p=@p.npy", "--arg", "o=zeros:8",
+              "--const", "lim=@lim.npy", "--const", "bias=5000000000", "--out", "p=p2.npy", "--out", "o=o.npy",
+              "--trace", "none")
+    assert r.exit_code == 0, r.stderr
+    p2, o = np.load("p2.npy"), np.load("o.npy")
+    assert p2.dtype == REC and o.dtype == np.int64
+    t = np.arange(4)
+    lim = np.array([10, -20, 2**50], np.int64)
+    u1 = np.array([(0xFFFFFFFF << int(i)) & (2**64 - 1) for i in t], np.uint64).view(np.int64)
+    bias = 5000000000
+    assert o[0::2].tolist() == ((p["big"] + lim[t % 3]) * 3 - t - u1 + bias).tolist()
+    assert p2["big"].tolist() == (p["big"] + p["small"].astype(np.int64) * 3000000000).tolist()
+    (tmp_path / "s.cu").write_text("__global__ void k(long long *o, long long s, unsigned long long u) "
+                                   "{ o[threadIdx.x] = s * (threadIdx.x + 1) + (long long)(u >> 1); }\n")
+    r = qgrun("s.cu", "--engine", "ref", "--grid", "1", "--block", "2", "--arg", "o=zeros:2",
+              "--arg", "s=-5000000000", "--arg", "u=18446744073709551615", "--out", "o=so.npy", "--trace", "none")
+    assert r.exit_code == 0, r.stderr
+    assert np.load("so.npy").tolist() == [-5000000000 + 2**63 - 1, -10000000000 + 2**63 - 1]

@@ -70,16 +70,16 @@ def parse_float(name: str, value: str) -> int:
     return bits | (0x80000000 if neg else 0)
 
 
-def parse_scalar(name: str, value: str, p: Param) -> int:
+def parse_scalar(name: str, value: str, p: Param, option: str = "--arg") -> int:
     if p.ctype == "float":
         return parse_float(name, value)
     v = parse_int(value)
     if v is None:
         if value.startswith("@") or value.startswith("zeros:"):
-            raise UsageError(f"--arg {name}={value}: parameter '{name}' is a scalar ({p.describe()}); "
+            raise UsageError(f"{option} {name}={value}: parameter '{name}' is a scalar ({p.describe()}); "
                              f"give a number")
-        raise UsageError(f"--arg {name}={value}: expected a {p.ctype} (decimal or 0x hex)")
-    return check_int(f"--arg {name}={value}", v, p)
+        raise UsageError(f"{option} {name}={value}: expected a {p.ctype} (decimal or 0x hex)")
+    return check_int(f"{option} {name}={value}", v, p)
 
 
 def load_array(name: str, value: str, p: Param, option: str = "--arg") -> np.ndarray:
@@ -166,8 +166,12 @@ def parse_consts(program: Program, specs: list[str] | tuple[str, ...]) -> dict[s
         if c.dims:
             out[name] = load_array(name, value, p, option="--const").reshape(-1)
         else:
-            cell = np.array([parse_scalar(name, value, p) & 0xFFFFFFFF], np.uint32)
             want = np.dtype(ELEM_DTYPES[c.ctype])
+            v = parse_scalar(name, value, p, option="--const")
+            if want.itemsize == 8:  # a 64-bit constant: its 64-bit pattern
+                out[name] = np.array([v & (2**64 - 1)], np.uint64).view(want)
+                continue
+            cell = np.array([v & 0xFFFFFFFF], np.uint32)
             out[name] = cell.astype(np.int64).astype(want) if want.itemsize == 1 else cell.view(want)
     return out
 
