@@ -14,6 +14,8 @@ docs/cuda-coverage.md).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pytest
 
@@ -26,11 +28,16 @@ from gxx import gxx_model, need_gxx
 F32 = np.float32
 
 
+@lru_cache(maxsize=None)
+def _compiled(src: str, instantiate: tuple):
+    return compile_source(src, "survey.cu", instantiate=instantiate)
+
+
 def run(src: str, kernel: str | None, grid, block, arrays: dict, scalars=None, instantiate=(), constants=None,
         shared: int = 0) -> dict:
     """One launch on the emulator; grid and block are ints or (x, y) pairs."""
     dim = (lambda d: (d, 1, 1) if isinstance(d, int) else (*d, 1))
-    prog = compile_source(src, "survey.cu", instantiate=instantiate)
+    prog = _compiled(src, tuple(instantiate))
     k = prog.kernel(kernel)
     arrays = {n: v.copy() for n, v in arrays.items()}
     # a float scalar is passed as its bit pattern (qgrun's --arg parses decimals to these)
