@@ -94,7 +94,7 @@ def fminmax(x: np.ndarray, y: np.ndarray, least: bool) -> np.ndarray:
 
 
 def model(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The 22 results NATIVE_MAIN (tests/test_double.py) prints for each operand pair."""
+    """The results (COLUMNS) NATIVE_MAIN (tests/test_double.py) prints for each operand pair."""
     x, y = a.view(np.float64), b.view(np.float64)
     with np.errstate(all="ignore"):
         cols = [canon(x + y), canon(x - y), canon(x * y), canon(x / y), canon(np.sqrt(x)),
@@ -111,8 +111,10 @@ def model(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         cols.append(np.array([d2int(v, 0, (1 << 32) - 1) for v in xs], np.uint64))
         cols += [canon(np.trunc(x)), canon(np.floor(x)), canon(np.ceil(x)),
                  canon(np.array([round_half_away(v) for v in xs]))]
+        low = a & np.uint64(0xFFFFFFFF)
+        cols += [bits(low.astype(np.float64)), bits(low.astype(np.uint32).view(np.int32).astype(np.float64))]
     return np.stack(cols, 1)
 
 
 COLUMNS = ["add", "sub", "mul", "div", "sqrt", "lt", "le", "eq", "fmin", "fmax", "f2d", "d2f", "ull2d",
-           "ll2d", "d2ull", "d2ll", "d2i", "d2u", "trunc", "floor", "ceil", "round"]
+           "ll2d", "d2ull", "d2ll", "d2i", "d2u", "trunc", "floor", "ceil", "round", "u2d", "i2d"]

@@ -34,14 +34,15 @@ int main() {
     unsigned long long p[2];
     while (fread(p, 8, 2, stdin) == 2) {
         unsigned long long a = p[0], b = p[1];
-        unsigned long long r[22] = {
+        unsigned long long r[24] = {
             __qg_dadd(a, b), __qg_dadd(a, b ^ 0x8000000000000000ull), __qg_dmul(a, b), __qg_ddiv(a, b),
-            __qg_dsqrt(a), __qg_dlt(a, b), __qg_dle(a, b), __qg_deq(a, b), __qg_dmin(a, b), __qg_dmax(a, b),
+            __qg_dsqrt(a), __qg_dcmp(a, b) & 1u, __qg_dcmp(a, b) != 0u, __qg_dcmp(a, b) >> 1, __qg_dmin(a, b), __qg_dmax(a, b),
             __qg_f2d(__uint_as_float((unsigned)b)), __float_as_uint(__qg_d2f(a)), __qg_ull2d(a),
             __qg_ll2d((long long)a), __qg_d2ull(a), (unsigned long long)__qg_d2ll(a),
             (unsigned long long)(long long)__qg_d2i(a), __qg_d2u(a), __qg_dtrunc(a),
-            __qg_dfloorceil(a, 0), __qg_dfloorceil(a, 1), __qg_dround(a)};
-        fwrite(r, 8, 22, stdout);
+            __qg_dfloorceil(a, 0), __qg_dfloorceil(a, 1), __qg_dround(a), __qg_u2d((unsigned)a),
+            __qg_i2d((int)(unsigned)a)};
+        fwrite(r, 8, 24, stdout);
     }
     return 0;
 }
@@ -57,7 +58,7 @@ def native(tmp_path, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     subprocess.run(["g++", "-O2", "-std=c++17", "-o", str(exe), str(cpp)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], input=np.stack([a, b], 1).tobytes(), check=True,
                          capture_output=True).stdout
-    return np.frombuffer(out, np.uint64).reshape(len(a), 22)
+    return np.frombuffer(out, np.uint64).reshape(len(a), len(R.COLUMNS))
 
 
 def check_native(tmp_path, n: int, seed: int) -> None:
@@ -84,3 +85,141 @@ def test_routines_natively_large_sweep(tmp_path):
     """The same on 2,000,000 pairs of other seeds."""
     for seed in range(2, 6):
         check_native(tmp_path, 500_000, seed)
+
+
+# ---------------------------------------------------------------- kernels: emulator against g++
+
+from frontcheck import assert_error, emulate_src  # noqa: E402
+from gxx import gxx_model  # noqa: E402
+
+HOST_PRELUDE = r"""
+#include <cstdlib>
+static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, 8); return u; }
+using std::sqrt; using std::floor; using std::ceil; using std::trunc; using std::round; using std::fmin;
+using std::fmax; using std::fabs;
+"""
+
+# One thread per operand pair; every result goes out as a 64-bit pattern.  Five parts, because
+# one kernel with every routine would exceed the machine's 1024 instructions.  The kernel's own
+# guards leave out what C++ leaves undefined (out-of-range double -> integer).
+OPS_SRC = r"""
+#define N 24
+__device__ double twice(double v) { return v + v; }
+
+__global__ void opsd(const double *a, const double *b, const float *fl, const int *c, unsigned long long *out,
+                     double s) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    double x = a[i], y = b[i];
+    float f = fl[i];
+    int n = c[i];
+    unsigned long long *o = out + i * N;
+    __shared__ double sh[64];
+    double loc[3];
+#if PART == 1
+    o[0] = __double_as_longlong(x + y); o[1] = __double_as_longlong(x - y);
+    o[2] = (x < y) | (x <= y) << 1 | (x > y) << 2 | (x >= y) << 3 | (x == y) << 4 | (x != y) << 5
+         | (!x) << 6 | (x ? 1 : 0) << 7 | (x < 0.5) << 8 | (f < x) << 9 | (n == x) << 10;
+    o[3] = __double_as_longlong(-x); o[4] = __double_as_longlong(twice(x) + s);
+    double t = x;
+    t += y; o[5] = __double_as_longlong(t);
+    t -= n; o[6] = __double_as_longlong(t);
+    o[7] = __double_as_longlong(++t); o[8] = __double_as_longlong(t--); o[9] = __double_as_longlong(t);
+    sh[threadIdx.x] = x - 2.5;
+    loc[n & 1] = y; loc[(n & 1) ^ 1] = s;
+    o[10] = __double_as_longlong(sh[threadIdx.x] + loc[0] - loc[1]);
+    o[11] = __double_as_longlong(x > y ? x : y + 1.0);
+    o[12] = __double_as_longlong(1.0 / 3 + x - 1e-300);
+#elif PART == 2
+    o[0] = __double_as_longlong(x * y); o[1] = __double_as_longlong(x * s);
+    float ff = f; ff *= 0.3; o[2] = __float_as_uint(ff);  /* float *= double: computed in double */
+    o[3] = __float_as_uint(0.3f * f); o[4] = __double_as_longlong(0.3 * f);
+    o[5] = __double_as_longlong(1.0 / 3 * x);
+    double t = x; t *= y; o[6] = __double_as_longlong(t);
+#elif PART == 3
+    o[0] = __double_as_longlong(x / y); o[1] = __double_as_longlong(sqrt(x)); o[2] = __double_as_longlong(y / 7);
+    o[3] = __double_as_longlong(fabs(y)); o[4] = __double_as_longlong(sqrt(fabs(y)) / s);
+    double t = x; t /= y; o[5] = __double_as_longlong(t);
+#elif PART == 4
+    o[0] = __double_as_longlong(fmin(x, y)); o[1] = __double_as_longlong(fmax(x, f));
+    o[2] = __double_as_longlong(floor(x)); o[3] = __double_as_longlong(ceil(x));
+    o[4] = __double_as_longlong(trunc(x)); o[5] = __double_as_longlong(round(x));
+#else
+    o[0] = __double_as_longlong((double)f); o[1] = __float_as_uint((float)x); o[2] = __double_as_longlong((double)n);
+    o[3] = __double_as_longlong((double)(unsigned)n); o[4] = __double_as_longlong((double)((long long)n * 1234567891ll));
+    o[5] = __double_as_longlong((double)((unsigned long long)n * 0x9E3779B97F4A7C15ull));
+    bool fits_int = x > -2147483649.0 && x < 2147483648.0;
+    bool fits_u = x > -1.0 && x < 4294967296.0;
+    bool fits_ll = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
+    bool fits_ull = x > -1.0 && x < 18446744073709551616.0;
+    o[6] = fits_int ? (long long)(int)x : 1;
+    o[7] = fits_u ? (unsigned)x : 2;
+    o[8] = fits_ll ? (long long)x : 3;
+    o[9] = fits_ull ? (unsigned long long)x : 4;
+    o[10] = (x > -128.0 && x < 128.0) ? (long long)(char)x : 5;
+    o[11] = (bool)x;
+    float g = x; o[12] = __float_as_uint(g);
+    double h = f; o[13] = __double_as_longlong(h);
+    int k = y; o[14] = (y > -2147483649.0 && y < 2147483648.0) ? k : 6;
+#endif
+}
+"""
+
+DOUBLE_EDGES = np.array(R.EDGE_DOUBLES, np.float64)
+
+
+def _operands(n: int, seed: int):
+    """Operands for n threads: edge values against each other and random values of mixed
+    magnitudes (some nearby, so that + and - cancel)."""
+    rng = np.random.default_rng(seed)
+    e = len(DOUBLE_EDGES)
+    idx = rng.permutation(e * e)[:n]
+    x, y = DOUBLE_EDGES[idx // e], DOUBLE_EDGES[idx % e]
+    r = n // 2
+    x[:r] = rng.standard_normal(r) * np.exp2(rng.integers(-40, 40, r))
+    y[:r // 2] = x[:r // 2] * (1 + rng.standard_normal(r // 2) * 1e-9)
+    f = (rng.standard_normal(n) * 10.0 ** rng.integers(-5, 5, n)).astype(np.float32)
+    f[::5] = x[::5].astype(np.float32)
+    c = rng.integers(-(1 << 31), 1 << 31, n, dtype=np.int64).astype(np.int32)
+    c[::3] = np.array([0, 1, -1, 7] * n, np.int32)[: c[::3].size]
+    return x, y, f, c
+
+
+def run_ops(tmp_path, part: int, grid: int, block: int, seed: int) -> None:
+    x, y, f, c = _operands(grid * block, seed)
+    s = np.float64(-1.25)
+    args = [("a", x), ("b", y), ("fl", f), ("c", c), ("out", np.zeros(24 * grid * block, np.uint64)), ("s", s)]
+    src = f"#define PART {part}\n" + OPS_SRC
+    want = gxx_model(tmp_path, HOST_PRELUDE + src, "opsd", grid, block, args, flags=("-fno-fast-math",))["out"]
+    sbits = int(s.view(np.uint64))
+    got = emulate_src(src, None, grid, block, [(n, sbits if n == "s" else v) for n, v in args],
+                      max_steps=10_000_000)["out"]
+    # NaN results: the machine's are the canonical NaN (docs/subset.md); the host's carry payloads
+    want = want.copy()
+    dnan = ((want & np.uint64(0x7FFFFFFFFFFFFFFF)) > np.uint64(0x7FF0000000000000))
+    got_dnan = got == np.uint64(R.NAN)
+    fnan = (want >> np.uint64(32) == 0) & ((want & np.uint64(0x7FFFFFFF)) > np.uint64(0x7F800000))
+    bad = np.nonzero((got != want) & ~(dnan & got_dnan) & ~(fnan & (got == np.uint64(R.FNAN))))[0]
+    assert bad.size == 0, [(int(k) // 24, int(k) % 24, hex(int(got[k])), hex(int(want[k])),
+                            float(x[k // 24]), float(y[k // 24])) for k in bad[:8]]
+
+
+@need_gxx
+@pytest.mark.parametrize("part", [1, 2, 3, 4, 5], ids=["add-compare", "mul-promotion", "div-sqrt",
+                                                         "minmax-rounding", "conversions"])
+def test_kernel_matches_gxx(tmp_path, part):
+    """Every double operator, compound assignment, ++/--, the functions, the conversions in both
+    directions, double in shared and local arrays, a device function taking and returning double,
+    a double kernel parameter, and C++'s promotions (`0.3f * f` stays float, `0.3 * f` is double,
+    `ff *= 0.3` computes in double and rounds once), on edge values and random pairs: the
+    emulator against g++ compiling the same kernel text."""
+    run_ops(tmp_path, part, 1, 12, part)
+
+
+@pytest.mark.slow
+@need_gxx
+@pytest.mark.parametrize("part", [1, 2, 3, 4, 5])
+def test_kernel_matches_gxx_more_operands(tmp_path, part):
+    """The same on 4 launches of 128 threads each (512 operand pairs a part)."""
+    for seed in range(4):
+        run_ops(tmp_path, part, 2, 64, 10 + seed)

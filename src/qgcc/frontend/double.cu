@@ -30,12 +30,18 @@ __device__ unsigned long long __qg_dkey(unsigned long long a) {
 /* The double nearest to (-1)^sign * m * 2^(e - 1085) (m's leading 1 at bit 62; sign
  * is the sign bit in place).  e is the biased exponent of a normal result: e <= 0 is
  * a subnormal, e >= 2047 overflows. */
+__device__ unsigned long long __qg_dsrj(unsigned long long m, int s) {
+    /* m >> s with every bit shifted out ORed into bit 0 ("jamming"); s >= 0 */
+    if (s == 0)
+        return m;
+    return s < 63 ? (m >> s) | (unsigned long long)((m << (64 - s)) != 0ull) : (unsigned long long)(m != 0ull);
+}
+
 __device__ unsigned long long __qg_dpack(unsigned long long sign, int e, unsigned long long m) {
     if (e >= 2047)
         return sign | 0x7FF0000000000000ull;
     if (e <= 0) {
-        int s = 1 - e;
-        m = s < 63 ? (m >> s) | (unsigned long long)((m << (64 - s)) != 0ull) : (unsigned long long)(m != 0ull);
+        m = __qg_dsrj(m, 1 - e);
         e = 1;
     }
     /* round the 10 bits below the 53-bit significand to nearest, ties to even; a carry out
@@ -45,6 +51,14 @@ __device__ unsigned long long __qg_dpack(unsigned long long sign, int e, unsigne
     if (bits >= 0x7FF0000000000000ull)
         return sign | 0x7FF0000000000000ull;
     return sign | bits;
+}
+
+/* The same for any nonzero m (value m * 2^(e - 1085)): normalized first. */
+__device__ unsigned long long __qg_dnorm(unsigned long long sign, int e, unsigned long long m) {
+    int n = (int)__clzll(m) - 1;
+    if (n < 0)
+        return __qg_dpack(sign, e + 1, __qg_dsrj(m, 1));
+    return __qg_dpack(sign, e - n, m << n);
 }
 
 /* The significand of a finite nonzero a with its leading 1 at bit 52, and the exponent
@@ -79,14 +93,11 @@ __device__ unsigned long long __qg_dadd(unsigned long long a, unsigned long long
     unsigned long long mb = ((b & 0xFFFFFFFFFFFFFull) | (eb != 0 ? 0x10000000000000ull : 0ull)) << 9;
     ea = ea != 0 ? ea : 1;
     eb = eb != 0 ? eb : 1;
-    int d = ea - eb;
-    if (d != 0)
-        mb = d < 63 ? (mb >> d) | (unsigned long long)((mb << (64 - d)) != 0ull) : 1ull;
+    mb = __qg_dsrj(mb, ea - eb);
     unsigned long long m = ((a ^ b) >> 63) != 0ull ? ma - mb : ma + mb;
     if (m == 0ull)
         return 0ull;  /* x - x = +0 */
-    int n = (int)__clzll(m) - 1;
-    return __qg_dpack(a & 0x8000000000000000ull, ea + 1 - n, m << n);
+    return __qg_dnorm(a & 0x8000000000000000ull, ea + 1, m);
 }
 
 __device__ unsigned long long __qg_dmul(unsigned long long a, unsigned long long b) {
@@ -175,23 +186,14 @@ __device__ unsigned long long __qg_dsqrt(unsigned long long a) {
     return __qg_dpack(0ull, 1077 + ((ea - 1075 - 56 - odd) >> 1), (q << 8) | (unsigned long long)(r != 0ull));
 }
 
-/* Compares: false with a NaN; -0 == +0. */
-__device__ unsigned __qg_dlt(unsigned long long a, unsigned long long b) {
-    if (__qg_dnan(a) != 0ull || __qg_dnan(b) != 0ull || ((a | b) << 1) == 0ull)
+/* Compares: 1 when a < b, 2 when a == b, 0 when a > b or either is NaN (unordered);
+ * -0 == +0.  The compiler takes <, <=, ==, != from the one result. */
+__device__ unsigned __qg_dcmp(unsigned long long a, unsigned long long b) {
+    if (__qg_dnan(a) != 0ull || __qg_dnan(b) != 0ull)
         return 0u;
+    if (a == b || ((a | b) << 1) == 0ull)
+        return 2u;
     return (unsigned)(__qg_dkey(a) < __qg_dkey(b));
-}
-
-__device__ unsigned __qg_dle(unsigned long long a, unsigned long long b) {
-    if (__qg_dnan(a) != 0ull || __qg_dnan(b) != 0ull)
-        return 0u;
-    return (unsigned)(((a | b) << 1) == 0ull || __qg_dkey(a) <= __qg_dkey(b));
-}
-
-__device__ unsigned __qg_deq(unsigned long long a, unsigned long long b) {
-    if (__qg_dnan(a) != 0ull || __qg_dnan(b) != 0ull)
-        return 0u;
-    return (unsigned)(a == b || ((a | b) << 1) == 0ull);
 }
 
 /* fmin/fmax: a NaN operand is ignored (two NaNs give NaN); -0 < +0. */
@@ -220,12 +222,8 @@ __device__ unsigned long long __qg_f2d(float f) {
     unsigned long long m = (unsigned long long)(u & 0x7FFFFFu);
     if (x == 255u)
         return m != 0ull ? 0x7FFFFFFFFFFFFFFFull : sign | 0x7FF0000000000000ull;
-    if (x == 0u) {
-        if (m == 0ull)
-            return sign;
-        int n = (int)__clzll(m) - 40;  /* a subnormal float is a normal double */
-        return sign | ((unsigned long long)(897 - n) << 52) | ((m << (n + 29)) & 0xFFFFFFFFFFFFFull);
-    }
+    if (x == 0u)  /* zero, or a subnormal float: a normal double, exactly */
+        return m == 0ull ? sign : __qg_dnorm(sign, 936, m);
     return sign | ((unsigned long long)(x + 896u) << 52) | (m << 29);
 }
 
@@ -244,12 +242,25 @@ __device__ float __qg_d2f(unsigned long long a) {
     return __uint_as_float(__qg_round_pack(sign, x - 897, sig));
 }
 
+/* 32-bit integers convert exactly: the leading 1 moves to bit 52 and adds itself to the
+ * exponent field. */
+__device__ unsigned long long __qg_u2d(unsigned x) {
+    if (x == 0u)
+        return 0ull;
+    int n = (int)__clz((int)x);
+    return ((unsigned long long)(1053 - n) << 52) + ((unsigned long long)x << (21 + n));
+}
+
+__device__ unsigned long long __qg_i2d(int x) {
+    if (x < 0)
+        return __qg_u2d(0u - (unsigned)x) | 0x8000000000000000ull;
+    return __qg_u2d((unsigned)x);
+}
+
 __device__ unsigned long long __qg_ull2d(unsigned long long x) {
     if (x == 0ull)
         return 0ull;
-    int n = (int)__clzll(x);
-    unsigned long long m = x << n;
-    return __qg_dpack(0ull, 1086 - n, (m >> 1) | (m & 1ull));
+    return __qg_dnorm(0ull, 1085, x);
 }
 
 __device__ unsigned long long __qg_ll2d(long long x) {

@@ -85,9 +85,9 @@ class StructSema:
                                            "defined; use a pointer")
                 if is_struct(ty) and not ty.complete:
                     raise self.error(decl, f"member '{decl.name}' has incomplete type '{ty}'")
-                if is_wide(ty):
+                if is_wide(ty) or getattr(ty, "kind", None) == "double":
                     raise self.error(decl, f"64-bit struct members are not supported yet ('{decl.name}'); "
-                                           "keep 64-bit values in their own arrays")
+                                           "keep 64-bit values (and doubles) in their own arrays")
                 if decl.arrays:
                     if len(decl.arrays) > 2:
                         raise self.error(decl, "array members have at most 2 dimensions")
