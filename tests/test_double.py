@@ -251,3 +251,47 @@ def test_double_launch_in_the_network():
     x = a + s
     want = np.where(x < 0.5, -x, x)
     assert outs["o"].view(np.uint64).tolist() == want.view(np.uint64).tolist()
+
+
+# ---------------------------------------------------------------- launch arguments, diagnostics
+
+def test_qgrun_double_scalar_and_float64_buffers(qgcc, qgrun, tmp_path, monkeypatch):
+    """`--arg x=0.1` is the double nearest the decimal (not the float), `inf` and `nan` are
+    accepted, a float64 .npy is a double buffer and `--out` writes one back; a wrong value is a
+    one-line error naming the argument."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.cu").write_text("__global__ void k(const double *a, double *o, double x, double y) {\n"
+                                   "    int i = threadIdx.x; o[i] = a[i] + x; o[i + 2] = y; }\n")
+    assert qgcc("k.cu", "-o", "k.qg").exit_code == 0
+    np.save("a.npy", np.array([1e16, -0.5]))
+    r = qgrun("k.qg", "--grid", "1", "--block", "2", "--arg", "a=@a.npy", "--arg", "o=zeros:4",
+              "--arg", "x=0.1", "--arg", "y=-inf", "--out", "o=o.npy", "--trace", "none", "--engine", "ref")
+    assert r.exit_code == 0, r.stderr
+    o = np.load("o.npy")
+    assert o.dtype == np.float64
+    assert o.view(np.uint64).tolist() == np.array([1e16 + 0.1, -0.5 + 0.1, -np.inf, -np.inf]).view(np.uint64).tolist()
+    r = qgrun("k.qg", "--grid", "1", "--block", "2", "--arg", "a=@a.npy", "--arg", "o=zeros:4",
+              "--arg", "x=0.1.2", "--arg", "y=nan", "--engine", "ref")
+    assert r.exit_code != 0 and "--arg x=0.1.2: expected a double (e.g. 1.5, -2e-3, inf, nan)" in r.stderr
+
+
+@pytest.mark.parametrize("line, col, message", [
+    ("long double d = 1;", 6, "'long double' is not supported; use 'double'"),
+    ("double d = sin(1.0);", 12, "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, "
+                                 "fmin, fmax, floor, ceil, trunc and round); use 'sinf' on float"),
+    ("atomicAdd(p, 1.0);", 11, "'atomicAdd' on 'double *' is not supported (the machine's atomics are 32-bit); "
+                               "accumulate in float or in a 64-bit integer"),
+    ("double d = 1.0 << 2;", 16, "invalid operands to binary '<<' ('double' and 'int')"),
+    ("int n = abs(1.5);", 9, "'abs' needs an integer argument ('double'); use fabs"),
+    ("int n = __reduce_add_sync(15, 1.5);", 31, "argument 2 of '__reduce_add_sync' is 64-bit ('double'); it takes "
+                                                "a 32-bit value"),
+])
+def test_what_double_does_not_have_is_named(line, col, message):
+    """Each construct outside the subset's double gets a named diagnostic at its position."""
+    assert_error("__global__ void k(double *p) {\n" + line + "\n}\n", 2, col, message)
+
+
+def test_struct_double_member_is_named():
+    assert_error("struct S { int a; double d; };\n__global__ void k(S *s) {}\n", 1, 26,
+                 "64-bit struct members are not supported yet ('d'); keep 64-bit values (and doubles) in "
+                 "their own arrays")
