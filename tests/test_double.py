@@ -295,3 +295,39 @@ def test_struct_double_member_is_named():
     assert_error("struct S { int a; double d; };\n__global__ void k(S *s) {}\n", 1, 26,
                  "64-bit struct members are not supported yet ('d'); keep 64-bit values (and doubles) in "
                  "their own arrays")
+
+
+def test_double_with_the_other_constructs():
+    """A double warp reduction through __shfl_down_sync (both halves from the same lane), a
+    template instantiated with double, an extern __shared__ double array sized at launch and a
+    reference parameter bound to a shared cell: the sums equal the host's double sums done in
+    the same order."""
+    from qgcc.frontend import compile_source
+    from qgcc.ref.emulator import run
+    from qgcc.runtime.launch import make_launch
+
+    src = r"""
+    template <typename T> __device__ T half_of(T v) { return v * 0.5; }
+    __device__ void bump(double &v, double d) { v += d; }
+    __global__ void k(const double *a, double *o) {
+        extern __shared__ double dyn[];
+        int i = threadIdx.x;
+        double v = a[i];
+        for (int off = 2; off > 0; off >>= 1)
+            v += __shfl_down_sync(0xffffffff, v, off);
+        dyn[i] = half_of(a[i]);
+        bump(dyn[i], 1.0);
+        o[i] = i == 0 ? v : dyn[i];
+    }
+    """
+    prog = compile_source(src, "k.cu")
+    a = np.array([0.1, 0.2, 0.3, 1e-17])
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {},
+                         {"a": a, "o": np.zeros(4)}, shared_bytes=32)
+    res = run(launch, max_steps=100_000)
+    o = launch.read_buffer(res.memory, "o")
+    lanes = a.copy()
+    for off in (2, 1):  # the shuffle's order: lane i adds lane i + off (lanes past 3 keep their own)
+        lanes = lanes + np.array([lanes[j + off] if j + off < 4 else lanes[j] for j in range(4)])
+    want = np.concatenate([[lanes[0]], a[1:] * 0.5 + 1.0])
+    assert o.view(np.uint64).tolist() == want.view(np.uint64).tolist()
