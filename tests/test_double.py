@@ -331,3 +331,8 @@ def test_double_with_the_other_constructs():
         lanes = lanes + np.array([lanes[j + off] if j + off < 4 else lanes[j] for j in range(4)])
     want = np.concatenate([[lanes[0]], a[1:] * 0.5 + 1.0])
     assert o.view(np.uint64).tolist() == want.view(np.uint64).tolist()
+
+
+def test_constant_double_is_named():
+    assert_error("__constant__ double c[2] = {1.0, 2.0};\n__global__ void k(double *p) {}\n", 1, 21,
+                 "__constant__ variables of 64-bit type are not supported ('c'); pass a 'const double *' buffer")
