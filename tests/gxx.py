@@ -32,7 +32,8 @@ static void __syncthreads() {}
 """
 
 CTYPES = {np.dtype(np.int32): "int", np.dtype(np.uint32): "unsigned", np.dtype(np.float32): "float",
-          np.dtype(np.int64): "long long", np.dtype(np.uint64): "unsigned long long"}
+          np.dtype(np.int64): "long long", np.dtype(np.uint64): "unsigned long long",
+          np.dtype(np.float64): "double"}
 
 
 def gxx_model(tmp_path, src: str, kernel: str, grid: int, block: int, args: list, flags=()) -> dict:
@@ -50,7 +51,9 @@ def gxx_model(tmp_path, src: str, kernel: str, grid: int, block: int, args: list
             decls.append(f"static unsigned {name}_bits[] __attribute__((aligned(8))) = {{{bits}}};")
             decls.append(f"static {ct} *{name} = ({ct} *){name}_bits;")
             prints.append(f'for (unsigned i = 0; i < {words.size}; i++) printf("%u ", {name}_bits[i]); printf("\\n");')
-        elif isinstance(v, np.floating):  # a float scalar, exactly (a hexadecimal literal)
+        elif isinstance(v, np.float64):  # a double scalar, exactly (C's hexadecimal floating literal)
+            decls.append(f"static double {name} = {float(v).hex() if np.isfinite(v) else ('1e999' if v > 0 else '-1e999') if np.isinf(v) else 'NAN'};")
+        elif isinstance(v, np.float32):  # a float scalar, exactly (a hexadecimal literal)
             decls.append(f"static float {name} = {float(v).hex()}f;")
         elif isinstance(v, np.generic):
             decls.append(f"static {CTYPES[v.dtype]} {name} = ({CTYPES[v.dtype]})0x{int(v) & ((1 << 64) - 1):x}ull;")

@@ -750,5 +750,3 @@ def test_constructs_outside_the_subset_are_named():
                  "constructors are not supported ('cuComplex'); initialise a struct with braces "
                  "('cuComplex s = {...};') or assign its members")
     assert_error("__global__ void k(void *devX) {}\n", 1, 25, "'void *' pointers are not supported; use a typed pointer")
-    assert_error("__global__ void k(double *p) {}\n", 1, 19,
-                 "'double' is not supported; use 'float' (the machine has no 64-bit floating point)")

@@ -195,10 +195,13 @@ __global__ void k(float *o) { float x = 0.1; o[0] = x; o[1] = halve(3.0); o[2] =
     assert list(o) == [np.float32(0.1), np.float32(1.5), np.float32(0.1), np.float32(-2.5)]
 
 
-def test_double_arithmetic_is_rejected_with_a_hint():
-    with pytest.raises(CompileError) as e:
-        compile_source("__global__ void k(float *o) { o[0] = o[0] * 0.1; }", "t.cu")
-    assert "'0.1' is a double constant and qgcc has no double; write '0.1f'" in str(e.value)
+def test_float_times_an_unsuffixed_literal_is_computed_in_double():
+    """C++: 0.1 is a double, so o[0] * 0.1 is a double product rounded once to float on the
+    store (not the float product o[0] * 0.1f)."""
+    o = run("__global__ void k(float *o) { o[0] = o[0] * 0.1; o[1] = o[1] * 0.1f; }", {},
+            {"o": np.full(2, 0.7, np.float32)}, block=(1, 1, 1))["o"]
+    assert o[0] == np.float32(np.float64(np.float32(0.7)) * 0.1)
+    assert o[1] == np.float32(0.7) * np.float32(0.1)
 
 
 def test_mixed_int_float_arithmetic_follows_the_usual_conversions():

@@ -101,7 +101,7 @@ FRONT_END = [
     ("syntax error", "__global__ void k(int *a) {\n  a[0] = 1\n}\n", 3, 1, "expected ';' before '}'"),
     ("unknown name", "__global__ void k(int *a) {\n  a[0] = b;\n}\n", 2, 10, "unknown identifier 'b'"),
     ("type error", "__global__ void k(int *a) {\n  a = 3;\n}\n", 2, 7, "cannot convert 'int' to 'int *'"),
-    ("double", "__global__ void k(int *a) {\n  double d = 1;\n}\n", 2, 3, "'double' is not supported"),
+    ("long double", "__global__ void k(int *a) {\n  long double d = 1;\n}\n", 2, 8, "'long double' is not supported"),
     ("recursion", "__device__ int f(int x) { return f(x); }\n__global__ void k(int *a) { a[0] = f(1); }\n",
      1, 34, "recursion is not supported"),
     ("struct constructor", "struct P { int x; P() {} };\n__global__ void k(int *a) {}\n", 1, 19,

@@ -18,6 +18,7 @@ ELEM_DTYPES = {
     "float": "float32",
     "llong": "int64",  # two cells per element, the low word first
     "ullong": "uint64",
+    "double": "float64",  # two cells per element, the low word first
 }
 
 
@@ -26,7 +27,8 @@ _TYPE_KINDS = {"int": "int", "signed": "int", "signed int": "int", "int32_t": "i
                "unsigned int": "unsigned", "uint32_t": "unsigned", "size_t": "unsigned", "bool": "bool",
                "char": "char", "signed char": "char", "int8_t": "char", "unsigned char": "uchar",
                "uint8_t": "uchar", "float": "float", "long long": "llong", "long": "llong", "int64_t": "llong",
-               "unsigned long long": "ullong", "unsigned long": "ullong", "uint64_t": "ullong"}
+               "unsigned long long": "ullong", "unsigned long": "ullong", "uint64_t": "ullong",
+               "double": "double"}
 
 
 def instance_name(template: str, args: list) -> str:
@@ -84,7 +86,7 @@ class Param:
     @property
     def words(self) -> int:
         """Parameter words (LDC slots) the parameter takes: a 64-bit scalar two, low word first."""
-        return 2 if not self.pointer and self.ctype in ("llong", "ullong") else 1
+        return 2 if not self.pointer and self.ctype in ("llong", "ullong", "double") else 1
 
     def describe(self) -> str:
         if self.struct is not None:

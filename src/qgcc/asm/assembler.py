@@ -35,8 +35,9 @@ PARAM_TYPES = {
     "float": "float",
     "llong": "llong",  # 64-bit: two parameter words, the low one first
     "ullong": "ullong",
+    "double": "double",  # IEEE binary64: two parameter words (the bit pattern), the low one first
 }
-CONST_TYPES = {k: v for k, v in PARAM_TYPES.items() if k not in ("llong", "ullong")}
+CONST_TYPES = {k: v for k, v in PARAM_TYPES.items() if k not in ("llong", "ullong", "double")}
 
 _TOKEN_RE = re.compile(
     r"""

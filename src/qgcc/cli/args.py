@@ -70,9 +70,24 @@ def parse_float(name: str, value: str) -> int:
     return bits | (0x80000000 if neg else 0)
 
 
+def parse_double(name: str, value: str, option: str = "--arg") -> int:
+    """A double scalar: a decimal number (the nearest double, ties to even), inf or nan -> the
+    64-bit pattern."""
+    from ..frontend import doubleconst
+
+    text = value.strip()
+    if not _FLOAT_RE.match(text) or len(text) > 100:
+        raise UsageError(f"{option} {name}={value}: expected a double (e.g. 1.5, -2e-3, inf, nan)")
+    if text.lstrip("+-").lower() == "nan":
+        return doubleconst.NAN
+    return doubleconst.from_py(float(text))  # correctly rounded; 1e999 is inf, as in C
+
+
 def parse_scalar(name: str, value: str, p: Param, option: str = "--arg") -> int:
     if p.ctype == "float":
         return parse_float(name, value)
+    if p.ctype == "double":
+        return parse_double(name, value, option)
     v = parse_int(value)
     if v is None:
         if value.startswith("@") or value.startswith("zeros:"):

@@ -121,6 +121,8 @@ class Expr(Node):
     # A constant float value's bit pattern (float constants never use `const`,
     # whose integer truth and comparisons would be wrong for -0.0 and NaN).
     fconst: int | None = field(default=None, init=False, repr=False, compare=False)
+    # A constant double value's 64-bit pattern (double constants use neither of the above).
+    dconst: int | None = field(default=None, init=False, repr=False, compare=False)
     # The undecayed type when the expression names a (__shared__) array or a row of one.
     arr: Any = field(default=None, init=False, repr=False, compare=False)
 

@@ -41,13 +41,13 @@ from . import ast as A
 from .ir import VI
 from . import floatconst
 from . import intrinsics
-from . import wide
+from . import doubles, wide
 from .wide import Pair
-from .sema import ATOMICS, BIT_CASTS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS, FuncSym, VarSym
+from .sema import ATOMICS, BIT_CASTS, DOUBLE_FUNCS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS, FuncSym, VarSym
 from .softfloat import library
 from .structs import cells, is_struct, struct_layout
-from .types import (BOOL, CHAR, FLOAT, INT, UINT, IntType, PtrType, Type,
-                    VoidType, fold_binary, is_float, is_ptr, is_wide, wrap)
+from .types import (BOOL, CHAR, DOUBLE, FLOAT, INT, LLONG, UINT, IntType, PtrType, Type,
+                    VoidType, fold_binary, is_double, is_float, is_pair, is_ptr, is_wide, wrap)
 
 MASK32 = 0xFFFFFFFF
 
@@ -112,7 +112,8 @@ class Routine:
 
 
 # Library functions small enough to inline into the routines that use them.
-INLINE_HELPERS = frozenset({"__qg_isnan", "__qg_mulhi", "__qgm_nan", "__qgm_canon", "__qgm_small_int", "__qgm_key"})
+INLINE_HELPERS = frozenset({"__qg_isnan", "__qg_mulhi", "__qgm_nan", "__qgm_canon", "__qgm_small_int", "__qgm_key",
+                            "__qg_dnan", "__qg_dkey"})
 
 
 def _flat(vals) -> tuple[int, ...]:
@@ -211,7 +212,7 @@ class KernelGen:
 
     def new_like(self, t: Type):
         """A fresh home for a value of type t: a register, or a register pair for 64 bits."""
-        return Pair(self.new(), self.new()) if is_wide(t) else self.new()
+        return Pair(self.new(), self.new()) if is_pair(t) else self.new()
 
     def mov(self, dst, v) -> None:
         if isinstance(dst, Pair):
@@ -282,7 +283,7 @@ class KernelGen:
 
     def load_param(self, p: VarSym):
         """A kernel parameter's value from the parameter words: a 64-bit one from two (low first)."""
-        if is_wide(p.ty):
+        if is_pair(p.ty):
             lo, hi = self.new(), self.new()
             self.emit(Op.LDC, lo, imm=p.index)
             self.emit(Op.LDC, hi, imm=p.index + 1)
@@ -312,7 +313,7 @@ class KernelGen:
                 self.mem_addr(sym)
             elif sym.kind == "const":
                 self.env[sym] = wide.const(sym.const_value) if is_wide(sym.ty) else C(sym.const_value)
-            elif is_wide(sym.ty):
+            elif is_pair(sym.ty):
                 v = self.new_like(sym.ty)
                 if it.init is not None:
                     self.mov(v, self.convert(self.val(it.init), it.init.ty, sym.ty))
@@ -499,6 +500,8 @@ class KernelGen:
     # ------------------------------------------------------------------ conversions
 
     def convert(self, v, src: Type, dst: Type):
+        if is_double(src) or is_double(dst):
+            return doubles.convert(self, v, src, dst)
         if is_wide(src) or is_wide(dst):
             return self.convert_wide(v, src, dst)
         if is_float(dst) and isinstance(src, IntType):
@@ -573,7 +576,7 @@ class KernelGen:
 
     def load(self, lv: MemLV):
         b, off = self.base_reg(lv)
-        if is_wide(lv.elem):
+        if is_pair(lv.elem):
             lo, hi = self.new(), self.new()
             self.emit(Op.LD, lo, b, imm=off)
             self.emit(Op.LD, hi, b, imm=off + 1)
@@ -588,7 +591,7 @@ class KernelGen:
         """Store v (already converted to the element type) into a cell."""
         if lv.elem == CHAR:
             v = self.alu(Op.AND, v, C(0xFF))
-        if is_wide(lv.elem):
+        if is_pair(lv.elem):
             lo, hi = self.reg(v.lo), self.reg(v.hi)
             b, off = self.base_reg(lv)
             self.emit(Op.ST, -1, b, lo, imm=off)
@@ -799,6 +802,8 @@ class KernelGen:
             return wide.const(e.const) if is_wide(e.ty) else C(e.const)
         if e.fconst is not None:
             return C(e.fconst)
+        if e.dconst is not None:
+            return doubles.const(e.dconst)
         saved = self.line
         self.line = e.line
         if e.arr is not None:
@@ -837,6 +842,12 @@ class KernelGen:
                 return C(off)
             return base if off == 0 else self.alu(Op.ADD, base, C(off))
         v = self.val(e.operand)
+        if is_double(e.operand.ty):
+            if op == "-":
+                return doubles.neg(self, v)
+            if op == "!":
+                return self.alu(Op.XOR, doubles.truth(self, v), C(1))
+            return v
         if is_wide(e.operand.ty):
             if op == "-":
                 return wide.neg(self, v)
@@ -873,7 +884,10 @@ class KernelGen:
             copy = self.new_like(t)
             self.mov(copy, old)
             old = copy
-        if is_wide(t):
+        if is_double(t):
+            new = doubles.increment(self, old, delta)
+            stored = self.assign_to(lv, new, t, t, want and e.prefix)
+        elif is_wide(t):
             new = wide.add(self, old, wide.const(delta))
             stored = self.assign_to(lv, new, t, t, want and e.prefix)
         elif is_float(t):
@@ -913,6 +927,8 @@ class KernelGen:
         return self.arith(op, a, b, e.opty)
 
     def arith(self, op: str, a, b, t: IntType):
+        if is_double(t):
+            return doubles.arith(self, op, a, b)
         if is_float(t):
             return self.float_arith(op, a, b)
         if is_wide(t):
@@ -958,6 +974,8 @@ class KernelGen:
 
     def compare(self, op: str, a, b, t: IntType) -> tuple["int | C", bool]:
         """(v, negated): the truth of `a op b` is v (0/1), inverted when negated."""
+        if is_double(t):
+            return doubles.compare(self, op, a, b)
         if is_float(t):
             if is_c(a) and is_c(b):
                 return C(floatconst.fold(op, a.value, b.value)), False
@@ -1018,6 +1036,8 @@ class KernelGen:
             return v
         if is_float(e.ty):
             return self.float_truth(v)
+        if is_double(e.ty):
+            return doubles.truth(self, v)
         if isinstance(v, Pair):
             return wide.truth(self, v)
         if is_c(v):
@@ -1053,7 +1073,7 @@ class KernelGen:
             self.branch(e.operand, lab, not jump_if)
         elif isinstance(e, A.Binary) and e.op in ("<", ">", "<=", ">=", "==", "!="):
             if e.op in ("==", "!=") and (e.right.const == 0 or e.left.const == 0) \
-                    and not is_float(e.opty):
+                    and not is_float(e.opty) and not is_double(e.opty):
                 # x == 0 / x != 0: test x directly
                 other = e.left if e.right.const == 0 else e.right
                 v = self.val(other)
@@ -1066,6 +1086,8 @@ class KernelGen:
                 self.cond_jump(t, jump_if != neg, lab)
         elif is_float(e.ty):
             self.cond_jump(self.float_truth(self.val(e)), jump_if, lab)
+        elif is_double(e.ty):
+            self.cond_jump(doubles.truth(self, self.val(e)), jump_if, lab)
         else:
             self.cond_jump(self.val(e), jump_if, lab)
         self.line = saved
@@ -1112,9 +1134,9 @@ class KernelGen:
                 rv = C(rv.value * size) if is_c(rv) else self.arith("*", rv, C(size), INT)
             new = old if is_c(rv) and rv.value & MASK32 == 0 else self.alu(Op.ADD, old, rv)
             return self.assign_to(lv, new, tt, tt, want)
-        if is_float(e.opty):
-            old = self.convert(old, tt, FLOAT)
-            rv = self.convert(rv, e.value.ty, FLOAT)
+        if is_float(e.opty) or is_double(e.opty):
+            old = self.convert(old, tt, e.opty)
+            rv = self.convert(rv, e.value.ty, e.opty)
         elif is_wide(e.opty) or is_wide(e.value.ty):
             old = self.convert(old, tt, e.opty)
             rv = (self.low_word(rv, e.value.ty) if op in ("<<", ">>")
@@ -1197,9 +1219,16 @@ class KernelGen:
             args = [self.convert(self.val(a), a.ty, FLOAT if k == "f" else INT) if k in "fi"
                     else self.val(a) for a, k in zip(e.args, sig.split(":")[0])]
             return self.call_lib(routine, args + [C(v) for v in extra])
+        if callee in DOUBLE_FUNCS:
+            return doubles.func(self, callee, [self.convert(self.val(a), a.ty, e.ty) for a in e.args])
+        if callee in ("__double_as_longlong", "__longlong_as_double"):
+            a = e.args[0]  # the same register pair
+            return self.convert(self.val(a), a.ty, DOUBLE if callee == "__double_as_longlong" else LLONG)
         if callee in BIT_CASTS:
             a = e.args[0]
             return self.convert(self.val(a), a.ty, UINT) if is_wide(a.ty) else self.val(a)
+        if callee in ("min", "max") and is_double(e.ty):
+            return doubles.func(self, callee, [self.convert(self.val(a), a.ty, e.ty) for a in e.args])
         if callee in ("min", "max") and is_float(e.ty):
             args = [self.convert(self.val(a), a.ty, FLOAT) for a in e.args]
             return self.float_func("fminf" if callee == "min" else "fmaxf", args)

@@ -78,6 +78,11 @@ def literal(text: str) -> tuple[int, bool]:
         return _bits(np.float32(float(num))), True  # C: the double constant converted to float
 
 
+def literal_number(text: str) -> str:
+    """The number of a floating literal without its suffix."""
+    return _LIT.fullmatch(text).group("num")
+
+
 def from_int(value: int, signed: bool) -> int:
     """(float) of a 32-bit integer value, rounded to nearest even."""
     value &= MASK32

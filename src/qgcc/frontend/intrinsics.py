@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ..isa import MASK32, Op, ShflMode, SReg, VoteMode
 from ..spec import SPEC
 from . import ast as A
-from .types import INT, UINT, is_float, is_wide
+from .types import INT, UINT, is_float, is_pair, is_wide
 
 if TYPE_CHECKING:  # pragma: no cover
     from .codegen import KernelGen
@@ -79,7 +79,7 @@ def warp(g: "KernelGen", e: A.Call, name: str):
         width = args[3].const if len(args) == 4 else SPEC.warp_size
         wlog = min(width, SPEC.warp_size).bit_length() - 1
         rs2, imm, use_imm = _operand(g, b)
-        if is_wide(e.ty):  # a 64-bit value: each half shuffled from the same source lane
+        if is_pair(e.ty):  # a 64-bit value or a double: each half shuffled from the same source lane
             from .wide import Pair
             halves = []
             for h in (v.lo, v.hi):
@@ -92,7 +92,7 @@ def warp(g: "KernelGen", e: A.Call, name: str):
         return t
     mask = g.convert(g.val(args[0]), args[0].ty, UINT)
     v = g.val(args[1])
-    if is_wide(args[1].ty):  # __match_any_sync of a 64-bit value: lanes whose both halves match
+    if is_pair(args[1].ty):  # __match_any_sync of a 64-bit value or a double: lanes whose both halves match
         return _match64(g, v, mask)
     if is_float(args[1].ty) and name != "__match_any_sync":
         v = g.float_truth(v)
@@ -210,7 +210,7 @@ def match_all(g: "KernelGen", e: A.Call):
     mask = g.convert(g.val(args[0]), args[0].ty, UINT)
     v = g.val(args[1])
     rs2, imm, use_imm = _operand(g, mask)
-    if is_wide(args[1].ty):
+    if is_pair(args[1].ty):
         m = _match64(g, v, mask)
     else:
         m = g.new()

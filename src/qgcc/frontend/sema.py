@@ -17,11 +17,11 @@ from ..diagnostics import CompileError
 from ..isa import SReg
 from ..spec import SPEC
 from . import ast as A
-from . import floatconst
+from . import doubleconst, floatconst
 from .structs import StructType, is_struct, vector_types
 from .structsema import StructSema, _become
-from .types import (BOOL, BUILTIN_TYPEDEFS, CHAR, FLOAT, INT, LLONG, UCHAR, UINT, ULLONG, VOID, ArrayType,
-                    FloatType, IntType, is_wide, words,
+from .types import (BOOL, BUILTIN_TYPEDEFS, CHAR, DOUBLE, FLOAT, INT, LLONG, UCHAR, UINT, ULLONG, VOID, ArrayType,
+                    DoubleType, FloatType, IntType, is_double, is_floating, is_pair, is_wide, words,
                     PtrType, Type, is_float,
                     VoidType, fold_binary, is_arith, is_int, is_ptr, is_scalar, promote,
                     usual_arithmetic, wrap)
@@ -125,7 +125,7 @@ MATH_FUNCS.update({
     "scalbnf": ("__qgm_ldexp", "fi:f", ()), "frexpf": ("__qgm_frexpf", "fI:f", ()),
     "sincosf": ("__qgm_sincosf", "fFF:v", ()), "__sincosf": ("__qgm_sincosf", "fFF:v", ())})
 BIT_CASTS = {"__float_as_int": INT, "__float_as_uint": UINT, "__int_as_float": FLOAT,
-             "__uint_as_float": FLOAT}
+             "__uint_as_float": FLOAT, "__double_as_longlong": LLONG, "__longlong_as_double": DOUBLE}
 # ---- warp, integer and clock intrinsics (compiled by frontend/intrinsics.py) ----
 # Warp intrinsics: name -> accepted argument counts.
 WARP_FUNCS = {"__shfl_sync": (3, 4), "__shfl_up_sync": (3, 4), "__shfl_down_sync": (3, 4),
@@ -150,7 +150,10 @@ INT_FUNCS = {"__popc": ((UINT,), INT), "__clz": ((INT,), INT), "__ffs": ((INT,),
 # so every scope is the same).
 ATOMICS |= {"atomicInc", "atomicDec"}
 ATOMIC_SCOPES = {f"{a}{sfx}": a for a in ATOMICS for sfx in ("_block", "_system")}
-BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(FLOAT_FUNCS) | set(BIT_CASTS) | \
+# The double functions qgcc has (double.cu): name -> argument count; each argument converts to double.
+DOUBLE_FUNCS = {"sqrt": 1, "fabs": 1, "fmin": 2, "fmax": 2, "floor": 1, "ceil": 1, "trunc": 1, "round": 1,
+                "__dsqrt_rn": 1, "__dadd_rn": 2, "__dsub_rn": 2, "__dmul_rn": 2, "__ddiv_rn": 2}
+BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(FLOAT_FUNCS) | set(DOUBLE_FUNCS) | set(BIT_CASTS) | \
     set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES) | set(MATH_FUNCS)
 
 UNSUPPORTED_FUNCS = {
@@ -171,11 +174,13 @@ for _n in ("fadd", "fsub", "fmul", "fdiv", "fmaf", "frcp", "fsqrt"):
     for _m in ("rz", "ru", "rd"):
         UNSUPPORTED_FUNCS[f"__{_n}_{_m}"] = (f"'__{_n}_{_m}' is not supported (only round to nearest: "
                                             f"'__{_n}_rn')")
-for _n in ("sqrt", "fabs", "fmin", "fmax", "fma", "pow", "sin", "cos", "tan", "exp", "exp2", "log", "log2",
-           "log10", "floor", "ceil", "trunc", "round", "fmod", "atan2", "hypot"):
-    UNSUPPORTED_FUNCS[_n] = f"'{_n}' is a double function and qgcc has no double; use '{_n}f'"
+for _n in ("fma", "pow", "sin", "cos", "tan", "exp", "exp2", "log", "log2", "log10", "fmod", "atan2", "hypot",
+           "rint", "nearbyint", "cbrt", "rsqrt", "asin", "acos", "atan", "sinh", "cosh", "tanh", "expm1",
+           "log1p", "copysign", "fdim", "ldexp", "frexp", "remainder", "sincos", "scalbn"):
+    UNSUPPORTED_FUNCS[_n] = (f"'{_n}' on double is not supported (qgcc's double functions are sqrt, fabs, "
+                             f"fmin, fmax, floor, ceil, trunc and round); use '{_n}f' on float")
 
-TYPE_WORDS = ("void", "bool", "char", "int", "unsigned", "signed", "float")
+TYPE_WORDS = ("void", "bool", "char", "int", "unsigned", "signed", "float", "double")
 STORAGE_WORDS = ("__global__", "__device__", "__shared__", "static", "inline", "__inline__",
                  "__forceinline__", "__noinline__", "register")
 BASE_TYPES = {
@@ -190,11 +195,12 @@ BASE_TYPES = {
     ("unsigned",): UINT,
     ("int", "unsigned"): UINT,
     ("float",): FLOAT,
+    ("double",): DOUBLE,
 }
 # Element types that fill a 32-bit cell exactly, as in CUDA: pointers to them convert freely.
 CELL_TYPES = (INT, UINT, FLOAT)
 PARAM_CTYPES = {"int": "int", "unsigned": "unsigned", "bool": "bool", "char": "char", "uchar": "uchar",
-                "llong": "llong", "ullong": "ullong"}
+                "llong": "llong", "ullong": "ullong", "double": "double"}
 
 
 @dataclass
@@ -288,9 +294,8 @@ class Sema(StructSema):
                                         f"'{t}')")
                 tdef = s
                 continue
-            if t == "double":
-                raise self.error(s, "'double' is not supported; use 'float' (the machine has no "
-                                    "64-bit floating point)")
+            if t == "double" and longs:
+                raise self.error(s, "'long double' is not supported; use 'double'")
             if t == "long":
                 if len(longs) > 2 and s is longs[2]:
                     raise self.error(s, "'long long long' is too long")
@@ -1234,6 +1239,9 @@ class Sema(StructSema):
                                    "of structs")
         if not is_arith(info.base):
             raise self.error(decl, f"__constant__ variable '{decl.name}' has type '{info.base}'")
+        if is_double(info.base):
+            raise self.error(decl, f"__constant__ variables of type double are not supported ('{decl.name}'); "
+                                   "pass a 'const double *' buffer")
         if len(decl.arrays) > 2:
             raise self.error(decl, "__constant__ arrays have at most 2 dimensions")
         base, init, arrays = info.base, it.init, decl.arrays
@@ -1265,6 +1273,16 @@ class Sema(StructSema):
         """The memory cell of a constant initialiser converted to ty (chars: 8-bit pattern)."""
         self.rvalue(e, dst=ty)
         self.convert_check(e, ty, "initialisation")
+        if e.dconst is not None:  # a double constant: converted as C converts it
+            if is_float(ty):
+                return doubleconst.to_float(e.dconst)
+            if ty.kind == "bool":
+                return int(doubleconst.truth(e.dconst))
+            lo, hi = (-(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1) if ty.signed else (0, (1 << ty.bits) - 1)
+            if ty.kind in ("char", "uchar"):
+                lo, hi = (-(1 << 31), (1 << 31) - 1)  # through int, then modulo 2^8
+            v = wrap(doubleconst.to_int(e.dconst, lo, hi), ty)
+            return v & (0xFF if ty.kind in ("char", "uchar") else (1 << 64) - 1 if is_wide(ty) else 0xFFFFFFFF)
         if is_float(ty):
             if e.fconst is not None:
                 return e.fconst
@@ -1296,10 +1314,6 @@ class Sema(StructSema):
         unsuffixed (double) floating constant, because elsewhere C would compute
         in double, which the machine does not have."""
         t = self.check(e)
-        if not is_float(dst) and _double_literal(e):
-            lit = _double_literal(e)
-            raise self.error(lit, f"'{lit.text}' is a double constant and qgcc has no double; "
-                                  f"write '{lit.text}f'")
         if isinstance(t, ArrayType):
             e.arr = t
             if len(t.dims) > 1:
@@ -1324,7 +1338,7 @@ class Sema(StructSema):
             if src != dst:
                 raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
             return
-        if isinstance(dst, (IntType, FloatType)):
+        if isinstance(dst, (IntType, FloatType, DoubleType)):
             if is_arith(src):
                 return
             raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
@@ -1431,9 +1445,13 @@ class Sema(StructSema):
 
     def check_FloatLit(self, e: A.FloatLit) -> Type:
         try:
-            e.fconst, e.double = floatconst.literal(e.text)
+            fbits, e.double = floatconst.literal(e.text)
         except floatconst.LiteralError as err:
             raise self.error(e, str(err)) from None
+        if e.double:  # unsuffixed: a double constant (C++)
+            e.dconst = doubleconst.literal(floatconst.literal_number(e.text))
+            return DOUBLE
+        e.fconst = fbits
         return FLOAT
 
     def check_StringLit(self, e: A.StringLit) -> Type:
@@ -1534,9 +1552,16 @@ class Sema(StructSema):
                 raise self.error(e, f"invalid operand to '!' ('{t}')")
             if e.operand.const is not None:
                 e.const = int(e.operand.const == 0)
+            elif e.operand.dconst is not None:
+                e.const = int(not doubleconst.truth(e.operand.dconst))
             return BOOL
-        if not is_arith(t) or (op == "~" and is_float(t)):
+        if not is_arith(t) or (op == "~" and is_floating(t)):
             raise self.error(e, f"invalid operand to unary '{op}' ('{t}')")
+        if is_double(t):
+            dc = e.operand.dconst
+            if dc is not None:
+                e.dconst = dc ^ doubleconst.SIGN if op == "-" else dc
+            return t
         if is_float(t):
             fc = e.operand.fconst
             if fc is not None:
@@ -1671,11 +1696,11 @@ class Sema(StructSema):
             return BOOL
         if not (is_arith(lt) and is_arith(rt)):
             raise bad()
-        if (is_float(lt) or is_float(rt)) and op in ("%", "&", "|", "^", "<<", ">>"):
+        if (is_floating(lt) or is_floating(rt)) and op in ("%", "&", "|", "^", "<<", ">>"):
             raise bad()
-        if is_float(lt) or is_float(rt):
-            e.opty = FLOAT
-            return BOOL if op in ("<", ">", "<=", ">=", "==", "!=") else FLOAT
+        if is_floating(lt) or is_floating(rt):
+            e.opty = usual_arithmetic(lt, rt)  # double when either side is (C++'s promotion)
+            return BOOL if op in ("<", ">", "<=", ">=", "==", "!=") else e.opty
         if op in ("<<", ">>"):
             t = promote(lt)
             e.opty = t
@@ -1713,7 +1738,7 @@ class Sema(StructSema):
                 return tt
             raise self.error(e, f"invalid operands to '{e.op}' ('{tt}' and '{vt}')")
         if not (is_arith(tt) and is_arith(vt)) or (
-                (is_float(tt) or is_float(vt)) and op in ("%", "&", "|", "^", "<<", ">>")):
+                (is_floating(tt) or is_floating(vt)) and op in ("%", "&", "|", "^", "<<", ">>")):
             raise self.error(e, f"invalid operands to '{e.op}' ('{tt}' and '{vt}')")
         e.opty = promote(tt) if op in ("<<", ">>") else usual_arithmetic(tt, vt)
         return tt
@@ -1761,9 +1786,30 @@ class Sema(StructSema):
                                     f"supported; write '{t} v = {{...}};' or make_...(...)")
             raise self.error(e, f"cannot cast '{st}' to '{t}'")
         self.check_cxx_cast(e, st, t)
-        if isinstance(t, (IntType, FloatType)) and isinstance(st, PtrType):
+        if isinstance(t, (IntType, FloatType, DoubleType)) and isinstance(st, PtrType):
             raise self.error(e, f"cast from pointer to {'integer' if is_int(t) else 'float'} is not "
                                 f"supported ('{st}' to '{t}')")
+        dc = e.operand.dconst
+        if isinstance(t, DoubleType):
+            if e.operand.const is not None:
+                e.dconst = doubleconst.from_int(e.operand.const, st.signed, 64 if is_wide(st) else 32)
+            elif e.operand.fconst is not None:
+                e.dconst = doubleconst.from_float(e.operand.fconst)
+            else:
+                e.dconst = dc
+            return t
+        if dc is not None and isinstance(t, FloatType):
+            e.fconst = doubleconst.to_float(dc)
+            return t
+        if dc is not None and isinstance(t, IntType):
+            if t.kind == "bool":
+                e.const = int(doubleconst.truth(dc))
+            else:
+                bits = 32 if t.kind in ("char", "uchar") else t.bits
+                signed = t.signed or t.kind == "uchar"
+                lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+                e.const = wrap(doubleconst.to_int(dc, lo, hi), t)
+            return t
         if isinstance(t, FloatType):
             if e.operand.const is not None:
                 e.fconst = (floatconst.from_int64 if is_wide(st) else floatconst.from_int)(e.operand.const,
@@ -1945,10 +1991,10 @@ class Sema(StructSema):
             t = self.rvalue(a)
             if not is_arith(t):
                 raise self.error(a, f"argument {i} of '{name}' must be a number (got '{t}')")
-            if is_wide(t) and not (i == 2 and (name.startswith("__match") or name.startswith("__shfl"))) \
+            if is_pair(t) and not (i == 2 and (name.startswith("__match") or name.startswith("__shfl"))) \
                     and not name.startswith("__qg_reduce"):
                 raise self.error(a, f"argument {i} of '{name}' is 64-bit ('{t}'); it takes a 32-bit value")
-            if i != 2 and is_float(t):
+            if i != 2 and is_floating(t):
                 raise self.error(a, f"argument {i} of '{name}' must be an integer (got '{t}')")
         if name.startswith("__qg_reduce"):
             if not is_int(e.args[0].ty) or is_wide(e.args[0].ty):
@@ -1960,12 +2006,12 @@ class Sema(StructSema):
                 if w is None or w <= 0 or w & (w - 1):
                     raise self.error(e.args[3], f"the width of '{name}' must be a constant power of two "
                                                 f"(1, 2 or {SPEC.warp_size}; larger widths mean the whole warp)")
-            if is_float(e.args[1].ty) or is_wide(e.args[1].ty):
+            if is_floating(e.args[1].ty) or is_wide(e.args[1].ty):
                 return e.args[1].ty
             return UINT if e.args[1].ty == UINT else INT
         if name.startswith("__reduce_"):
-            if is_float(e.args[1].ty):
-                raise self.error(e.args[1], f"argument 2 of '{name}' must be an integer (got 'float')")
+            if is_floating(e.args[1].ty):
+                raise self.error(e.args[1], f"argument 2 of '{name}' must be an integer (got '{e.args[1].ty}')")
             signed = name[9:12] in ("add", "min", "max") and promote(e.args[1].ty) == INT
             return INT if signed else UINT
         if name == "clock64":
@@ -2030,8 +2076,22 @@ class Sema(StructSema):
                 if not is_arith(a.ty):
                     raise self.error(a, f"argument {i} of '{name}' must be a number (got '{a.ty}')")
             return FLOAT
+        if name in DOUBLE_FUNCS:
+            self.nargs(e, name, DOUBLE_FUNCS[name])
+            for i, a in enumerate(e.args, start=1):
+                self.rvalue(a, dst=DOUBLE)
+                if not is_arith(a.ty):
+                    raise self.error(a, f"argument {i} of '{name}' must be a number (got '{a.ty}')")
+            return DOUBLE
         if name in MATH_FUNCS:
             return self.math_call(e, name)
+        if name in ("__double_as_longlong", "__longlong_as_double"):
+            self.nargs(e, name, 1)
+            a = self.rvalue(e.args[0])
+            want = DOUBLE if name == "__double_as_longlong" else LLONG  # converted to it, as a C++ argument
+            if not (is_arith(a) if want is DOUBLE else is_int(a)):
+                raise self.error(e.args[0], f"'{name}' needs a '{want}' argument (got '{a}')")
+            return BIT_CASTS[name]
         if name in BIT_CASTS:
             self.nargs(e, name, 1)
             a = self.rvalue(e.args[0])
@@ -2051,8 +2111,8 @@ class Sema(StructSema):
             if not (is_arith(a) and is_arith(b)) or (forced and not (is_int(a) and is_int(b))):
                 raise self.error(e, f"'{name}' needs integer arguments ('{a}' and '{b}')")
             t = forced or usual_arithmetic(a, b)
-            if is_float(t):
-                return t  # fminf/fmaxf
+            if is_floating(t):
+                return t  # fminf/fmaxf, fmin/fmax
             ca, cb = e.args[0].const, e.args[1].const
             if ca is not None and cb is not None:
                 lt = fold_binary("<", ca, cb, t)
@@ -2063,7 +2123,7 @@ class Sema(StructSema):
             a = self.rvalue(e.args[0])
             if not is_int(a):
                 raise self.error(e, f"'abs' needs an integer argument ('{a}')"
-                                 + ("; use fabsf" if is_float(a) else ""))
+                                 + ("; use fabsf" if is_float(a) else "; use fabs" if is_double(a) else ""))
             t = forced or (LLONG if is_wide(a) else INT)  # C++'s abs(long long) overload
             if e.args[0].const is not None:
                 e.const = wrap(abs(wrap(e.args[0].const, t)), t)
@@ -2075,6 +2135,9 @@ class Sema(StructSema):
         if name in ("atomicInc", "atomicDec") and isinstance(pt, PtrType) and pt.elem != UINT:
             raise self.error(e.args[0], f"first argument of '{name}' must be an 'unsigned int *' pointer "
                                         f"(got '{pt}')")
+        if isinstance(pt, PtrType) and is_double(pt.elem):
+            raise self.error(e.args[0], f"'{name}' on '{pt}' is not supported (the machine's atomics are "
+                                        "32-bit); accumulate in float or in a 64-bit integer")
         if isinstance(pt, PtrType) and is_wide(pt.elem):
             why = _wide_atomic_problem(name, pt)
             if why is not None:

@@ -1,5 +1,5 @@
-"""The soft-float, math and 64-bit integer libraries (`softfloat.cu`, `divsqrt.cu`, `mathlib.cu`,
-`int64.cu`), parsed and checked once per process.
+"""The soft-float, math, 64-bit integer and double libraries (`softfloat.cu`, `divsqrt.cu`, `mathlib.cu`,
+`int64.cu`, `double.cu`), parsed and checked once per process.
 
 The library is CUDA-C in the subset itself, so the ordinary front end turns it
 into device functions; the code generator emits the ones a kernel calls as
@@ -14,7 +14,7 @@ from pathlib import Path
 from .parser import parse
 from .sema import FuncSym, analyse
 
-SOURCES = tuple(Path(__file__).with_name(n) for n in ("softfloat.cu", "divsqrt.cu", "mathlib.cu", "int64.cu"))
+SOURCES = tuple(Path(__file__).with_name(n) for n in ("softfloat.cu", "divsqrt.cu", "mathlib.cu", "int64.cu", "double.cu"))
 
 
 @lru_cache(maxsize=1)

@@ -72,6 +72,21 @@ class FloatType(Type):
 
 
 @dataclass(frozen=True)
+class DoubleType(Type):
+    """IEEE binary64: a register pair (and two memory cells) holding the bit pattern, the low
+    word first, like a 64-bit integer; every operation is a routine of double.cu."""
+
+    kind = "double"
+
+    def name(self) -> str:
+        return "double"
+
+    @property
+    def signed(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True)
 class PtrType(Type):
     elem: "IntType | FloatType"
     const: bool = False  # pointee is const
@@ -101,6 +116,7 @@ BOOL = IntType("bool")
 CHAR = IntType("char")
 UCHAR = IntType("uchar")
 FLOAT = FloatType()
+DOUBLE = DoubleType()
 # `long` is 64 bits (LP64, as CUDA on Linux), so `long` and `long long` are one type here.
 LLONG = IntType("llong")
 ULLONG = IntType("ullong")
@@ -121,9 +137,19 @@ def is_wide(t: Type) -> bool:
     return isinstance(t, IntType) and t.wide
 
 
+def is_double(t: Type) -> bool:
+    return isinstance(t, DoubleType)
+
+
+def is_pair(t: Type) -> bool:
+    """A value that lives in a register pair and two cells: a 64-bit integer or a double."""
+    return is_wide(t) or isinstance(t, DoubleType)
+
+
 def words(t: Type) -> int:
-    """Memory cells (and registers) one value of t takes: 2 for a 64-bit integer, else 1."""
-    return 2 if is_wide(t) else 1
+    """Memory cells (and registers) one value of t takes: 2 for a 64-bit integer or a double,
+    else 1."""
+    return 2 if is_pair(t) else 1
 
 
 def is_float(t: Type) -> bool:
@@ -131,7 +157,12 @@ def is_float(t: Type) -> bool:
 
 
 def is_arith(t: Type) -> bool:
-    return isinstance(t, (IntType, FloatType))
+    return isinstance(t, (IntType, FloatType, DoubleType))
+
+
+def is_floating(t: Type) -> bool:
+    """float or double: the types without %, <<, >>, &, |, ^ and ~."""
+    return isinstance(t, (FloatType, DoubleType))
 
 
 def is_ptr(t: Type) -> bool:
@@ -139,18 +170,21 @@ def is_ptr(t: Type) -> bool:
 
 
 def is_scalar(t: Type) -> bool:
-    return isinstance(t, (IntType, FloatType, PtrType))
+    return isinstance(t, (IntType, FloatType, DoubleType, PtrType))
 
 
 def promote(t):
     """Integer promotion: bool/char/unsigned char -> int (float and 64-bit types stay)."""
-    if isinstance(t, FloatType) or t.wide:
+    if isinstance(t, (FloatType, DoubleType)) or t.wide:
         return t
     return UINT if t.kind == "unsigned" else INT
 
 
 def usual_arithmetic(a, b):
-    """C's usual arithmetic conversions for the subset: float wins, then unsigned after promotion."""
+    """C's usual arithmetic conversions for the subset: double wins, then float, then unsigned
+    after promotion."""
+    if isinstance(a, DoubleType) or isinstance(b, DoubleType):
+        return DOUBLE
     if isinstance(a, FloatType) or isinstance(b, FloatType):
         return FLOAT
     pa, pb = promote(a), promote(b)
