@@ -262,15 +262,15 @@ def test_qgrun_double_scalar_and_float64_buffers(qgcc, qgrun, tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     (tmp_path / "k.cu").write_text("__global__ void k(const double *a, double *o, double x, double y) {\n"
                                    "    int i = threadIdx.x; o[i] = a[i] + x; o[i + 2] = y; }\n")
-    assert qgcc("k.cu", "-o", "k.qg").exit_code == 0
+    assert qgcc("-S", "k.cu", "-o", "k.qsass").exit_code == 0  # qsass: qgrun's emulator needs no link
     np.save("a.npy", np.array([1e16, -0.5]))
-    r = qgrun("k.qg", "--grid", "1", "--block", "2", "--arg", "a=@a.npy", "--arg", "o=zeros:4",
+    r = qgrun("k.qsass", "--grid", "1", "--block", "2", "--arg", "a=@a.npy", "--arg", "o=zeros:4",
               "--arg", "x=0.1", "--arg", "y=-inf", "--out", "o=o.npy", "--trace", "none", "--engine", "ref")
     assert r.exit_code == 0, r.stderr
     o = np.load("o.npy")
     assert o.dtype == np.float64
     assert o.view(np.uint64).tolist() == np.array([1e16 + 0.1, -0.5 + 0.1, -np.inf, -np.inf]).view(np.uint64).tolist()
-    r = qgrun("k.qg", "--grid", "1", "--block", "2", "--arg", "a=@a.npy", "--arg", "o=zeros:4",
+    r = qgrun("k.qsass", "--grid", "1", "--block", "2", "--arg", "a=@a.npy", "--arg", "o=zeros:4",
               "--arg", "x=0.1.2", "--arg", "y=nan", "--engine", "ref")
     assert r.exit_code != 0 and "--arg x=0.1.2: expected a double (e.g. 1.5, -2e-3, inf, nan)" in r.stderr
 
