@@ -2181,11 +2181,3 @@ def _wide_atomic_problem(name: str, pt: PtrType) -> str | None:
                 + _CAS64)
     return f"CUDA's '{name}' is 32-bit only"
 
-
-def _double_literal(e: A.Expr):
-    """The unsuffixed floating literal e is (possibly under unary +/-), or None."""
-    while isinstance(e, A.Unary) and e.op in ("-", "+"):
-        e = e.operand
-    if isinstance(e, A.FloatLit) and getattr(e, "double", False):
-        return e
-    return None
