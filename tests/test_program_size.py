@@ -89,3 +89,40 @@ def test_a_program_of_max_instrs_runs_bit_exact():
     cm, steps = run_both(SPEC.max_instrs)
     print(f"{SPEC.max_instrs} instructions: {cm.num_layers} layers, {steps} steps, "
           f"{time.perf_counter() - t0:.1f} s (link, emulator and network)")
+
+
+@pytest.mark.slow
+def test_a_two_chunk_network_is_exact_in_every_sublayer_and_equals_transformers_modules(monkeypatch):
+    """The one-unit ROM rows and the moved layers keep the numerics invariant: every residual dim
+    exactly +-8 after every sublayer (torch path), and the compiled step equal, bit for bit, to
+    transformers' modules, over the first 50 steps (the call into the second chunk at pc ~12, the
+    low subroutine, and the JRs to a high and back to a low address)."""
+    import torch
+
+    import qgcc.link.blocks.fetch as fetch
+    from qgcc.engines.hf import HFEngine
+    from qgcc.engines.host import Host
+    from qgcc.engines.neural_c import CStepLayers
+    from qgcc.engines.neural_torch import NeuralLayers
+    from test_numerics import lockstep
+
+    monkeypatch.setattr(fetch, "ROWS_PER_MLP", 640)
+    prog = assemble(generate(1100, 4), "long.qsass")
+    cm = link(prog)
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {}, {"out": np.zeros(8, np.int32)})
+    hst = Host(cm, NeuralLayers(cm.layers))
+    h, init = hst.initial(launch)
+    net = hst.net
+    net.reset(init)
+    x = torch.from_numpy(h)
+    pcs = set()
+    for step in range(50):
+        for i, (layer, state) in enumerate(zip(net.layers, net.states)):
+            for part in ("mix", "mlp"):
+                x = layer.mix(x, state) if part == "mix" else layer.mlp(x)
+                off = (x.abs() != 8.0).nonzero().flatten().tolist()
+                assert not off, f"step {step}, layer {i} {part}: dims {off[:5]}"
+        pcs.add(hst.get(x.numpy(), "tr_pc"))
+    assert max(pcs) >= 640 and min(pcs) < 640
+    c, hf = CStepLayers(cm.layers, cm.fields["one"][0]), HFEngine("cpu").layers(cm)
+    assert lockstep(c, hf, hst, h, init, cm.num_layers, every_step_states=True, limit=50) == 50
