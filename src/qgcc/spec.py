@@ -21,7 +21,7 @@ class MachineSpec:
     global_words: int = 16384  # 64 KiB of global memory across all buffers
     shared_words: int = 4096  # 16 KiB of shared memory per block
     shared_base: int = 0x10000  # shared memory lives at cell addresses >= this
-    max_instrs: int = 1024
+    max_instrs: int = 8192  # a power of two: the PC is log2(max_instrs) bits wide
     max_params: int = 64
     max_grid_dim: int = 65535
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..isa import Op, decode
-from ..link.layout import NWARP, PHASES, W, cell_location
+from ..link.layout import L_MEM0, NWARP, PHASES, W, cell_location
 from ..link.linker import LinkedNetwork
 from ..qwen35 import QWEN35_2B as qwen
 from ..runtime.launch import Launch, memory_map
@@ -90,8 +90,9 @@ class Host:
                 b = (value >> i) & 1
                 st[head, slot, 2 * i] = level * b
                 st[head, slot, 2 * i + 1] = level * (1 - b)
+        first = self.cm.layout.get("memory_first_layer", L_MEM0)
         for idx, v in enumerate(launch.memory.tolist()):
-            row(*cell_location(idx), int(v))
+            row(*cell_location(idx, first), int(v))
         pl, ph = self.cm.param_head
         for j, v in enumerate(launch.params):
             row(pl, ph, j, v)
@@ -104,8 +105,9 @@ class Host:
         out = np.zeros(count, dtype=np.uint32)
         pow2 = (1 << np.arange(32, dtype=np.uint64))
         states: dict[int, np.ndarray] = {}
+        first = self.cm.layout.get("memory_first_layer", L_MEM0)
         for index in range(count):
-            layer, head, slot = cell_location(index)
+            layer, head, slot = cell_location(index, first)
             if layer not in states:
                 states[layer] = recurrent_state(layer)
             row = states[layer][head, slot]

@@ -32,6 +32,7 @@ from ..program import Program
 from .blocks import (alu, commit, control, fetch, fpu, launch, lsu, mul, params, regfile, scheduler, trace,
                      warptable, writeback, xlane)
 from .blocks.state import declare_state
+from .layout import L_WARP
 from .netlist import Netlist, Sig
 
 
@@ -43,6 +44,7 @@ class Core:
     fields: dict[str, list[Sig]]  # state fields (inputs), by name
     heads: dict[str, tuple[int, int]] = field(default_factory=dict)  # memory name -> (layer, memory index)
     program_code: list[int] = field(default_factory=list)
+    shift: int = 0  # layers every memory after the warp table moved down (fetch.fetch_layers - 1)
 
 
 def build_core(program: Program) -> Core:
@@ -65,4 +67,24 @@ def build_core(program: Program) -> Core:
     lb = launch.build(n, st, sch.block_done, ctl.any_fault, mem.oob, ctl.bar_div, ctl.pc_bad, ctl.par_bad)
     commit.build(n, st, dec, mem, wb, ctl, sch, lb)
     trace.build(n, st, row, mem, ctl, wb.complete)
-    return Core(n, st.fields, heads, [encode(i) for i in program.code])
+    shift = dec.layers - 1
+    if shift:
+        shift_after_warp_table(n, heads, shift)
+    return Core(n, st.fields, heads, [encode(i) for i in program.code], shift)
+
+
+def shift_after_warp_table(n: Netlist, heads: dict[str, tuple[int, int]], by: int) -> None:
+    """Move every memory after layer L_WARP, and every gate's earliest layer, `by` layers down.
+
+    A ROM spread over several MLPs (fetch.fetch_layers) decodes `by` layers later, so the
+    register file, the memory and everything placed relative to them move with it; the
+    mixers of the layers between stay empty.  Layer numbers in layout.py are those of a
+    one-layer ROM; a linked network records its memory's first layer (linker).
+    """
+    for m in n.memories:
+        if m.layer > L_WARP:
+            m.layer += by
+    n.floor = {s: f + by for s, f in n.floor.items()}
+    for name, (layer, mi) in heads.items():
+        if layer > L_WARP:
+            heads[name] = (layer + by, mi)

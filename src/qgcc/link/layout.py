@@ -13,7 +13,8 @@ from ..spec import SPEC
 
 W = SPEC.warp_size  # lanes
 NWARP = SPEC.max_warps
-PCB = 10  # PC bits
+PCB = (SPEC.max_instrs - 1).bit_length()  # PC bits
+assert SPEC.max_instrs == 1 << PCB
 NREG = SPEC.num_regs
 SLOTS = qwen.head_dim  # cells per DeltaNet head: one per slot
 CELLS_PER_LAYER = qwen.linear_heads * SLOTS
@@ -64,6 +65,8 @@ PHASES = ("tidinit", "blkinit", "run", "halt")
 FAULTS = ("oob", "barrier", "pc", "param")
 
 
-def cell_location(index: int) -> tuple[int, int, int]:
-    """Memory index (global cell, or GLOBAL_CELLS + shared offset) -> (layer, head, slot)."""
-    return L_MEM0 + index // CELLS_PER_LAYER, (index // SLOTS) % qwen.linear_heads, index % SLOTS
+def cell_location(index: int, first_layer: int = L_MEM0) -> tuple[int, int, int]:
+    """Memory index (global cell, or GLOBAL_CELLS + shared offset) -> (layer, head, slot).
+    `first_layer` is the memory's first layer in a linked network (L_MEM0 plus the extra
+    fetch layers of a long program: LinkedNetwork.layout["memory_first_layer"])."""
+    return first_layer + index // CELLS_PER_LAYER, (index // SLOTS) % qwen.linear_heads, index % SLOTS

@@ -20,6 +20,7 @@ from ..program import Program
 from ..qwen35 import SHAPES
 from . import numerics
 from .core import build_core
+from .layout import L_MEM0
 from .schedule import CapacityError, Placement, place
 from .weights import VALUE_LEVEL, LayerWeights, SparseTensor, build_weights
 
@@ -86,6 +87,7 @@ def link(program: Program, min_layers: int = 16) -> LinkedNetwork:
         "fields": fields,
         "heads": {k: list(v) for k, v in heads.items()},
         "numerics": dataclasses.asdict(bounds),
+        "memory_first_layer": L_MEM0 + m.shift,  # later than L_MEM0 when the ROM spans several MLPs
     }
     return LinkedNetwork(layers, fields, heads["params"], [encode(i) for i in program.code], layout)
 
@@ -98,7 +100,7 @@ def to_tensors(cm: LinkedNetwork) -> tuple[dict[str, np.ndarray], dict[str, str]
             tensors[f"layers.{i}.{name}.idx"] = idx
             tensors[f"layers.{i}.{name}.val"] = val
     from ..qwen35 import text_config
-    from .layout import CELLS_PER_LAYER, FAULTS, L_MEM0, PHASES, SLOTS
+    from .layout import CELLS_PER_LAYER, FAULTS, PHASES, SLOTS
 
     meta = {
         "machine": json.dumps({"fields": cm.fields, "param_head": list(cm.param_head), "layout": cm.layout}),
@@ -108,7 +110,7 @@ def to_tensors(cm: LinkedNetwork) -> tuple[dict[str, np.ndarray], dict[str, str]
         "tensor_shapes": json.dumps({name: list(shape) for name, shape in SHAPES.items()}),
         "protocol": json.dumps({
             "fields": cm.fields, "phases": list(PHASES), "faults": list(FAULTS),
-            "cells": {"first_layer": L_MEM0, "cells_per_layer": CELLS_PER_LAYER, "slots_per_head": SLOTS},
+            "cells": {"first_layer": cm.layout.get("memory_first_layer", L_MEM0), "cells_per_layer": CELLS_PER_LAYER, "slots_per_head": SLOTS},
             "params": list(cm.param_head), "one": 8.0, "zero": -8.0, "value_level": VALUE_LEVEL,
         }),
     }

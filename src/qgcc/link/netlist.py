@@ -50,11 +50,21 @@ class Gate:
 @dataclass
 class Table:
     """Several output bits sharing one set of steps (a ROM or decoder): output j is
-    sum_k coefs[j][k] * step_k, 0 or 1.  Costs two units per step, not per output."""
+    sum_k coefs[j][k] * step_k, 0 or 1.  Costs two units per step, not per output.
+
+    A `single` table (the program ROM) is made of AND steps only (no input pattern takes a
+    step's sum above its threshold), which one unit computes exactly: see weights.emit_steps.
+    It costs one unit per step, at the price of the pair's level restoration (its inputs
+    must be exact levels: step inputs and memory reads, never a noisy sum)."""
 
     steps: list[Step]
     coefs: list[dict[int, int]]
     name: str = ""
+    single: bool = False
+
+    @property
+    def units_per_step(self) -> int:
+        return 1 if self.single else 2
 
 
 @dataclass
@@ -215,8 +225,14 @@ class Netlist:
             self.output(a, b)
 
     # -- boolean helpers (bit domain) ---------------------------------------------
-    def table(self, steps: Sequence[Step], coefs: Sequence[dict[int, int]], name: str = "") -> list[Sig]:
-        t = self._add(Table([self._merged(st) for st in steps], [dict(c) for c in coefs], name))
+    def table(self, steps: Sequence[Step], coefs: Sequence[dict[int, int]], name: str = "",
+              single: bool = False) -> list[Sig]:
+        merged = [self._merged(st) for st in steps]
+        if single:
+            for st in merged:
+                assert st.coef == 1 and st.const + sum(w for _, w in st.terms if w > 0) == st.T, \
+                    f"table {name}: a one-unit step must be an AND (sum at most its threshold)"
+        t = self._add(Table(merged, [dict(c) for c in coefs], name, single))
         return [self._add(TableOut(t, j, f"{name}[{j}]"), f"{name}[{j}]") for j in range(len(coefs))]
 
     def threshold(self, terms: Iterable[tuple[Sig, int]], T: int, const: int = 0, name: str = "") -> Sig:

@@ -203,7 +203,7 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
             dn.add((d, 0), -8.0 / K)
             u += 1
 
-        def emit_steps(steps, outs) -> None:
+        def emit_steps(steps, outs, single: bool = False) -> None:
             """Two units per step; `outs[k]` lists (dim, coef) fed by step k.
 
             With y = sum(w b) + const the units are silu(4K(y-T) + 2K) and silu(4K(y-T) + K):
@@ -213,6 +213,18 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
             """
             nonlocal u
             for k, st in enumerate(steps):
+                if single:
+                    # An AND step (y <= T for every input): the first unit alone is exactly 2K
+                    # (y == T) or exactly 0 (pre-activation <= -2K), so it carries the bit.
+                    W = sum(w for _, w in st.terms)
+                    for x, w in st.terms:
+                        gp.add((u, pl.dim[x]), 2 * K * w)
+                    gp.add((u, one), 4 * K * (W / 2 + st.const - st.T) + 2 * K)
+                    up.set((u, one), 1.0)
+                    for d, coef in outs[k]:
+                        dn.add((d, u), (16.0 / (2 * K)) * coef)
+                    u += 1
+                    continue
                 st, outs_k = _low_side(st), outs[k]
                 if st.coef < 0:  # flipped: [y >= T] = 1 - [-y >= 1 - T], the 1 from unit 0 (K)
                     for d, coef in outs_k:
@@ -236,7 +248,7 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
                     overwrite(d)
                 outs = [[(outdims[j], c[k]) for j, c in enumerate(node.coefs) if k in c]
                         for k in range(len(node.steps))]
-                emit_steps(node.steps, outs)
+                emit_steps(node.steps, outs, node.single)
                 continue
             assert isinstance(node, Gate)
             d = pl.dim[s]

@@ -4,6 +4,15 @@ The row selected by the warp's minimum PC drives one-hot opcode flags, operand
 enables and the instruction's fields (registers, immediate, offset, branch target,
 next PC), so decoding costs no gates of its own: the program is baked into the
 table's weights.
+
+A row is one MLP unit (an AND of the PC's bits and RUN, netlist.Table.single), and one
+MLP holds ROWS_PER_MLP rows beside the layer's other gates.  A longer program's ROM is
+split into chunks of ROWS_PER_MLP rows in consecutive MLPs: chunk c's table also passes
+chunk c-1's outputs through (one unit per column), so the last chunk's outputs are the
+decoded instruction whatever chunk holds it (at most one chunk's row fires).  Each chunk
+after the first delays decoding by one layer, so the linker moves every layer after the
+warp table down by `fetch_layers(len(code)) - 1` (core.build_core): programs of up to
+ROWS_PER_MLP instructions link exactly as before.
 """
 
 from __future__ import annotations
@@ -16,6 +25,14 @@ from ..circuits import and_step, eq_lits
 from ..layout import PCB
 from ..netlist import Netlist, Sig
 
+ROWS_PER_MLP = 4096  # ROM rows per MLP (one unit each), leaving room for the layer's other gates
+
+
+def fetch_layers(n_instrs: int) -> int:
+    """MLP layers the ROM of an n-instruction program spans (1 up to ROWS_PER_MLP)."""
+    return max(1, -(-n_instrs // ROWS_PER_MLP))
+
+
 WIDTHS = {"rd": 5, "rs1": 5, "rs2": 5, "immv": 32, "off": 32, "tgt": PCB, "nxt": PCB}
 
 
@@ -23,6 +40,7 @@ WIDTHS = {"rd": 5, "rs1": 5, "rs2": 5, "immv": 32, "off": 32, "tgt": PCB, "nxt":
 class Decoded:
     rom: list[Sig]
     columns: dict[str, int]  # flag or field name -> first ROM column
+    layers: int = 1  # MLP layers the ROM spans (fetch_layers)
 
     def flag(self, name: str) -> Sig:
         return self.rom[self.columns[name]]
@@ -52,10 +70,8 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
     for name, wd in widths.items():
         rom_fields[name] = len(cols)
         cols += [f"{name}[{i}]" for i in range(wd)]
-    steps, coefs = [], [dict() for _ in cols]
+    rows: list[set[int]] = []  # per instruction: the ROM columns that are 1
     for pc, ins in enumerate(program.code):
-        k = len(steps)
-        steps.append(and_step([RUN] + eq_lits(R_MIN, pc)))
         on = set()
         on.add(f"op_{ins.op.name}")
         if ins.op is Op.ATOM:
@@ -84,11 +100,21 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
                 "off": ins.imm & 0xFFFFFFFF if f in (Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.LDC) else 0,
                 "tgt": ins.imm & (2 ** PCB - 1) if f in (Fmt.BRA, Fmt.BRC) else 0,
                 "nxt": (pc + 1) & (2 ** PCB - 1)}
-        for name in on:
-            coefs[rom_fields[name]][k] = 1
+        ones = {rom_fields[name] for name in on}
         for name, v in vals.items():
-            for i in range(widths[name]):
-                if (v >> i) & 1:
-                    coefs[rom_fields[name] + i][k] = 1
-    rom = n.table(steps, coefs, "rom")
-    return Decoded(rom, rom_fields)
+            ones |= {rom_fields[name] + i for i in range(widths[name]) if (v >> i) & 1}
+        rows.append(ones)
+    rom: list[Sig] = []
+    layers = fetch_layers(len(rows))
+    for c in range(layers):
+        steps, coefs = [], [dict() for _ in cols]
+        if rom:  # the previous chunk's outputs, passed through
+            for j, x in enumerate(rom):
+                coefs[j][len(steps)] = 1
+                steps.append(and_step([x]))
+        for pc in range(c * ROWS_PER_MLP, min(len(rows), (c + 1) * ROWS_PER_MLP)):
+            for j in rows[pc]:
+                coefs[j][len(steps)] = 1
+            steps.append(and_step([RUN] + eq_lits(R_MIN, pc)))
+        rom = n.table(steps, coefs, "rom" if layers == 1 else f"rom{c}", single=True)
+    return Decoded(rom, rom_fields, layers)

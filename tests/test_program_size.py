@@ -1,0 +1,128 @@
+"""Program size: SPEC.max_instrs instructions run in the network, one more is a named error.
+
+The ROM holds one MLP unit per instruction; a program longer than one MLP's share
+(fetch.ROWS_PER_MLP) spreads it over two MLPs and moves the rest of the machine one layer
+down (core.shift_after_warp_table).  These tests run generated programs whose branches,
+calls and returns cross the whole PC range on the emulator and the network, and compare
+both with a plain per-thread model of the program text (tests/longprog.py).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from longprog import generate, model
+from lockstep import host
+from qgcc.asm.assembler import assemble
+from qgcc.diagnostics import CompileError
+from qgcc.link.blocks.fetch import ROWS_PER_MLP, fetch_layers
+from qgcc.link.layout import L_MEM0, PCB
+from qgcc.link.linker import link
+from qgcc.ref.emulator import run as ref_run
+from qgcc.runtime.launch import make_launch
+from qgcc.spec import SPEC
+
+THREADS = 8
+
+
+def run_both(n: int, threads: int = THREADS):
+    """(network, emulator trace length): a generated n-instruction program on both engines."""
+    text = generate(n, threads)
+    prog = assemble(text, "long.qsass")
+    assert len(prog.code) == n
+    cm = link(prog)
+    k = prog.kernels[0]
+    mk = lambda: make_launch(prog, k, (1, 1, 1), (threads, 1, 1), {},  # noqa: E731
+                             {"out": np.zeros(2 * threads, np.int32)})
+    lr, ln = mk(), mk()
+    assert lr.params == [0]  # the model places `out` at cell 0
+    ref_trace, net_trace = [], []
+    r = ref_run(lr, max_steps=10 * n, on_step=ref_trace.append)
+    res = host(cm).run(ln, max_steps=10 * n, on_step=net_trace.append)
+    assert [a.key() for a in ref_trace] == [b.key() for b in net_trace]
+    assert np.array_equal(r.memory, res.memory)
+    want = model(text, threads)
+    assert ln.read_buffer(res.memory, "out").astype(np.uint32).tolist() == want
+    return cm, len(ref_trace)
+
+
+def test_pc_width_and_rom_chunks_follow_the_spec():
+    """The PC addresses every instruction the spec allows, and the ROM of the longest program
+    fits in the MLPs the fetch stage may use (one extra layer at most)."""
+    assert 1 << PCB == SPEC.max_instrs
+    assert fetch_layers(ROWS_PER_MLP) == 1 and fetch_layers(ROWS_PER_MLP + 1) == 2
+    assert fetch_layers(SPEC.max_instrs) <= 2
+
+
+def test_a_program_past_one_rom_chunk_runs_bit_exact_with_the_machine_moved_one_layer(monkeypatch):
+    """Past ROWS_PER_MLP instructions the ROM's second chunk decodes a layer later: calls, returns
+    and branches between the chunks, and the memory one layer further down, still work.  (Smaller
+    chunks than the real ones, so that CI links and runs a program of 1,100 instructions; the
+    slow test below runs the real chunks full.)"""
+    import qgcc.link.blocks.fetch as fetch
+    monkeypatch.setattr(fetch, "ROWS_PER_MLP", 640)
+    cm, _ = run_both(1100, threads=4)
+    assert cm.layout["memory_first_layer"] == L_MEM0 + 1
+    assert cm.layout["layers"][1]["heads"] == []  # the second ROM chunk's layer has no memory
+
+
+@pytest.mark.slow
+def test_a_program_one_past_the_first_rom_chunk_runs_bit_exact():
+    cm, _ = run_both(ROWS_PER_MLP + 100)
+    assert cm.layout["memory_first_layer"] == L_MEM0 + 1
+
+
+def test_one_instruction_past_the_limit_is_a_named_error():
+    text = generate(SPEC.max_instrs + 1, THREADS)
+    with pytest.raises(CompileError) as e:
+        assemble(text, "long.qsass")
+    assert str(e.value).startswith("long.qsass:") and f"at most {SPEC.max_instrs}" in str(e.value)
+
+
+@pytest.mark.slow
+def test_a_program_of_max_instrs_runs_bit_exact():
+    """The largest program the spec allows (its two ROM chunks full), with its time printed."""
+    t0 = time.perf_counter()
+    cm, steps = run_both(SPEC.max_instrs)
+    print(f"{SPEC.max_instrs} instructions: {cm.num_layers} layers, {steps} steps, "
+          f"{time.perf_counter() - t0:.1f} s (link, emulator and network)")
+
+
+@pytest.mark.slow
+def test_a_two_chunk_network_is_exact_in_every_sublayer_and_equals_transformers_modules(monkeypatch):
+    """The one-unit ROM rows and the moved layers keep the numerics invariant: every residual dim
+    exactly +-8 after every sublayer (torch path), and the compiled step equal, bit for bit, to
+    transformers' modules, over the first 50 steps (the call into the second chunk at pc ~12, the
+    low subroutine, and the JRs to a high and back to a low address)."""
+    import torch
+
+    import qgcc.link.blocks.fetch as fetch
+    from qgcc.engines.hf import HFEngine
+    from qgcc.engines.host import Host
+    from qgcc.engines.neural_c import CStepLayers
+    from qgcc.engines.neural_torch import NeuralLayers
+    from test_numerics import lockstep
+
+    monkeypatch.setattr(fetch, "ROWS_PER_MLP", 640)
+    prog = assemble(generate(1100, 4), "long.qsass")
+    cm = link(prog)
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {}, {"out": np.zeros(8, np.int32)})
+    hst = Host(cm, NeuralLayers(cm.layers))
+    h, init = hst.initial(launch)
+    net = hst.net
+    net.reset(init)
+    x = torch.from_numpy(h)
+    pcs = set()
+    for step in range(50):
+        for i, (layer, state) in enumerate(zip(net.layers, net.states)):
+            for part in ("mix", "mlp"):
+                x = layer.mix(x, state) if part == "mix" else layer.mlp(x)
+                off = (x.abs() != 8.0).nonzero().flatten().tolist()
+                assert not off, f"step {step}, layer {i} {part}: dims {off[:5]}"
+        pcs.add(hst.get(x.numpy(), "tr_pc"))
+    assert max(pcs) >= 640 and min(pcs) < 640
+    c, hf = CStepLayers(cm.layers, cm.fields["one"][0]), HFEngine("cpu").layers(cm)
+    assert lockstep(c, hf, hst, h, init, cm.num_layers, every_step_states=True, limit=50) == 50
