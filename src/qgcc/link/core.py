@@ -19,8 +19,8 @@ Layout decisions (docs/architecture.md renders the generated maps):
 * Phases: BLKINIT (one step per warp at the start of every block: its warp-table
   row, and its four lanes' (x, y, z), which the network counts, in the thread-index
   tables), RUN (one warp instruction per
-  step; LD, ST, ATOM, MUL and the micro-stepped float instructions take four micro-steps,
-  one lane each), HALT.
+  step; LD, ST, ATOM, MUL and the micro-stepped float instructions take one micro-step
+  per active lane), HALT.
 """
 
 from __future__ import annotations

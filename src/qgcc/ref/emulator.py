@@ -21,9 +21,9 @@ for step (docs/qsass.md, "Execution model"):
 
 It also counts the compiled network's steps (`RunResult.network_steps`, the model of
 docs/architecture.md, "Execution model in the network"): BLKINIT takes one step per warp
-at the start of every block, and a warp instruction one step, or four micro-steps when
-the network runs it one lane at a time (isa.MICRO_STEPPED).  The tests compare it with
-the steps the network actually takes.
+at the start of every block, and a warp instruction one step, or one micro-step per
+active lane when the network runs it one lane at a time (isa.MICRO_STEPPED).  The
+lockstep tests compare it with the steps the network actually takes.
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
 
 def network_steps(op: Op, active: int) -> int:
     """Network steps of one warp instruction with active-lane mask `active`."""
-    return SPEC.warp_size if op in MICRO_STEPPED else 1
+    return bin(active).count("1") if op in MICRO_STEPPED else 1
 
 
 def _sreg(s: SReg, t: int, w: int, lane: int, block, grid, ctaid, clock: int) -> int:
