@@ -54,7 +54,7 @@ h = torch.full((config.hidden_size,), -8.0)
 nt = a.block
 for name, v in dict(one=1, bx=a.block, by=1, bz=1, gx=a.grid, gy=1, gz=1, nt=nt, nw=-(-nt // 4), gsize=len(memory),
                     shw=kernel["shared_words"], nparam=len(params), entry=kernel["entry"], kend=kernel["end"],
-                    phase=1 << proto["phases"].index("tidinit")).items():
+                    phase=1 << proto["phases"].index("blkinit")).items():
     put(h, name, v)
 states = {}
 def row(layer, head, slot, value):                              # one 32-bit cell as a dual-rail row

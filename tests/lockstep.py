@@ -71,5 +71,6 @@ def both(name, grid, block, scalars, arrays, source=None, engine="neural", max_s
         assert a.key() == b.key(), (a, b)
         assert (a.diverged, a.reconverged, a.barrier) == (b.diverged, b.reconverged, b.barrier), (a, b)
     assert np.array_equal(r.memory, n.memory)
+    assert n.network_steps == r.network_steps  # the execution model counts the network's steps
     outs = {p.name: ln.read_buffer(n.memory, p.name) for p in k.params if p.pointer}
     return outs, n

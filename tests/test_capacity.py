@@ -89,7 +89,7 @@ def block_model(bx: int, by: int) -> dict[str, list[int]]:
 
 def test_a_full_block_of_threads_counts_its_indices_meets_at_a_barrier_and_adds_atomically():
     """Every one of the block's SPEC.max_block_threads threads (all the warps the scheduler
-    holds) gets its own (x, y) index from the network's TIDINIT count, adds to shared
+    holds) gets its own (x, y) index from the network's BLKINIT count, adds to shared
     counters with atomics, and after the barrier reads the word its mirror thread stored:
     a thread that never ran, a wrong index, a lost atomic update or a warp released before
     the others arrive changes a value."""

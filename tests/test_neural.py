@@ -73,7 +73,10 @@ def test_every_atomic_and_shared_memory_inside_the_network():
     assert list(outs["sh"]) == [0 + 2 + 4, 1 + 3 + 5]
 
 
-def test_three_dimensional_blocks_and_grid():
+@pytest.mark.parametrize("grid, block", [((1, 2, 2), (3, 2, 2)), ((2, 1, 1), (1, 3, 2)), ((1, 1, 2), (2, 1, 3))])
+def test_three_dimensional_blocks_and_grid(grid, block):
+    """BLKINIT counts a warp's four lanes' (x, y, z) in one step: a block narrower than four
+    threads wraps x (and y) more than once within it (1 x 3 x 2: three wraps per warp)."""
     src = r"""
     __global__ void ids(int *out) {
         int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
@@ -81,10 +84,15 @@ def test_three_dimensional_blocks_and_grid():
         out[b * 12 + t] = threadIdx.z * 100 + threadIdx.y * 10 + threadIdx.x + 1000 * b + 10000 * (warpSize == 4);
     }
     """
-    outs, _ = both("ids", (1, 2, 2), (3, 2, 2), {}, {"out": np.zeros(48, np.int32)}, source=src)
-    want = [10000 + 1000 * b + z * 100 + y * 10 + x for b in range(4) for z in range(2) for y in range(2)
-            for x in range(3)]
-    assert list(outs["out"]) == want
+    outs, _ = both("ids", grid, block, {}, {"out": np.zeros(48, np.int32)}, source=src)
+    (bx, by, bz), nb = block, grid[0] * grid[1] * grid[2]
+    want = np.zeros(48, np.int64)
+    for b in range(nb):
+        for z in range(bz):
+            for y in range(by):
+                for x in range(bx):
+                    want[b * 12 + x + bx * (y + by * z)] = 10000 + 1000 * b + z * 100 + y * 10 + x
+    assert list(outs["out"]) == want.tolist()
 
 
 def test_out_of_bounds_store_faults_inside_the_network():

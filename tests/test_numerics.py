@@ -18,8 +18,10 @@ from qgcc.engines.neural import neural_layers
 from qgcc.engines.neural_c import CStepLayers, StepError, Unsupported, library
 from qgcc.engines.neural_torch import NeuralLayers
 from qgcc.link import numerics
+from qgcc.link.layout import PHASES
 from qgcc.link.linker import link
 from qgcc.link.weights import READ_ADD, VALUE_LEVEL
+from qgcc.ref.emulator import run as emulate
 from qgcc.runtime.launch import make_launch
 
 SMALL = "__global__ void k(int *a, int n) { int i = threadIdx.x; if (i < n) a[i] = a[i] * 3 + i; }"
@@ -43,8 +45,15 @@ def start(src: str, arrays: dict, scalars: dict):
     return cm, host, h, init
 
 
+def whole_launch(src: str, arrays: dict, scalars: dict) -> int:
+    """The network steps of start()'s launch from start to halt (the emulator's step model,
+    which the lockstep tests check against the network)."""
+    prog, _ = linked(src)
+    return emulate(make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), scalars, arrays)).network_steps
+
+
 def halted(host: Host, h) -> bool:
-    return host.get(h, "phase") == 8 or host.get(h, "fault") != 0
+    return host.get(h, "phase") == 1 << PHASES.index("halt") or host.get(h, "fault") != 0
 
 
 def lockstep(a, b, host: Host, h, init, layers: int, every_step_states: bool = False, limit: int = 10 ** 6) -> int:
@@ -92,7 +101,7 @@ def test_residual_is_exactly_plus_minus_8_after_every_sublayer_of_every_step(src
         steps += 1
         if halted(host, x.numpy()):
             break
-    assert steps > 20
+    assert steps == whole_launch(src, arrays, scalars)
 
 
 def test_every_read_adds_exactly_16():
@@ -104,10 +113,12 @@ def test_every_read_adds_exactly_16():
 @pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
 def test_compiled_step_equals_transformers_modules_in_every_hidden_and_recurrent_state():
     """The strongest check: every step's output and every layer's recurrent state, as bits."""
-    cm, host, h, init = start(SMALL, {"a": np.array([5, -2, 7, 9], np.int32)}, {"n": 3})
+    arrays, scalars = {"a": np.array([5, -2, 7, 9], np.int32)}, {"n": 3}
+    cm, host, h, init = start(SMALL, arrays, scalars)
     c, hf = CStepLayers(cm.layers, cm.fields["one"][0]), HFEngine("cpu").layers(cm)
     assert isinstance(hf, HFLayers)
-    assert lockstep(c, hf, host, h, init, cm.num_layers, every_step_states=True) > 20
+    steps = lockstep(c, hf, host, h, init, cm.num_layers, every_step_states=True)
+    assert steps == whole_launch(SMALL, arrays, scalars)
 
 
 @pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
@@ -117,7 +128,7 @@ def test_compiled_step_equals_transformers_modules_in_every_hidden_and_recurrent
 def test_compiled_step_equals_the_torch_path_on_a_float_kernel(src, arrays, scalars):
     cm, host, h, init = start(src, arrays, scalars)
     c = CStepLayers(cm.layers, cm.fields["one"][0])
-    assert lockstep(c, host.net, host, h, init, cm.num_layers) > 20
+    assert lockstep(c, host.net, host, h, init, cm.num_layers) == whole_launch(src, arrays, scalars)
 
 
 @pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
@@ -188,7 +199,7 @@ def test_every_decision_is_a_small_sum_and_a_wide_threshold_fails_the_link():
         numerics.check(broken)
 
 
-SAMPLE_STEPS = 100  # TIDINIT, BLKINIT and the first instructions, loads and stores included
+SAMPLE_STEPS = 100  # BLKINIT and the first instructions, loads and stores included
 
 
 @pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
@@ -249,4 +260,4 @@ def test_bf16_modules_compute_every_hidden_state_of_the_fp32_layers(src, arrays,
     record and buffer is the same (bench/bf16.py runs every sample end to end)."""
     cm, host, h, init = start(src, arrays, scalars)
     bf = HFLayers(cm.layers, dtype="bf16")
-    assert lockstep(host.net, bf, host, h, init, 0) > 20
+    assert lockstep(host.net, bf, host, h, init, 0) == whole_launch(src, arrays, scalars)

@@ -44,3 +44,19 @@ def test_architecture_document_shows_the_current_layer_map():
 
     doc = (ROOT / "docs" / "architecture.md").read_text()
     assert render() in doc, "docs/architecture.md is stale: regenerate with python -m qgcc.tools.describe"
+
+
+def test_layers_linked_for_another_machines_phases_are_refused():
+    """The host drives the machine by its phase field (docs/protocol.md): a .qg linked when
+    the machine still started in TIDINIT has four phases where this one has three, and run
+    as this machine it would be misread (its run phase taken for halt), so it is refused."""
+    import json
+
+    import pytest
+
+    from qgcc.link.linker import from_tensors
+
+    meta = {"protocol": json.dumps({"phases": ["tidinit", "blkinit", "run", "halt"]}), "num_layers": "0",
+            "machine": "{}"}
+    with pytest.raises(ValueError, match="phases"):
+        from_tensors({}, meta, [])

@@ -113,9 +113,11 @@ FORMATS: dict[Op, Fmt] = {
     **{op: Fmt.UN for op in (Op.F2I, Op.F2U, Op.I2F, Op.U2F)},
 }
 FLOAT_OPS = frozenset(op for op in Op if op >= Op.FADD)
-# Float instructions the network runs in the micro-stepped float unit (one lane per micro-step,
+# Float instructions the network runs in the micro-stepped float unit (one active lane per micro-step,
 # like MUL); the compares and FMIN/FMAX run on every lane at once in the ALU.
 FLOAT_MICRO_OPS = frozenset({Op.FADD, Op.FSUB, Op.FMUL, Op.FFMA, Op.F2I, Op.F2U, Op.I2F, Op.U2F})
+# Instructions the network runs one lane per step (micro-steps): memory, MUL and the float unit's.
+MICRO_STEPPED = frozenset({Op.LD, Op.ST, Op.ATOM, Op.MUL}) | FLOAT_MICRO_OPS
 
 ALU_OPS = frozenset(op for op, f in FORMATS.items() if f is Fmt.ALU)
 BRANCH_OPS = frozenset({Op.BRA, Op.BRZ, Op.BRNZ})

@@ -77,7 +77,7 @@ class Host:
         nt = bx * by * bz
         consts = dict(bx=bx, by=by, bz=bz, gx=gx, gy=gy, gz=gz, nt=nt, nw=-(-nt // W),
                       gsize=len(launch.memory), shw=launch.shared_words, nparam=len(launch.params),
-                      entry=k.entry, kend=k.end, phase=1 << PHASES.index("tidinit"))
+                      entry=k.entry, kend=k.end, phase=1 << PHASES.index("blkinit"))
         for name, v in consts.items():
             self.put(h, name, v)
         # Recurrent states: memory cells and the parameter bank, as dual-rail rows.

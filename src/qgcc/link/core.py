@@ -16,11 +16,11 @@ Layout decisions (docs/architecture.md renders the generated maps):
   rs2, rd) in layers 1-12, one head per lane and group of four warps; global and
   shared memory in layers 13-22, one 32-bit cell per slot; the kernel-parameter
   bank and the thread-index tables in layer 23 (layout.py derives these numbers).
-* Phases: TIDINIT (one step per thread of a block: the network computes each
-  thread's (x, y, z) by counting and stores it), BLKINIT (one step per warp at
-  the start of every block: its warp-table row), RUN (one warp instruction per
-  step; LD, ST, ATOM, MUL and the micro-stepped float instructions take four micro-steps,
-  one lane each), HALT.
+* Phases: BLKINIT (one step per warp at the start of every block: its warp-table
+  row, and its four lanes' (x, y, z), which the network counts, in the thread-index
+  tables), RUN (one warp instruction per
+  step; LD, ST, ATOM, MUL and the micro-stepped float instructions take one micro-step
+  per active lane), HALT.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def build_core(program: Program) -> Core:
     n = Netlist()
     st = declare_state(n)
     heads: dict[str, tuple[int, int]] = {}
-    row = warptable.build(n, st, heads)  # layer 0
+    tids = launch.thread_indices(n, st)  # BLKINIT: the lanes' (x, y, z), counted by the network
+    row = warptable.build(n, st, heads, tids.lanes[:-1])  # layer 0 (and the thread-index tables)
     dec = fetch.build(n, program, st.RUN, row.min_pc)  # the ROM, layer 0 MLP
     ops = regfile.build(n, st, dec, heads)  # layers 1-12
     const = params.build(n, st, dec, heads)  # layer L_PARAM, after the memory
@@ -64,7 +65,7 @@ def build_core(program: Program) -> Core:
     wb = writeback.build(n, st, dec, row, res, mem, prod, const, fu.result)
     ctl = control.build(n, st, dec, row, ops, mem)
     sch = scheduler.build(n, st, dec, wb.complete, ctl.warp_alive, late=mem.MEMOUT[0])
-    lb = launch.build(n, st, sch.block_done, ctl.any_fault, mem.oob, ctl.bar_div, ctl.pc_bad, ctl.par_bad)
+    lb = launch.build(n, st, tids, sch.block_done, ctl.any_fault, mem.oob, ctl.bar_div, ctl.pc_bad, ctl.par_bad)
     commit.build(n, st, dec, mem, wb, ctl, sch, lb)
     trace.build(n, st, row, mem, ctl, wb.complete)
     shift = dec.layers - 1

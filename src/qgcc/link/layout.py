@@ -61,7 +61,7 @@ N_MEM_LAYERS = -(-(GLOBAL_CELLS + SHARED_CELLS) // CELLS_PER_LAYER)  # 10
 # register file and the memory layers.
 L_PARAM = L_MEM0 + N_MEM_LAYERS
 
-PHASES = ("tidinit", "blkinit", "run", "halt")
+PHASES = ("blkinit", "run", "halt")
 FAULTS = ("oob", "barrier", "pc", "param")
 
 

@@ -118,6 +118,13 @@ def to_tensors(cm: LinkedNetwork) -> tuple[dict[str, np.ndarray], dict[str, str]
 
 
 def from_tensors(tensors: dict[str, np.ndarray], meta: dict[str, str], code: list[int]) -> LinkedNetwork:
+    from .layout import PHASES
+
+    phases = json.loads(meta["protocol"]).get("phases") if "protocol" in meta else None
+    if phases is not None and phases != list(PHASES):
+        # The host drives the machine by its phases: another machine's would be misread.
+        raise ValueError(f"the layers were linked for a machine with phases {phases}, "
+                         f"this qgcc runs {list(PHASES)}")
     n = int(meta["num_layers"])
     mach = json.loads(meta["machine"])
     layers = []

@@ -18,6 +18,12 @@ for step (docs/qsass.md, "Execution model"):
   (PC + 1).  Exited lanes are not waited for.
 * Memory instructions act lane by lane in lane order (so atomics serialise in
   lane order).
+
+It also counts the compiled network's steps (`RunResult.network_steps`, the model of
+docs/architecture.md, "Execution model in the network"): BLKINIT takes one step per warp
+at the start of every block, and a warp instruction one step, or one micro-step per
+active lane when the network runs it one lane at a time (isa.MICRO_STEPPED).  The
+lockstep tests compare it with the steps the network actually takes.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..isa import MASK32, WRITES_RD, AtomOp, Fmt, Op, SReg, alu, atom_apply, xlane
+from ..isa import MASK32, MICRO_STEPPED, WRITES_RD, AtomOp, Fmt, Op, SReg, alu, atom_apply, xlane
 from ..spec import SPEC
 from ..runtime.launch import Launch, memory_map
 from ..trace import BarrierFault, MemAccess, MemoryFault, RegWrite, Stats, StepRecord, step_limit_fault
@@ -36,6 +42,7 @@ from ..trace import BarrierFault, MemAccess, MemoryFault, RegWrite, Stats, StepR
 class RunResult:
     memory: np.ndarray  # final global memory (uint32 cells)
     stats: Stats
+    network_steps: int = 0  # the steps the compiled network takes for the same launch
 
 
 class _Block:
@@ -82,9 +89,11 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                           **ctx)
 
     step = 0
+    netsteps = 0
     for b in range(launch.num_blocks):
         ctaid = (b % gx, (b // gx) % gy, b // (gx * gy))
         blk = _Block(launch)
+        netsteps += blk.nwarps  # BLKINIT
         last_active = [0] * blk.nwarps
         current = -1
         while blk.any_live():
@@ -213,11 +222,17 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                         blk.pc[t] += 1
                 rec.barrier = "release"
             step += 1
+            netsteps += network_steps(op, mask)
             stats.steps = step
             stats.warp_instructions = step
             if on_step is not None:
                 on_step(rec)
-    return RunResult(np.array(gmem, dtype=np.uint32), stats)
+    return RunResult(np.array(gmem, dtype=np.uint32), stats, netsteps)
+
+
+def network_steps(op: Op, active: int) -> int:
+    """Network steps of one warp instruction with active-lane mask `active`."""
+    return bin(active).count("1") if op in MICRO_STEPPED else 1
 
 
 def _sreg(s: SReg, t: int, w: int, lane: int, block, grid, ctaid, clock: int) -> int:

@@ -55,8 +55,9 @@ def build(n: Netlist, st: State, dec: Decoded, mem: MemoryAccess, wb: Writeback,
                              for w in range(NWARP)])
         n.output_bus(WAIT, [n.and_([run_ok] + W2[w], f"nwait{w}") for w in range(NWARP)])
     n.output_bus(st.CLK, C.increment_if(n, st.CLK, n.and_([run_ok, complete], "clktick"), "nclk"))
-    ms_inc = C.increment(n, MS, "msinc")
-    n.output_bus(MS, [n.and_([run_ok, R("ismem"), neg(complete), ms_inc[i]], f"nms{i}") for i in range(2)])
+    # The next micro-step resumes its lane scan after the lane served now (lsu: `sel`).
+    n.output_bus(MS, [n.gate([and_step([run_ok, R("ismem"), neg(complete), mem.sel[l]])
+                              for l in range(W - 1) if ((l + 1) >> i) & 1], f"nms{i}") for i in range(len(MS))])
     n.output_bus(WB_EN, [n.and_([run_ok, new_wb_en[l]], f"nwben{l}") for l in range(W)])
     n.output_bus(WB_W, [n.copy(x, f"nwbw{i}") for i, x in enumerate(CUR)])
     n.output_bus(WB_RD, [n.copy(x, f"nwbrd{i}") for i, x in enumerate(RD)])

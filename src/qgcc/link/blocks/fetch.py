@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...isa import FLOAT_MICRO_OPS, FLOAT_OPS, WRITES_RD, AtomOp, Fmt, Op, ShflMode, SReg, VoteMode
+from ...isa import FLOAT_OPS, MICRO_STEPPED, WRITES_RD, AtomOp, Fmt, Op, ShflMode, SReg, VoteMode
 from ...program import Program
 from ..circuits import and_step, eq_lits
 from ..layout import PCB
@@ -91,7 +91,7 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
             on.add("rden")
         if ins.op in WRITES_RD:
             on.add("wrd")
-        if ins.op in (Op.LD, Op.ST, Op.ATOM, Op.MUL) or ins.op in FLOAT_MICRO_OPS:
+        if ins.op in MICRO_STEPPED:
             on.add("ismem")
         if ins.op is Op.MUL:
             on.add("ismul")

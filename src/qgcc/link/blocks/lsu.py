@@ -1,8 +1,10 @@
 """The load/store unit: global and shared memory (layers 13-22), bounds checks, atomics.
 
-LD, ST and ATOM take four micro-steps (`ms`), one lane each: the lane's address is
-selected, every memory head reads the cell at it, and the value to write (the store
-operand, or the atomic's read-modify-write result) becomes the pending memory write
+LD, ST and ATOM take one micro-step per active lane, in lane order: `ms` is where the
+scan resumes, and the micro-step serves the lowest active lane at or above it (`sel`), so
+inactive lanes (divergent code, a partial warp's dead lanes) cost no step.  The lane's
+address is selected, every memory head reads the cell at it, and the value to write (the
+store operand, or the atomic's read-modify-write result) becomes the pending memory write
 that the next step commits before it reads.  One 32-bit cell per DeltaNet slot.
 """
 
@@ -25,6 +27,8 @@ from .warptable import WarpRow
 
 @dataclass
 class MemoryAccess:
+    sel: list[Sig]  # one-hot: the micro-step's lane (the lowest active lane at or above ms)
+    last: Sig  # ... and no active lane follows it: the instruction's last micro-step
     Ams: list[Sig]  # the micro-step lane's rs1
     Bms: list[Sig]  # ... its second operand
     Cms: list[Sig]  # ... its rd (ATOM.CAS's new value, FFMA's addend)
@@ -43,10 +47,13 @@ def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
           heads: dict[str, tuple[int, int]]) -> MemoryAccess:
     MS, A, Bop, Cc, R_ACT, op, R, OFF = st.MS, ops.a, ops.b_or_imm, ops.c, row.act, dec.op, dec.flag, dec.bus("off")
     MW_EN, MW_IDX, MW_VAL, GSIZE, SHW = st.MW_EN, st.MW_IDX, st.MW_VAL, st.GSIZE, st.SHW
-    Ams = [n.gate([and_step(eq_lits(MS, l) + [A[l][i]]) for l in range(W)], f"Ams{i}") for i in range(32)]
+    sel = [n.gate([and_step(eq_lits(MS, m) + [R_ACT[l]] + [neg(R_ACT[j]) for j in range(m, l)])
+                   for m in range(l + 1)], f"mslane{l}") for l in range(W)]
+    last = n.gate([and_step([sel[l]] + [neg(R_ACT[j]) for j in range(l + 1, W)]) for l in range(W)], "mslast")
+    Ams = [n.gate([and_step([sel[l], A[l][i]]) for l in range(W)], f"Ams{i}") for i in range(32)]
     ADDR = C.add(n, Ams, OFF, name="addr")
     ldatom = [op["LD"], op["ATOM"]]
-    act_ms = n.gate([and_step(eq_lits(MS, l) + [R_ACT[l]]) for l in range(W)], "act_ms")
+    act_ms = n.or_(sel, "act_ms")
     RDEN = n.gate([and_step([act_ms, ldatom])], "rden")
     # Global cell index = ADDR[0:G_ADDR_BITS]; shared offset = ADDR[0:S_ADDR_BITS] when SHARED_BIT is set.
     G, S, SB = G_ADDR_BITS, S_ADDR_BITS, SHARED_BIT
@@ -80,9 +87,9 @@ def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
     IDX = [n.gate([and_step([neg(ADDR[SB]), ADDR[i]])] + ([and_step([ADDR[SB], ADDR[i]])] if i < S else []),
                   f"IDX{i}") for i in range(G)] + [n.copy(ADDR[SB], f"IDX{G}")]
 
-    # Lane-MS operands for stores, atomics and MUL.
-    Bms = [n.gate([and_step(eq_lits(MS, l) + [Bop[l][i]]) for l in range(W)], f"Bms{i}") for i in range(32)]
-    Cms = [n.gate([and_step(eq_lits(MS, l) + [Cc[l][i]]) for l in range(W)], f"Cms{i}") for i in range(32)]
+    # The micro-step lane's operands for stores, atomics, MUL and the float unit.
+    Bms = [n.gate([and_step([sel[l], Bop[l][i]]) for l in range(W)], f"Bms{i}") for i in range(32)]
+    Cms = [n.gate([and_step([sel[l], Cc[l][i]]) for l in range(W)], f"Cms{i}") for i in range(32)]
     # Atomic read-modify-write on the value just read.
     at = {a_.name: R(f"atom_{a_.name}") for a_ in AtomOp}
     isat = op["ATOM"]
@@ -106,5 +113,5 @@ def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
         ]
         newv.append(n.gate([C.gated(s_, isat) for s_ in st] + [and_step([op["ST"], b_])]
                            + [and_step([en_atadd, nadd[i]])], f"newv{i}"))
-    return MemoryAccess(Ams, Bms, Cms, ADDR, ldatom, RDEN, MEMOUT, valid, memop, oob, IDX, newv)
+    return MemoryAccess(sel, last, Ams, Bms, Cms, ADDR, ldatom, RDEN, MEMOUT, valid, memop, oob, IDX, newv)
 

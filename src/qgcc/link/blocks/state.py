@@ -39,10 +39,10 @@ def declare_state(n: Netlist) -> State:
     st.GSIZE, st.SHW, st.NPARAM = fld("gsize", GLOBAL_CELLS.bit_length()), fld("shw", SHARED_CELLS.bit_length()), fld("nparam", 7)
     st.ENTRY, st.KEND = fld("entry", PCB), fld("kend", PCB + 1)
     # ---- dynamic state ----
-    st.PH = dict(zip(PHASES, fld("phase", 4)))
+    st.PH = dict(zip(PHASES, fld("phase", len(PHASES))))
     st.FLT = dict(zip(FAULTS, fld("fault", 4)))
-    st.CNT = fld("cnt", NT_BITS)  # TIDINIT: the thread; BLKINIT: the warp
-    st.TX, st.TY, st.TZ = fld("tx", TID_BITS), fld("ty", TID_BITS), fld("tz", TID_BITS)
+    st.CNT = fld("cnt", NW_BITS)  # BLKINIT: the warp
+    st.TX, st.TY, st.TZ = fld("tx", TID_BITS), fld("ty", TID_BITS), fld("tz", TID_BITS)  # BLKINIT: warp CNT's lane 0
     st.CX, st.CY, st.CZ = fld("ctax", 16), fld("ctay", 16), fld("ctaz", 16)
     st.CUR = fld("cur", WARP_BITS)
     st.READY, st.WAIT = fld("ready", NWARP), fld("wait", NWARP)
@@ -60,5 +60,5 @@ def declare_state(n: Netlist) -> State:
     st.TR_LD = fld("tr_ld", 1)[0]
     st.TR_ADDR = fld("tr_addr", 32)
     st.TR_LANE = fld("tr_lane", 2)
-    st.RUN, st.TID, st.BLK, st.HALT = st.PH["run"], st.PH["tidinit"], st.PH["blkinit"], st.PH["halt"]
+    st.RUN, st.BLK, st.HALT = st.PH["run"], st.PH["blkinit"], st.PH["halt"]
     return st

@@ -2,7 +2,7 @@
 
 Per warp one row: the four lane PCs, the live lanes, the minimum PC over live lanes
 and the active mask (the lanes at that PC).  The thread-index tables hold each
-thread's (x, y, z), written once per block in the TIDINIT phase, so threadIdx costs
+thread's (x, y, z), written by BLKINIT (one warp's four lanes per step), so threadIdx costs
 no arithmetic at run time.  They sit beside the parameter bank, not in layer 0: a bus read
 in layer 0 holds its residual dimensions for the whole step (96 at 8-bit indices), and
 S2R's thread index is only needed at writeback.
@@ -27,8 +27,9 @@ class WarpRow:
     tid: list[list[Sig]]  # per lane: tx (TID_BITS bits), ty, tz
 
 
-def build(n: Netlist, st: State, heads: dict[str, tuple[int, int]]) -> WarpRow:
-    RUN, TID, CUR, CNT = st.RUN, st.TID, st.CUR, st.CNT
+def build(n: Netlist, st: State, heads: dict[str, tuple[int, int]], lane_tid: list[list[Sig]]) -> WarpRow:
+    """`lane_tid[l]`: lane l's (x, y, z) of the warp BLKINIT initialises (launch.thread_indices)."""
+    RUN, BLK, CUR, CNT = st.RUN, st.BLK, st.CUR, st.CNT
     row_in = [b for l in range(W) for b in st.WT_PC[l]] + st.WT_LIVE + st.WT_MIN + st.WT_ACT
     wt_write = [[(st.WT_EN, True)] + eq_lits(st.WT_W, w) for w in range(NWARP)]
     wt_read = [[(RUN, True)] + eq_lits(CUR, w) for w in range(NWARP)]
@@ -39,8 +40,8 @@ def build(n: Netlist, st: State, heads: dict[str, tuple[int, int]]) -> WarpRow:
     R_LIVE, R_MIN, R_ACT = row[o:o + W], row[o + W:o + W + PCB], row[o + W + PCB:o + 2 * W + PCB]
     TIDL = []
     for l in range(W):
-        wk = [[(TID, True)] + eq_lits(CNT[:2], l) + eq_lits(CNT[2:2 + WARP_BITS], s) for s in range(NWARP)]
+        wk = [[(BLK, True)] + eq_lits(CNT[:WARP_BITS], s) for s in range(NWARP)]
         rk = [[(RUN, True)] + eq_lits(CUR, s) for s in range(NWARP)]
-        TIDL.append(n.memory(f"tid{l}", L_PARAM, wk, rk, st.TX + st.TY + st.TZ))
+        TIDL.append(n.memory(f"tid{l}", L_PARAM, wk, rk, lane_tid[l]))
         heads[f"tid{l}"] = (L_PARAM, len(n.memories) - 1)
     return WarpRow(R_PC, R_LIVE, R_MIN, R_ACT, TIDL)

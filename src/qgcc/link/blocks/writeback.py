@@ -2,7 +2,7 @@
 
 ALU-class instructions (SHFL/VOTE among them: qgcc.link.blocks.xlane feeds the ALU's result) write
 every active lane at once; micro-stepped ones (LD,
-ATOM, MUL) write lane `ms` in its micro-step.  The write is not done here: it
+ATOM, MUL, the float unit's) write the micro-step's lane (lsu: `sel`).  The write is not done here: it
 becomes the pending writeback (wb_*) that every register-file copy commits at the
 start of the next step.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..circuits import and_step, eq_lits, neg, step
+from ..circuits import and_step, neg, step
 from ..layout import TID_BITS, W
 from ..netlist import Netlist, Sig, Step
 from .fetch import Decoded
@@ -29,8 +29,8 @@ class Writeback:
 
 def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, RES: list[list[Sig]], mem: MemoryAccess,
           prod: list[Sig], CONST: list[Sig], fres: list[Sig] | None = None) -> Writeback:
-    RUN, MS, R, op, R_ACT, ldatom, MEMOUT = st.RUN, st.MS, dec.flag, dec.op, row.act, mem.ldatom, mem.MEMOUT
-    complete = n.gate([and_step([neg(R("ismem"))]), and_step([R("ismem")] + eq_lits(MS, 3))], "complete")
+    RUN, R, op, R_ACT, ldatom, MEMOUT = st.RUN, dec.flag, dec.op, row.act, mem.ldatom, mem.MEMOUT
+    complete = n.gate([and_step([neg(R("ismem"))]), and_step([R("ismem"), mem.last])], "complete")
     # threadIdx and LDC's parameter word join here, not in the ALU's result: the thread-index
     # tables and the parameter bank are read late (layer L_PARAM, after the register file),
     # and the ALU's words in flight need not wait for them.
@@ -50,10 +50,10 @@ def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, RES: list[list[Sig]
         part = [[n.gate(early(l, i), f"wbp{l}.{i}") for i in range(32)] for l in range(W)]
         new_wb_val = [[n.gate([step([(part[l][i], 1)], 1), and_step([op["MUL"], prod[i]]),
                                step([(fres[i], 1)], 1)], f"wbv{l}.{i}") for i in range(32)] for l in range(W)]
-    # Lane writes: ALU-like instructions write every active lane; micro-stepped ones lane MS.
+    # Lane writes: ALU-like instructions write every active lane; micro-stepped ones the micro-step's.
     new_wb_en = []
     for l in range(W):
         new_wb_en.append(n.gate([
             and_step([RUN, R("wrd"), neg(R("ismem")), R_ACT[l]]),
-            and_step([RUN, R("wrd"), R("ismem"), R_ACT[l]] + eq_lits(MS, l))], f"wb_en{l}"))
+            and_step([RUN, R("wrd"), R("ismem"), mem.sel[l]])], f"wb_en{l}"))
     return Writeback(complete, new_wb_val, new_wb_en)
