@@ -81,7 +81,15 @@ def report(twin: Twin, top: int = 8) -> None:
             rows.append(x)
         if len(rows) == top:
             break
-    print(f"  first network step with a unit across 0: {flip}; the closest units before it:")
+    if flip is not None:
+        print(f"  network step {flip}: the first units across 0, in layer order (the first is the cause):")
+        crossed = sorted((x for x in twin.log if x[1] == flip and x[0] >= 1), key=lambda x: (x[2], -x[0]))
+        _show(twin, crossed[:3])
+    print(f"  the closest units before {'it' if flip else 'the end'}:")
+    _show(twin, rows)
+
+
+def _show(twin: Twin, rows) -> None:
     for ratio, st, L, u, pe, pn, own in rows:
         nm, k, stp = twin.names[L][u]
         what = f"{nm} step {k}" if k is not None else nm

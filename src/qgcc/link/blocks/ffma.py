@@ -130,6 +130,10 @@ def ffma(n: Netlist, a: list, b: list, c: list, en, P: list, G: list, name: str 
     # ---- zero groups, the one-hot rounding point s, the sticky prefix ORs
     groups = [list(range(lo, min(lo + GROUP, FW))) for lo in range(0, FW, GROUP)]
     zg = [_and(n, [neg(R[t]) for t in g], f"{name}.zg{i}") for i, g in enumerate(groups)]
+    # The sum bits are the window adder's noisiest outputs (up to 7 steps of 7-10 terms, the
+    # sign's enable weighing up to 10): restored copies, made beside the zero groups (no level
+    # added), are what the rounding point, the fraction and the round-up read.
+    R = [n.copy(r, f"{name}.rr{t}") for t, r in enumerate(R)]
 
     def zero_from(j: int) -> list:  # literals: R[t] = 0 for every t >= j
         if j >= FW:
