@@ -11,6 +11,10 @@
 3. Launches/s at each batch width in --sizes: that many copies of the vadd and collatz
    launches through BatchRunner, each result checked against the C step's, and the
    lane-instructions/s this is (lanes active in each warp instruction, summed).
+4. bfloat16 on the device (--bf16, default vadd,saxpy; "" skips it): each sample's short launch
+   through transformers' own modules in bf16 (`--engine hf --dtype bf16`, bench/bf16.py's
+   launches), trace and memory against the emulator.  bench/bf16.py --device cuda runs
+   every sample this way.
 
 Exits 1 on any difference.  TF32 is off (BatchedLayers switches it off on CUDA).
 """
@@ -36,6 +40,7 @@ ap.add_argument("--sizes", default="1,64,1024")
 ap.add_argument("--batch-samples", default="vadd,collatz")
 ap.add_argument("--chunk", type=int, default=16)
 ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+ap.add_argument("--bf16", default="vadd,saxpy", help="samples to run in bf16 through transformers' modules")
 args = ap.parse_args()
 if args.device == "cuda" and not torch.cuda.is_available():
     sys.exit("bench/gpu_check.py: no CUDA device here (--device cpu runs the same checks without graphs)")
@@ -104,4 +109,9 @@ for name in args.batch_samples.split(","):
         del runner
         if dev == "cuda":
             torch.cuda.empty_cache()
+if args.bf16:
+    import subprocess
+    print(f"\nbf16 through transformers' modules on {dev}:", flush=True)
+    bad += subprocess.call([sys.executable, str(ROOT / "bench" / "bf16.py"), "--device", dev,
+                            "--samples", args.bf16]) != 0
 sys.exit(1 if bad else 0)

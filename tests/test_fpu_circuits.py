@@ -155,3 +155,29 @@ def test_fused_circuit_sweep(opname):
     sc = np.array([s[(i + j) % k] for i in range(k) for j in range(k)], dtype=np.uint32)
     check_fused(opname, np.concatenate([np.repeat(s, k), a]), np.concatenate([np.tile(s, k), b]),
                 np.concatenate([sc, c]))
+
+
+def test_the_exponent_fields_sum_bits_read_restored_copies_of_r():
+    """The exponent field's last adder level weights r's binary code by up to 4; it reads
+    copies restored beside the adder's first level (ffma.rbr*), not the halves of r's wide ORs,
+    whose level errors under weight noise that weight would multiply past the decision margin
+    (docs/architecture.md, "Numerics").  Zeroing the copies must change a normal result's
+    exponent, so the copies are what the field is made of."""
+    n, a, b, c, op, out = fused_circuit()
+    rbr = [s for s, nm in n.names.items() if nm.startswith("ffma.rbr")]
+    assert len(rbr) == 7
+    x, y, z = 0x40400000, 0x40A00000, 0x3F800000  # 3 * 5 + 1 = 16: r's code has bits set
+    assert fused("FFMA", x, y, z) == alu(Op.FFMA, x, y, z) == 0x41800000
+    assert fused("FFMA", x, y, z, zero=rbr) >> 23 != 0x41800000 >> 23
+
+
+def test_the_rounding_point_and_fraction_read_restored_copies_of_the_window_sum():
+    """The window adder's sum bits are its noisiest outputs; everything after the zero groups
+    (the one-hot rounding point, the fraction, the round-up) reads their restored copies
+    (ffma.rr*), so zeroing the copies must break the result."""
+    n, a, b, c, op, out = fused_circuit()
+    rr = [s for s, nm in n.names.items() if nm.startswith("ffma.rr")]
+    assert len(rr) == 102
+    x, y, z = 0x3FC00000, 0x40200000, 0x3F000000  # 1.5 * 2.5 + 0.5 = 4.25
+    assert fused("FFMA", x, y, z) == alu(Op.FFMA, x, y, z) == 0x40880000
+    assert fused("FFMA", x, y, z, zero=rr) != 0x40880000

@@ -32,6 +32,13 @@ class HFLayers:
         self.config._attn_implementation = "eager"
         self.device = torch.device(device)
         self.dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
+        if self.device.type == "cuda":
+            # Exactness needs every product summed in float32 (docs/architecture.md, "Numerics"):
+            # no TF32 inputs (cuDNN's conv, which the conv1d fallback may use, allows them by
+            # default and would round V = 181.019... to 181) and no bf16 split-K reductions.
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
         self.layers = []
         with torch.no_grad():
             for i, lw in enumerate(layers):

@@ -127,7 +127,7 @@ def greater_steps(gt: list, eq: list, or_equal: bool, extra=()) -> list[Step]:
 
 
 def add(n: Netlist, x: list, y: list, cin=None, name: str = "add", want_carry: bool = False,
-        want_groups: bool = False):
+        want_groups: bool = False, y_late: list | None = None):
     """x + y (+ cin) mod 2^len in three levels; x, y are literals (LSB first).
 
     Level 1: per DIGIT-bit group, generate G = [X + Y >= 2^DIGIT] and propagate exactly
@@ -142,6 +142,10 @@ def add(n: Netlist, x: list, y: list, cin=None, name: str = "add", want_carry: b
     With want_carry, also returns the carry out of the top bit (level 2).
     An enable is the consumer's business (an AND literal where the sum is used), so that
     no step carries a large enable weight.
+    y_late: literals equal to y for level 3 only, where y's weights reach 2^DIGIT: a caller
+    whose y is noisy (a wide OR's output, or a pair of them taken as one literal) passes
+    copies restored in level 1, so that its errors are not multiplied by 4 (ffma's
+    exponent field).
     """
     width = len(x)
     assert width % DIGIT == 0 and len(y) == width
@@ -163,8 +167,9 @@ def add(n: Netlist, x: list, y: list, cin=None, name: str = "add", want_carry: b
     for i in range(width):
         g, k = divmod(i, DIGIT)
         M = 1 << (k + 1)
-        pairs = [(x[i], M), (y[i], M)]
-        pairs += [(v[j], 1 << (j - DIGIT * g)) for j in range(DIGIT * g, i) for v in (x, y)]
+        y3 = y if y_late is None else y_late
+        pairs = [(x[i], M), (y3[i], M)]
+        pairs += [(v[j], 1 << (j - DIGIT * g)) for j in range(DIGIT * g, i) for v in (x, y3)]
         if carries[g] is not None:
             pairs.append((carries[g], 1))
         base = 1 << k

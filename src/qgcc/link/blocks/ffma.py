@@ -130,6 +130,10 @@ def ffma(n: Netlist, a: list, b: list, c: list, en, P: list, G: list, name: str 
     # ---- zero groups, the one-hot rounding point s, the sticky prefix ORs
     groups = [list(range(lo, min(lo + GROUP, FW))) for lo in range(0, FW, GROUP)]
     zg = [_and(n, [neg(R[t]) for t in g], f"{name}.zg{i}") for i, g in enumerate(groups)]
+    # The sum bits are the window adder's noisiest outputs (up to 7 steps of 7-10 terms, the
+    # sign's enable weighing up to 10): restored copies, made beside the zero groups (no level
+    # added), are what the rounding point, the fraction and the round-up read.
+    R = [n.copy(r, f"{name}.rr{t}") for t, r in enumerate(R)]
 
     def zero_from(j: int) -> list:  # literals: R[t] = 0 for every t >= j
         if j >= FW:
@@ -167,7 +171,11 @@ def ffma(n: Netlist, a: list, b: list, c: list, en, P: list, G: list, name: str 
                 ru_sts.append(and_step([s[k], R[k - 1], neg(R[k]), anyb[k - 1]]))
     ru = n.gate(ru_sts, f"{name}.ru")
     ovf = n.gate([and_step([s[k], R[k + 23]] + alt) for k in s for alt in s_ge(432 - k)], f"{name}.ovf")
-    field = C.add(n, SB, rb + [ZERO] * 3, cin=nrm, name=f"{name}.fe")[:8]
+    # The halves' outputs carry the errors of ORs over ~25 terms, and the sum bits weight
+    # them by up to 4 (two terms each): restored copies, made beside the adder's digit groups,
+    # feed its last level (bench/margin.py --probe found fe.s6 at 0.998 of its margin at 1e-3).
+    rbr = [n.or_(list(pair), f"{name}.rbr{j}") for j, pair in enumerate(rb)]
+    field = C.add(n, SB, rb + [ZERO] * 3, cin=nrm, name=f"{name}.fe", y_late=rbr + [ZERO] * 3)[:8]
     live = [en, neg(spec), neg(byp), neg(zero_r), neg(tiny)]
     normal = _and(n, live + [neg(ovf)], f"{name}.normal")
     to_inf = n.gate([and_step([en, inf_out]), and_step(live + [ovf])], f"{name}.toinf")
