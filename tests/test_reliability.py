@@ -117,8 +117,8 @@ FRONT_END = [
     ("registers", f"__global__ void heavy(int *a) {{\n{HEAVY}  a[0] = "
      + " + ".join(f"v{i} * {i + 2}" for i in reversed(range(40))) + ";\n}\n", 1, 17, "registers; the machine has 32"),
     ("instructions", "__global__ void big(int *a) {\n"
-     + "".join(f"  a[{i}] = a[{i}] / a[{i + 1}];\n" for i in range(40)) + "}\n", 1, 17,
-     "the machine holds at most 1024"),
+     + "".join(f"  a[{i}] = a[{i}] / a[{i + 1}];\n" for i in range(SPEC.max_instrs // 25)) + "}\n", 1, 17,
+     f"the machine holds at most {SPEC.max_instrs}"),
     ("shared memory", f"__global__ void k(int *a) {{\n  __shared__ int s[{SPEC.shared_words + 1}];\n}}\n", 2, 18,
      f"the machine has {SPEC.shared_words} cells ({SPEC.shared_words // 256} KiB) per block"),
 ]
