@@ -30,8 +30,9 @@ encodings that put more than one word in a slot:
 Why not three words: a read must leave the residual at exactly +-8, so each bit must be
 a linear function of the rails, and the row's mean square must not depend on the data
 (entries are >= 0 after SiLU, so a constant number of equal nonzero entries, 32 for an
-exact rsqrt).  One-hot groups of 4 give 2 bits per 4 entries (64 bits a row); larger
-groups give fewer bits per entry.  So 2 words a slot, 4,096 cells a layer, 17 layers for
+exact rsqrt).  Three words are 96 bits from 32 of 128 entries, close to the number of
+such rows (C(128, 32) ~ 2^100); one-hot groups of 4 give 2 bits per 4 entries (64 bits a
+row) with a two-bit AND per rail.  So 2 words a slot, 4,096 cells a layer, 17 layers for
 65,536 + 4,096 cells (docs/architecture.md, "What bounds the limits").
 """
 from __future__ import annotations
