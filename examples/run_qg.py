@@ -17,8 +17,7 @@ ap.add_argument("qg"); ap.add_argument("--grid", type=int, default=1); ap.add_ar
 ap.add_argument("--kernel"); ap.add_argument("--arg", action="append", default=[]); ap.add_argument("--out", action="append", default=[])
 ap.add_argument("--max-steps", type=int, default=100000)
 a = ap.parse_args()
-with safe_open(a.qg, "np") as f:
-    meta = f.metadata()
+meta = safe_open(a.qg, "np").metadata()
 tensors = load_file(a.qg)
 proto, shapes = json.loads(meta["protocol"]), json.loads(meta["tensor_shapes"])
 kernels = json.loads(meta["kernels"])
@@ -62,10 +61,14 @@ def row(layer, head, slot, value):                              # one 32-bit cel
     for i in range(32):
         v = proto.get("value_level", 128.0)  # the level of a stored rail (older .qg files: 128)
         st[0, head, slot, 2 * i], st[0, head, slot, 2 * i + 1] = (v, 0.0) if (value >> i) & 1 else (0.0, v)
-def where(idx):
-    return cells["first_layer"] + idx // cells["cells_per_layer"], (idx // cells["slots_per_head"]) % 16, idx % 128
-for idx, v in enumerate(memory):
-    row(*where(idx), v)
+wps = cells.get("words_per_slot", 1)                            # older .qg files: one dual-rail cell a slot
+def where(idx):                                                 # cell -> (layer, head, slot); word idx % wps
+    return cells["first_layer"] + idx // cells["cells_per_layer"], (idx // wps // 128) % 16, idx // wps % 128
+for idx in range(0, len(memory), wps):                          # two cells: 32 one-hot groups of four rails
+    if wps == 1: row(*where(idx), memory[idx]); continue
+    L, hd, slot = where(idx); w0, w1 = memory[idx], (memory + [0])[idx + 1]  # a cell past the buffers: 0
+    st = states.setdefault(L, torch.zeros(1, 16, 128, 128))
+    for i in range(32): st[0, hd, slot, 4 * i + ((w0 >> i) & 1) + 2 * ((w1 >> i) & 1)] = proto["value_level"]
 for j, v in enumerate(params):
     row(*proto["params"], j, v)
 cache = DynamicCache(config=config)
@@ -87,7 +90,8 @@ with torch.no_grad():
 def cell(idx):
     L, hd, slot = where(idx)
     S = cache.layers[L].recurrent_states[0][0, hd, slot]
-    return sum(1 << i for i in range(32) if S[2 * i] > S[2 * i + 1])
+    return sum(1 << i for i in range(32)                        # word idx % 2: rail 4i+3 or 4i+1+word set
+               if (S[2 * i] > S[2 * i + 1] if wps == 1 else S[4 * i + 3] > 0 or S[4 * i + 1 + idx % 2] > 0))
 for name in a.out:
     base, n, ctype = bases[name]
     out = np.array([cell(base + i) for i in range(n)], np.uint32)

@@ -130,3 +130,90 @@ def test_buffers_filling_global_memory_round_trip_through_the_memory_heads():
     want_a[t * stride + 1] ^= 0xFFFFFFFF
     assert outs["out"].tolist() == want_out.tolist()
     assert outs["a"].tolist() == want_a.tolist()
+
+
+SLOT_PAIRS = r"""
+__global__ void slot_pairs(unsigned *pad, unsigned *x, unsigned *y) {
+    unsigned t = threadIdx.x;
+    if (t & 1u) x[t] = x[t - 1u] * 3u + t;
+    __syncthreads();
+    atomicAdd(&x[0], t + 1u);
+    atomicXor(&x[15], 1u << t);
+    atomicMax(&x[2u + (t & 4u) * 2u], t * 0x10000001u);
+    if (t == 5u) atomicCAS(&x[11], x[11], 0xC0FFEEu);
+    atomicExch(&x[16 + (t & 1u)], t);
+    __syncthreads();
+    y[t] = x[t] ^ x[t + 8u];
+}
+"""
+
+
+def slot_pairs_model(x: np.ndarray) -> tuple[list[int], list[int]]:
+    x = x.astype(np.uint64)
+    M = 0xFFFFFFFF
+    for t in range(1, 8, 2):
+        x[t] = (x[t - 1] * 3 + t) & M
+    x[0] = (x[0] + sum(range(1, 9))) & M
+    for t in range(8):
+        x[15] ^= 1 << t
+    for t in range(8):
+        x[2 + (t & 4) * 2] = max(x[2 + (t & 4) * 2], (t * 0x10000001) & M)
+    x[11] = 0xC0FFEE
+    x[16], x[17] = 6, 7  # the last exchange of each is warp 1's lanes 2 and 3 (threads 6, 7)
+    y = [int(x[t] ^ x[t + 8]) for t in range(8)]
+    return [int(v) for v in x], y
+
+
+@pytest.mark.parametrize("pad", [SPEC.global_words - 64, SPEC.global_words - 59])
+def test_stores_and_atomics_on_one_word_of_a_slot_leave_the_other_word_intact(pad):
+    """Global memory holds two cells a slot (docs/architecture.md), so a store or an atomic
+    rewrites its slot from the word it changes and the other word as read.  Cells at the top of
+    global memory, with the buffer starting on an even and an odd cell: odd elements stored
+    from their even neighbours, atomics on single words of slots whose other word another
+    lane stores or reads; every cell of both buffers must be what the C computes."""
+    rng = np.random.default_rng(pad)
+    x = rng.integers(0, 2 ** 32, size=18, dtype=np.uint64).astype(np.uint32)
+    outs, _ = both("slot_pairs", (1, 1, 1), (8, 1, 1), {},
+                   {"pad": np.zeros(pad, np.uint32), "x": x.copy(), "y": np.zeros(8, np.uint32)},
+                   source=SLOT_PAIRS)
+    want_x, want_y = slot_pairs_model(x)
+    assert outs["x"].tolist() == want_x
+    assert outs["y"].tolist() == want_y
+    assert outs["pad"].tolist() == [0] * pad
+
+
+GLOBAL_ALL = r"""
+__global__ void global_all(unsigned *a) {
+    for (unsigned i = threadIdx.x; i < %(G)du; i += blockDim.x)
+        a[i] = a[i] * 2654435761u + i;
+}
+""" % {"G": SPEC.global_words}
+
+
+@pytest.mark.slow  # 809 s on a shared 2-core machine under load (36 layers)
+def test_every_global_cell_is_read_and_rewritten_inside_the_network():
+    """One buffer is all of global memory: a full block reads and rewrites every cell (both
+    words of every slot in every memory layer), and the host reads each back from the states."""
+    G, T = SPEC.global_words, SPEC.max_block_threads
+    rng = np.random.default_rng(65536)
+    a = rng.integers(0, 2 ** 32, size=G, dtype=np.uint64).astype(np.uint32)
+    outs, _ = both("global_all", (1, 1, 1), (T, 1, 1), {}, {"a": a.copy()}, source=GLOBAL_ALL,
+                   max_steps=1_000_000)
+    want = (a.astype(np.uint64) * 2654435761 + np.arange(G, dtype=np.uint64)) & 0xFFFFFFFF
+    assert outs["a"].tolist() == want.tolist()
+
+
+def test_one_cell_past_global_memory_is_a_named_error():
+    """65,537 cells (the whole of global memory and one more) is refused at launch, naming the
+    limit, before any cell is loaded."""
+    from qgcc.diagnostics import UsageError
+    from qgcc.frontend import compile_source
+    from qgcc.runtime.launch import make_launch
+
+    prog = compile_source(GLOBAL_ALL, "global_all.cu")
+    G = SPEC.global_words
+    make_launch(prog, prog.kernels[0], (1, 1, 1), (1, 1, 1), {}, {"a": np.zeros(G, np.uint32)})
+    with pytest.raises(UsageError) as e:
+        make_launch(prog, prog.kernels[0], (1, 1, 1), (1, 1, 1), {}, {"a": np.zeros(G + 1, np.uint32)})
+    assert str(e.value) == (f"the buffers need {G + 1} cells of global memory; the machine has {G} "
+                            f"({G * 4 // 1024} KiB)")

@@ -476,9 +476,9 @@ USAGE = [
     (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:-1",
       "--arg", "n=1"], "--arg c=zeros:-1: expected zeros:N with a count N >= 0"),
     (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:99999",
-      "--arg", "n=1"], "--arg c=zeros:99999: 99999 elements exceed the machine's global memory (16384 cells)"),
-    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:16380",
-      "--arg", "n=1"], "the buffers need 16400 cells of global memory; the machine has 16384 (64 KiB)"),
+      "--arg", "n=1"], "--arg c=zeros:99999: 99999 elements exceed the machine's global memory (65536 cells)"),
+    (["vadd.qg", "--grid", "1", "--block", "1", "--arg", "a=@a.npy", "--arg", "b=@b.npy", "--arg", "c=zeros:65532",
+      "--arg", "n=1"], "the buffers need 65552 cells of global memory; the machine has 65536 (256 KiB)"),
     # scalar ranges per type
     (["k.qg", *params_args(i="2147483648")], "--arg i=2147483648: 2147483648 is out of range for int (-2147483648..2147483647)"),
     (["k.qg", *params_args(i="-0x80000001")], "--arg i=-0x80000001: -2147483649 is out of range for int (-2147483648..2147483647)"),

@@ -225,8 +225,8 @@ BAD_LAUNCH = [
     ("block beyond capacity", [*MIX[6:], "--block", str(SPEC.max_block_threads + 1)],
      f"--block {SPEC.max_block_threads + 1},1,1 has {SPEC.max_block_threads + 1} threads; the machine runs at most "
      f"{SPEC.max_block_threads} threads per block"),
-    ("buffers beyond the memory map", ["--arg", "a=zeros:10000", "--arg", "out=zeros:10000"],
-     "the buffers need 20000 cells of global memory; the machine has 16384 (64 KiB)"),
+    ("buffers beyond the memory map", ["--arg", "a=zeros:40000", "--arg", "out=zeros:40000"],
+     "the buffers need 80000 cells of global memory; the machine has 65536 (256 KiB)"),
 ]
 
 

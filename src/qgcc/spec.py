@@ -18,7 +18,7 @@ class MachineSpec:
     # Memory is an array of 32-bit cells, addressed in cells (not bytes): every
     # element of every buffer, chars included, occupies one cell.  Pointer
     # arithmetic therefore adds element counts, never byte counts.
-    global_words: int = 16384  # 64 KiB of global memory across all buffers
+    global_words: int = 65536  # 256 KiB of global memory across all buffers
     shared_words: int = 4096  # 16 KiB of shared memory per block
     shared_base: int = 0x10000  # shared memory lives at cell addresses >= this
     max_instrs: int = 8192  # a power of two: the PC is log2(max_instrs) bits wide

@@ -2,7 +2,7 @@
 
 The host builds the first input (launch constants in their residual fields, every
 other dimension at -8, the `one` dimension at +8) and the initial recurrent states
-(global memory contents and kernel parameters as dual-rail rows), then feeds each
+(global memory contents as one-hot rows of two words, kernel parameters as dual-rail rows), then feeds each
 step's output back as the next input until the network raises `phase.halt` or a
 fault flag.  It decodes the trace and the result buffers by thresholds; it never
 computes a lane value.  This module must not import the reference emulator.
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..isa import Op, decode
-from ..link.layout import L_MEM0, NWARP, PHASES, W, cell_location
+from ..link.layout import L_MEM0, NWARP, PHASES, ROW_RAILS, WORDS_PER_SLOT, W, cell_location
+from ..link.netlist import ONEHOT4_RAILS
 from ..link.linker import LinkedNetwork
 from ..qwen35 import QWEN35_2B as qwen
 from ..runtime.launch import Launch, memory_map
@@ -34,6 +35,11 @@ class NeuralResult:
 
 def _bits(v: int, width: int) -> list[int]:
     return [(v >> i) & 1 for i in range(width)]
+
+
+def decode_word(rails, word: int) -> int:
+    """Word `word` (0 or 1) of a slot's row, from its 128 rails' set flags."""
+    return sum(1 << i for i in range(32) if any(rails[4 * i + c] for c in ONEHOT4_RAILS[word]))
 
 
 class Host:
@@ -84,35 +90,53 @@ class Host:
         init: dict[int, np.ndarray] = {}
         level = self.cm.value_level
 
+        def state(layer: int) -> np.ndarray:
+            return init.setdefault(layer, np.zeros((qwen.linear_heads, qwen.head_dim, qwen.head_dim), np.float32))
+
         def row(layer: int, head: int, slot: int, value: int) -> None:
-            st = init.setdefault(layer, np.zeros((qwen.linear_heads, qwen.head_dim, qwen.head_dim), np.float32))
+            st = state(layer)
             for i in range(32):
                 b = (value >> i) & 1
                 st[head, slot, 2 * i] = level * b
                 st[head, slot, 2 * i + 1] = level * (1 - b)
-        first = self.cm.layout.get("memory_first_layer", L_MEM0)
-        for idx, v in enumerate(launch.memory.tolist()):
-            row(*cell_location(idx, first), int(v))
+        # Global memory: two cells a slot, as one-hot rails (layout.row_rails); a slot's
+        # second word past the buffers is 0.
+        cells = np.asarray(launch.memory, np.uint32)
+        pairs = np.zeros(-(-cells.size // WORDS_PER_SLOT) * WORDS_PER_SLOT, np.uint32)
+        pairs[:cells.size] = cells
+        pairs = pairs.reshape(-1, WORDS_PER_SLOT).astype(np.int64)
+        bit = np.arange(32)
+        rail = 4 * bit + ((pairs[:, :1] >> bit) & 1) + 2 * ((pairs[:, 1:] >> bit) & 1)  # (slots, 32): layout.row_rails
+        mem0 = self.cm.layout.get("memory_first_layer", L_MEM0)
+        for s_, first in enumerate(range(0, cells.size, WORDS_PER_SLOT)):
+            layer, head, slot, _ = cell_location(first, mem0)
+            state(layer)[head, slot, rail[s_]] = level
         pl, ph = self.cm.param_head
         for j, v in enumerate(launch.params):
             row(pl, ph, j, v)
         return h, init
 
     def read_cells(self, count: int, recurrent_state=None) -> np.ndarray:
-        """Cells 0..count-1 from the memory states: bit i is rail 2i > rail 2i+1.
+        """Cells 0..count-1 from the memory states: bit i of word w is set when one of group
+        i's rails with bit w in its index is (rails 4i+1, 4i+3 for word 0; 4i+2, 4i+3 for 1).
         `recurrent_state(layer)` gives a layer's states (default: the stepped layers')."""
         recurrent_state = recurrent_state or self.net.recurrent_state
-        out = np.zeros(count, dtype=np.uint32)
-        pow2 = (1 << np.arange(32, dtype=np.uint64))
-        states: dict[int, np.ndarray] = {}
-        first = self.cm.layout.get("memory_first_layer", L_MEM0)
-        for index in range(count):
-            layer, head, slot = cell_location(index, first)
-            if layer not in states:
-                states[layer] = recurrent_state(layer)
-            row = states[layer][head, slot]
-            out[index] = int((row[0:64:2] > row[1:64:2]) @ pow2)
-        return out
+        if count == 0:
+            return np.zeros(0, dtype=np.uint32)
+        mem0 = self.cm.layout.get("memory_first_layer", L_MEM0)
+        where = np.array([cell_location(index, mem0) for index in range(0, count, WORDS_PER_SLOT)], np.int64)
+        layers = sorted(set(where[:, 0].tolist()))
+        states = np.stack([np.asarray(recurrent_state(L)) for L in layers])
+        rows = states[np.searchsorted(layers, where[:, 0]), where[:, 1], where[:, 2], :ROW_RAILS] > 0
+        pow2 = 1 << np.arange(32, dtype=np.uint64)
+        words = [np.logical_or.reduce([rows[:, c::4] for c in ONEHOT4_RAILS[w]]) @ pow2 for w in range(2)]
+        return np.stack(words, axis=1).reshape(-1)[:count].astype(np.uint32)
+
+    def written_word(self, f: dict[str, int], addr: int) -> int:
+        """The word a store or atomic at `addr` wrote, from the pending row's rails (fields
+        mw_row0..3, 32 rails each)."""
+        rails = sum(f[f"mw_row{k}"] << (32 * k) for k in range(ROW_RAILS // 32))
+        return decode_word([(rails >> r) & 1 for r in range(ROW_RAILS)], addr % WORDS_PER_SLOT)
 
     def decode_bits(self, bits: np.ndarray) -> np.ndarray:
         """Every field's value from rows of gathered signs (`bits[..., i]` is the sign of
@@ -213,7 +237,7 @@ class Tracker:
             if f["mw_en"]:
                 addr = f["tr_addr"]
                 kind = "atom" if ins.op is Op.ATOM else "st"
-                rec.mem.append(MemAccess(lane, kind, addr, f["mw_val"]))
+                rec.mem.append(MemAccess(lane, kind, addr, self.host.written_word(f, addr)))
                 if kind == "atom":
                     stats.atomics += 1
                 else:

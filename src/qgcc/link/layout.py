@@ -16,8 +16,13 @@ NWARP = SPEC.max_warps
 PCB = (SPEC.max_instrs - 1).bit_length()  # PC bits
 assert SPEC.max_instrs == 1 << PCB
 NREG = SPEC.num_regs
-SLOTS = qwen.head_dim  # cells per DeltaNet head: one per slot
-CELLS_PER_LAYER = qwen.linear_heads * SLOTS
+SLOTS = qwen.head_dim  # slots per DeltaNet head
+# Global and shared memory hold two 32-bit words a slot, in one-hot groups of four rails
+# (netlist.ONEHOT4_RAILS; docs/architecture.md, "What bounds the limits"): cell c is word
+# c % 2 of slot c // 2.
+WORDS_PER_SLOT = 2
+CELLS_PER_HEAD = WORDS_PER_SLOT * SLOTS
+CELLS_PER_LAYER = qwen.linear_heads * CELLS_PER_HEAD
 # Widths of the counters and indices that the block size sets.
 WARP_BITS = (NWARP - 1).bit_length()  # a warp index (cur, wb_w, wt_w, tr_w)
 TID_BITS = (SPEC.max_block_threads - 1).bit_length()  # a thread index in one dimension (tx, ty, tz)
@@ -29,9 +34,12 @@ SHARED_CELLS = SPEC.shared_words
 G_ADDR_BITS = (GLOBAL_CELLS - 1).bit_length()
 S_ADDR_BITS = (SHARED_CELLS - 1).bit_length()
 SHARED_BIT = SPEC.shared_base.bit_length() - 1
-assert GLOBAL_CELLS == 1 << G_ADDR_BITS and SPEC.shared_base == 1 << SHARED_BIT > GLOBAL_CELLS >= SHARED_CELLS
-# Memory index of a cell: global cell c is c, shared offset o is GLOBAL_CELLS + o.
+assert GLOBAL_CELLS == 1 << G_ADDR_BITS and SPEC.shared_base == 1 << SHARED_BIT >= GLOBAL_CELLS >= SHARED_CELLS
+# Memory index of a cell: global cell c is c, shared offset o is GLOBAL_CELLS + o; its slot
+# index (the pending row write's address) drops the word bit.
 IDX_BITS = (GLOBAL_CELLS + SHARED_CELLS - 1).bit_length()
+SLOT_IDX_BITS = IDX_BITS - (WORDS_PER_SLOT - 1).bit_length()
+ROW_RAILS = 4 * 32  # a stored row: 32 one-hot groups of four rails
 
 # Fixed layers of the memories.
 L_WARP = 0
@@ -55,7 +63,7 @@ def reg_layer(port: int, lane: int, group: int) -> int:
 
 L_REGS = tuple(range(1, 1 + REG_LAYERS))  # every layer of the register file
 L_MEM0 = 1 + REG_LAYERS
-N_MEM_LAYERS = -(-(GLOBAL_CELLS + SHARED_CELLS) // CELLS_PER_LAYER)  # 10
+N_MEM_LAYERS = -(-(GLOBAL_CELLS + SHARED_CELLS) // CELLS_PER_LAYER)  # 17
 # The parameter bank and the thread-index tables follow the memory: only writeback reads them
 # (LDC, S2R of threadIdx), so their buses need not hold residual dimensions through the
 # register file and the memory layers.
@@ -65,8 +73,17 @@ PHASES = ("blkinit", "run", "halt")
 FAULTS = ("oob", "barrier", "pc", "param")
 
 
-def cell_location(index: int, first_layer: int = L_MEM0) -> tuple[int, int, int]:
-    """Memory index (global cell, or GLOBAL_CELLS + shared offset) -> (layer, head, slot).
+def cell_location(index: int, first_layer: int = L_MEM0) -> tuple[int, int, int, int]:
+    """Memory index (global cell, or GLOBAL_CELLS + shared offset) -> (layer, head, slot, word).
     `first_layer` is the memory's first layer in a linked network (L_MEM0 plus the extra
     fetch layers of a long program: LinkedNetwork.layout["memory_first_layer"])."""
-    return first_layer + index // CELLS_PER_LAYER, (index // SLOTS) % qwen.linear_heads, index % SLOTS
+    slot, word = divmod(index, WORDS_PER_SLOT)
+    return first_layer + index // CELLS_PER_LAYER, (slot // SLOTS) % qwen.linear_heads, slot % SLOTS, word
+
+
+def row_rails(words: tuple[int, int]) -> list[int]:
+    """The 128 rails (0 or 1) of a slot holding the two 32-bit words `words`."""
+    rails = [0] * ROW_RAILS
+    for i in range(32):
+        rails[4 * i + ((words[0] >> i) & 1) + 2 * ((words[1] >> i) & 1)] = 1
+    return rails

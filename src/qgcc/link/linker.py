@@ -100,7 +100,7 @@ def to_tensors(cm: LinkedNetwork) -> tuple[dict[str, np.ndarray], dict[str, str]
             tensors[f"layers.{i}.{name}.idx"] = idx
             tensors[f"layers.{i}.{name}.val"] = val
     from ..qwen35 import text_config
-    from .layout import CELLS_PER_LAYER, FAULTS, PHASES, SLOTS
+    from .layout import CELLS_PER_LAYER, FAULTS, PHASES, SLOTS, WORDS_PER_SLOT
 
     meta = {
         "machine": json.dumps({"fields": cm.fields, "param_head": list(cm.param_head), "layout": cm.layout}),
@@ -110,7 +110,8 @@ def to_tensors(cm: LinkedNetwork) -> tuple[dict[str, np.ndarray], dict[str, str]
         "tensor_shapes": json.dumps({name: list(shape) for name, shape in SHAPES.items()}),
         "protocol": json.dumps({
             "fields": cm.fields, "phases": list(PHASES), "faults": list(FAULTS),
-            "cells": {"first_layer": cm.layout.get("memory_first_layer", L_MEM0), "cells_per_layer": CELLS_PER_LAYER, "slots_per_head": SLOTS},
+            "cells": {"first_layer": cm.layout.get("memory_first_layer", L_MEM0), "cells_per_layer": CELLS_PER_LAYER, "slots_per_head": SLOTS,
+                      "words_per_slot": WORDS_PER_SLOT, "encoding": "onehot4"},
             "params": list(cm.param_head), "one": 8.0, "zero": -8.0, "value_level": VALUE_LEVEL,
         }),
     }

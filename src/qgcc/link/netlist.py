@@ -8,8 +8,9 @@ linear combination of threshold steps over a weighted sum of input bits,
 
 Each step becomes two SiLU units whose pre-activations are 0 or at least 256 in
 magnitude, where SiLU is an exact ReLU.  A *memory* is one Gated DeltaNet head:
-one-hot keys decoded from address bits, dual-rail values, one write and one
-read per step.  The scheduler (schedule.py) places gates and memories into
+one-hot keys decoded from address bits, dual-rail values (or, for global and
+shared memory, two words a slot in one-hot groups of four rails), one write and
+one read per step.  The scheduler (schedule.py) places gates and memories into
 decoder layers; weights.py turns the placement into Qwen3.5 tensors.
 
 Circuits are built with the helpers here (and, or, xor, mux, adders in
@@ -27,6 +28,9 @@ from typing import Iterable, Sequence
 
 Sig = int  # index into Netlist.nodes
 WORD_BITS = 32  # widest word one memory head stores (see Netlist.memory)
+# One-hot groups of four: rail c of group i is set when bit i of word 0 is c & 1 and bit i
+# of word 1 is c >> 1, so word w's bit i is the OR of the rails listed here.
+ONEHOT4_RAILS = ((1, 3), (2, 3))
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,16 @@ class Memory:
     value: list[Sig]
     width: int
     outputs: list[Sig] = field(default_factory=list)
+    # "dual": output i is value bit i (rails 2i, 2i+1 hold b and 1 - b).  "onehot4": `value`
+    # is 128 rails, one of each group of four set (ONEHOT4_RAILS); output w*32 + i is bit i of
+    # word w, the OR of group i's rails whose index has bit w.
+    encoding: str = "dual"
+
+    def read_word(self, row: list[int]) -> list[int]:
+        """The output bits of a stored row (a list of value bits)."""
+        if self.encoding == "dual":
+            return list(row)
+        return [int(any(row[4 * i + c] for c in ONEHOT4_RAILS[w])) for w in range(2) for i in range(32)]
 
     def key_and_value_inputs(self) -> list[Sig]:
         xs = {x for p in self.write_keys + self.read_keys for x, _ in p}
@@ -182,15 +196,21 @@ class Netlist:
         return self._add(Gate([self._merged(st) for st in steps], name), name)
 
     def memory(self, name: str, layer: int, write_keys: list[Pattern], read_keys: list[Pattern],
-               value: list[Sig], outputs: list[Sig] | None = None) -> list[Sig]:
+               value: list[Sig], outputs: list[Sig] | None = None, encoding: str = "dual") -> list[Sig]:
         """Add one DeltaNet head; `outputs` joins an existing read bus instead of a new one.
 
+        With encoding "onehot4" the head holds two words a slot: `value` is the row's 128
+        one-hot rails (exactly one of each group of four set, which the caller's circuit
+        guarantees) and the read bus is both words, 64 bits (Memory.encoding).
         A word wider than WORD_BITS is stored in several heads with the same keys (one
         slice each): a row's read is exact only with a fixed number of nonzero rails
         (weights.VALUE_RAILS), which a dual-rail word of more than 32 bits exceeds.
         """
         width = len(value)
-        if width > WORD_BITS:
+        if encoding == "onehot4":
+            assert width == 4 * WORD_BITS
+            width = 2 * WORD_BITS
+        elif width > WORD_BITS:
             outs: list[Sig] = []
             for part, lo in enumerate(range(0, width, WORD_BITS)):
                 hi = min(width, lo + WORD_BITS)
@@ -198,7 +218,7 @@ class Netlist:
                                     None if outputs is None else outputs[lo:hi])
             return outs
         assert len(write_keys) <= 128 and len(read_keys) <= 128
-        m = Memory(name, layer, write_keys, read_keys, value, width)
+        m = Memory(name, layer, write_keys, read_keys, value, width, encoding=encoding)
         self.memories.append(m)
         idx = len(self.memories) - 1
         if outputs is None:
@@ -348,10 +368,13 @@ class Netlist:
         assert len(w) <= 1, f"memory {m.name}: several write slots match"
         if w:
             st[w[0]] = [val[s] for s in m.value]
+            if m.encoding == "onehot4":  # the exact read needs one rail of each group (32 in all)
+                assert all(sum(st[w[0]][4 * i:4 * i + 4]) == 1 for i in range(WORD_BITS)), \
+                    f"memory {m.name}: a written row is not one-hot in groups of four"
         r = [j for j, p in enumerate(m.read_keys) if p and match(p)]
         assert len(r) <= 1, f"memory {m.name}: several read slots match"
         if r:
-            word = st.get(r[0], [0] * m.width)
+            word = m.read_word(st.get(r[0], [0] * len(m.value)))
             for i, s in enumerate(m.outputs):
                 assert s not in val or val[s] == 0, f"read bus of {m.name} driven twice"
                 val[s] = word[i]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..qwen35 import QWEN35_2B as qwen, SHAPES
-from .netlist import Gate, Netlist, Step, Table
+from .netlist import ONEHOT4_RAILS, Gate, Netlist, Step, Table
 from .schedule import Placement
 
 K = 256.0  # step sharpness: pre-activations are multiples of K
@@ -278,20 +278,32 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
                         qkv.add((row, pl.dim[x]), KEY if pol else -KEY)
                     qkv.add((row, one), KEY * (1 - len(pat)))
             vbase = 2 * qwen.key_dim + h * qwen.head_dim
-            for i, x in enumerate(m.value):
-                qkv.set((vbase + 2 * i, pl.dim[x]), VALUE_LEVEL)
-                qkv.set((vbase + 2 * i + 1, pl.dim[x]), -VALUE_LEVEL)
-            # Constant rails bring every stored row to VALUE_RAILS nonzero entries, so that
-            # the read's mean square (and with it the gated RMSNorm) is the same exact constant.
-            for p in range(VALUE_RAILS - m.width):
-                qkv.set((vbase + 2 * m.width + p, one), VALUE_LEVEL)
+            # A stored 1 reads back (after the gated RMSNorm) as sqrt(128/32) * silu(128) = 256.
+            level = math.sqrt(qwen.head_dim / VALUE_RAILS) * KEY
+            if m.encoding == "onehot4":
+                # Two words a slot: each rail is one residual bit (V or, after SiLU, exactly 0),
+                # one of each group of four set, so every row has VALUE_RAILS nonzero entries;
+                # out_proj adds a word bit's two rails (at most one of them is set).
+                assert len(m.value) == 4 * VALUE_RAILS
+                for r, x in enumerate(m.value):
+                    qkv.set((vbase + r, pl.dim[x]), VALUE_LEVEL)
+                for k, o in enumerate(m.outputs):
+                    w, i = divmod(k, 32)
+                    for c in ONEHOT4_RAILS[w]:
+                        out.set((pl.dim[o], h * qwen.head_dim + 4 * i + c), READ_ADD / level)
+            else:
+                for i, x in enumerate(m.value):
+                    qkv.set((vbase + 2 * i, pl.dim[x]), VALUE_LEVEL)
+                    qkv.set((vbase + 2 * i + 1, pl.dim[x]), -VALUE_LEVEL)
+                # Constant rails bring every stored row to VALUE_RAILS nonzero entries, so that
+                # the read's mean square (and with it the gated RMSNorm) is the same exact constant.
+                for p in range(VALUE_RAILS - m.width):
+                    qkv.set((vbase + 2 * m.width + p, one), VALUE_LEVEL)
+                for i, o in enumerate(m.outputs):
+                    out.set((pl.dim[o], h * qwen.head_dim + 2 * i), READ_ADD / level)
             bproj.set((h, one), KEY)
             for e in range(qwen.head_dim):
                 z.set((h * qwen.head_dim + e, one), KEY)
-            # A stored 1 reads back (after the gated RMSNorm) as sqrt(128/32) * silu(128) = 256.
-            level = math.sqrt(qwen.head_dim / VALUE_RAILS) * KEY
-            for i, o in enumerate(m.outputs):
-                out.set((pl.dim[o], h * qwen.head_dim + 2 * i), READ_ADD / level)
         units_used = u
         layers.append(LayerWeights("linear_attention", t, units_used, len(pl.layer_heads[L])))
     return layers

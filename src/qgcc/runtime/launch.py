@@ -182,7 +182,7 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
         what = ("the buffers" if not program.constants and not kernel.local_words else
                 "the __constant__ variables, local arrays and buffers")
         raise UsageError(f"{what} need {base} cells of global memory; the machine has "
-                         f"{SPEC.global_words} (64 KiB)")
+                         f"{SPEC.global_words} ({SPEC.global_words * 4 // 1024} KiB)")
     memory = np.concatenate(chunks)
     return Launch(program, kernel, grid, block, params, memory.astype(np.uint32), buffers, network,
                   dynamic)

@@ -30,7 +30,7 @@ def build(n: Netlist, st: State, dec: Decoded, mem: MemoryAccess, wb: Writeback,
     (ntx, nty, ntz), (ncx, ncy, ncz) = lb.ntid, lb.ncta
     NEXTCUR, R2, W2 = sch.next_cur, sch.ready, sch.waiting  # R2, W2: literal cases (scheduler.Schedule)
     new_wb_en, new_wb_val = wb.enable, wb.value
-    memop, valid, IDX, newv = mem.memop, mem.valid, mem.IDX, mem.newv
+    memop, valid, IDX, rails = mem.memop, mem.valid, mem.IDX, mem.rails
     NPC, NLIVE, nmin, nact = ctl.npc, ctl.nlive, ctl.nmin, ctl.nact
     TX, TY, TZ, CX, CY, CZ, READY, WAIT = st.TX, st.TY, st.TZ, st.CX, st.CY, st.CZ, st.READY, st.WAIT
     WB_EN, WB_W, WB_RD, WB_VAL, MW_EN, MW_IDX, MW_VAL = st.WB_EN, st.WB_W, st.WB_RD, st.WB_VAL, st.MW_EN, \
@@ -65,8 +65,8 @@ def build(n: Netlist, st: State, dec: Decoded, mem: MemoryAccess, wb: Writeback,
         n.output_bus(WB_VAL[l], new_wb_val[l])
     mwen = n.gate([and_step([run_ok, memop, valid, [op["ST"], op["ATOM"]]])], "nmwen")
     n.output(MW_EN, mwen)
-    n.output_bus(MW_IDX, IDX)
-    n.output_bus(MW_VAL, newv)
+    n.output_bus(MW_IDX, IDX[1:])  # the slot: the row replaces both of its words
+    n.output_bus(MW_VAL, rails)
     n.output(WT_EN, n.gate([and_step([run_ok, complete]), and_step([BLK])], "nwten"))
     n.output_bus(WT_W, [n.gate([and_step([RUN, CUR[i]]), and_step([BLK, CNT[i]])], f"nwtw{i}") for i in range(WARP_BITS)])
     for l in range(W):

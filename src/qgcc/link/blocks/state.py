@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..layout import (FAULTS, GLOBAL_CELLS, IDX_BITS, NT_BITS, NW_BITS, NWARP, PCB, PHASES, SHARED_CELLS, TID_BITS,
-                      WARP_BITS, W)
+from ..layout import (FAULTS, GLOBAL_CELLS, NT_BITS, NW_BITS, NWARP, PCB, PHASES, ROW_RAILS, SHARED_CELLS, SLOT_IDX_BITS,
+                      TID_BITS, WARP_BITS, W)
 from ..netlist import Netlist, Sig
 
 
@@ -50,7 +50,10 @@ def declare_state(n: Netlist) -> State:
     st.CLK = fld("clk", 32)  # warp instructions completed in the launch (S2R %clock)
     st.WB_EN, st.WB_W, st.WB_RD = fld("wb_en", W), fld("wb_w", WARP_BITS), fld("wb_rd", 5)
     st.WB_VAL = [fld(f"wb_val{l}", 32) for l in range(W)]
-    st.MW_EN, st.MW_IDX, st.MW_VAL = fld("mw_en", 1)[0], fld("mw_idx", IDX_BITS), fld("mw_val", 32)
+    # The pending memory write is a whole slot: its index and its row's one-hot rails.
+    # (The rails are four fields of 32, so that the host decodes each as a 64-bit integer.)
+    st.MW_EN, st.MW_IDX = fld("mw_en", 1)[0], fld("mw_slot", SLOT_IDX_BITS)
+    st.MW_VAL = [x for k in range(ROW_RAILS // 32) for x in fld(f"mw_row{k}", 32)]
     st.WT_EN, st.WT_W = fld("wt_en", 1)[0], fld("wt_w", WARP_BITS)
     st.WT_PC = [fld(f"wt_pc{l}", PCB) for l in range(W)]
     st.WT_LIVE, st.WT_MIN, st.WT_ACT = fld("wt_live", W), fld("wt_min", PCB), fld("wt_act", W)

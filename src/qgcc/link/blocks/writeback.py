@@ -37,7 +37,7 @@ def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, RES: list[list[Sig]
     tid = {d: [row.tid[l][k * TID_BITS:(k + 1) * TID_BITS] for l in range(W)] for k, d in enumerate("XYZ")}
 
     def early(l: int, i: int) -> list[Step]:
-        return [step([(RES[l][i], 1)], 1), and_step([ldatom, MEMOUT[i]]), and_step([op["LDC"], CONST[i]])] + \
+        return [step([(RES[l][i], 1)], 1), *mem.read_steps(i, [ldatom]), and_step([op["LDC"], CONST[i]])] + \
             [and_step([R(f"sreg_TID_{d}"), tid[d][l][i]]) for d in "XYZ" if i < TID_BITS]
 
     if fres is None:
