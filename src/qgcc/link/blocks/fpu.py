@@ -52,7 +52,7 @@ class FloatUnit:
     product: list[Sig] | None  # MUL's product when the multiplier is shared with FMUL
 
 
-# First layer of the float unit (the adder starts two layers later).  Placed by measurement:
+# First layer of the float unit (the adder starts six layers later).  Placed by measurement:
 # its levels need a few hundred residual dimensions beside the register and memory layers'
 # buses.  With 256 threads (registers in layers 1-12, memory from 13): from L_MEM0 - 2 a
 # kernel of float + - * and conversions overflows the residual (stage 23: the multiplier's
@@ -83,8 +83,9 @@ def build(n: Netlist, dec, mem, fops: frozenset[str]) -> FloatUnit:
         results.append(ffma(n, mem.Ams, b, c, en, P, G))
         fops = fops - {"FADD", "FSUB", "FMUL"}
     if fops & {"FADD", "FSUB"}:
-        with n.at_least(L_FPU + 2):  # after the multiplier's widest levels (measured: beside them the
-            # residual overflowed where the adder's and the multiplier's tails meet)
+        with n.at_least(L_FPU + 6):  # after the multiplier's widest levels (measured: beside them the
+            # residual overflowed where the adder's and the multiplier's tails meet; with 17 memory
+            # layers and two-word pending writes, from L_FPU + 4 it still did, at stage 47)
             en = n.or_([op["FADD"], op["FSUB"]], "fadd.en")
             results.append(fadd(n, mem.Ams, mem.Bms, op["FSUB"], en))
     if "FMUL" in fops:
