@@ -164,7 +164,8 @@ def slot_pairs_model(x: np.ndarray) -> tuple[list[int], list[int]]:
     return [int(v) for v in x], y
 
 
-@pytest.mark.parametrize("pad", [SPEC.global_words - 64, SPEC.global_words - 59])
+@pytest.mark.parametrize("pad", [SPEC.global_words - 64,
+                                 pytest.param(SPEC.global_words - 59, marks=pytest.mark.slow)])  # odd start: slow
 def test_stores_and_atomics_on_one_word_of_a_slot_leave_the_other_word_intact(pad):
     """Global memory holds two cells a slot (docs/architecture.md), so a store or an atomic
     rewrites its slot from the word it changes and the other word as read.  Cells at the top of
