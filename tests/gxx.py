@@ -15,6 +15,20 @@ import pytest
 
 need_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the independent model")
 
+# Host stand-ins for the intrinsics that qgcc's routine libraries (src/qgcc/frontend/*.cu)
+# call, so a test can compile a library's own text natively and compare it with the host.
+ROUTINE_SHIM = r"""
+#include <cstdio>
+#include <cstring>
+#define __device__ static
+static unsigned __clz(int x) { return x ? (unsigned)__builtin_clz((unsigned)x) : 32u; }
+static int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
+static unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+    return (unsigned long long)(((unsigned __int128)a * b) >> 64); }
+static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+"""
+
 SHIM = r"""
 #include <cmath>
 #include <cstdio>

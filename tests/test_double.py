@@ -17,17 +17,6 @@ import doubleref as R
 need_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the native check")
 SRC = Path(__file__).parents[1] / "src/qgcc/frontend"
 
-NATIVE_SHIM = r"""
-#include <cstdio>
-#include <cstring>
-#define __device__ static
-static unsigned __clz(int x) { return x ? (unsigned)__builtin_clz((unsigned)x) : 32u; }
-static int __clzll(unsigned long long x) { return x ? __builtin_clzll(x) : 64; }
-static unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
-    return (unsigned long long)(((unsigned __int128)a * b) >> 64); }
-static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
-static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
-"""
 
 NATIVE_MAIN = r"""
 int main() {
@@ -53,7 +42,7 @@ def native(tmp_path, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """double.cu (with the float library it rounds through) compiled by g++, run on the pairs."""
     text = (SRC / "softfloat.cu").read_text() + (SRC / "double.cu").read_text()
     cpp = tmp_path / "double.cpp"
-    cpp.write_text(NATIVE_SHIM + text + NATIVE_MAIN)
+    cpp.write_text(ROUTINE_SHIM + text + NATIVE_MAIN)
     exe = tmp_path / "double"
     subprocess.run(["g++", "-O2", "-std=c++17", "-o", str(exe), str(cpp)], check=True, capture_output=True)
     out = subprocess.run([str(exe)], input=np.stack([a, b], 1).tobytes(), check=True,
@@ -90,7 +79,7 @@ def test_routines_natively_large_sweep(tmp_path):
 # ---------------------------------------------------------------- kernels: emulator against g++
 
 from frontcheck import assert_error, emulate_src  # noqa: E402
-from gxx import gxx_model  # noqa: E402
+from gxx import ROUTINE_SHIM, gxx_model  # noqa: E402
 
 HOST_PRELUDE = r"""
 #include <cstdlib>

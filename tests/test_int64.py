@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from frontcheck import assert_error, emulate_src
-from gxx import gxx_model, need_gxx
+from gxx import ROUTINE_SHIM, gxx_model, need_gxx
 
 M64 = (1 << 64) - 1
 EDGES = [0, 1, -1, 2, 3, 0x7FFFFFFF, -0x80000000, 0xFFFFFFFF, 1 << 32, (1 << 32) + 1, (1 << 63) - 1,
@@ -241,14 +241,6 @@ def test_the_network_agrees_with_the_emulator():
     assert [int(v) for v in outs["r"]] == [red] * 4  # x >> 62 differs between lanes: no match, same = 0
 
 
-NATIVE_SHIM = r"""
-#include <cstdio>
-#include <cstring>
-#define __device__ static
-static unsigned __clz(int x) { return x ? (unsigned)__builtin_clz((unsigned)x) : 32u; }
-static float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
-static unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
-"""
 
 NATIVE_MAIN = r"""
 int main() {
@@ -280,7 +272,7 @@ def test_division_and_float_conversion_routines_natively(tmp_path):
 
     text = (Path(__file__).parents[1] / "src/qgcc/frontend/int64.cu").read_text()
     cpp = tmp_path / "int64.cpp"
-    cpp.write_text(NATIVE_SHIM + text + NATIVE_MAIN)
+    cpp.write_text(ROUTINE_SHIM + text + NATIVE_MAIN)
     exe = tmp_path / "int64"
     subprocess.run(["g++", "-O2", "-std=c++17", "-o", str(exe), str(cpp)], check=True, capture_output=True)
     rng = np.random.default_rng(11)
