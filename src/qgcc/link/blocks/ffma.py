@@ -155,14 +155,13 @@ def ffma(n: Netlist, a: list, b: list, c: list, en, P: list, G: list, name: str 
     # ---- fraction, exponent field, round-up, overflow
     frac = [n.gate([and_step([s[k], R[k + i]]) for k in s if 0 <= k + i < FW], f"{name}.f{i}") for i in range(23)]
     nrm = n.gate([and_step([s[k], R[k + 23]]) for k in s], f"{name}.nrm")  # the hidden bit
-    # r + 22 in binary: bit j is the OR of the s_k with that bit, in two halves (exclusive, as s
-    # is one-hot: the adder takes the pair as one literal), so that no OR has 49 terms
+    # r + 22 in binary. s is at most one-hot, so bit j is [sum of the s_k with bit j set - sum
+    # of the others >= 1]: one balanced row over all 99 s_k, with no large constant. (It was two
+    # ORs of ~25 terms, NORs whose constant, about 50 K, dominated the row norm, 512 sqrt(650)
+    # each against 512 sqrt(99): --probe 1e-3 found fe.P0 moved 2 K by the halves' errors.)
     rb = []
     for j in range(7):
-        ks = [k for k in s if (k - KMIN) >> j & 1]
-        h = len(ks) // 2
-        rb.append([n.gate([step([(s[k], 1) for k in part], 1)], f"{name}.rb{j}{w}")
-                   for w, part in (("l", ks[:h]), ("h", ks[h:]))])
+        rb.append(n.gate([step([(s[k], 1 if (k - KMIN) >> j & 1 else -1) for k in s], 1)], f"{name}.rb{j}"))
     ru_sts = []
     for k in s:
         if k >= 1:
@@ -171,10 +170,10 @@ def ffma(n: Netlist, a: list, b: list, c: list, en, P: list, G: list, name: str 
                 ru_sts.append(and_step([s[k], R[k - 1], neg(R[k]), anyb[k - 1]]))
     ru = n.gate(ru_sts, f"{name}.ru")
     ovf = n.gate([and_step([s[k], R[k + 23]] + alt) for k in s for alt in s_ge(432 - k)], f"{name}.ovf")
-    # The halves' outputs carry the errors of ORs over ~25 terms, and the sum bits weight
-    # them by up to 4 (two terms each): restored copies, made beside the adder's digit groups,
-    # feed its last level (bench/margin.py --probe found fe.s6 at 0.998 of its margin at 1e-3).
-    rbr = [n.or_(list(pair), f"{name}.rbr{j}") for j, pair in enumerate(rb)]
+    # The sum bits weight r's bits by up to 4 (two terms each): restored copies, made beside
+    # the adder's digit groups, feed its last level (bench/margin.py --probe found fe.s6 at
+    # 0.998 of its margin at 1e-3 when it read ORs of ~25 terms directly).
+    rbr = [n.copy(b, f"{name}.rbr{j}") for j, b in enumerate(rb)]
     field = C.add(n, SB, rb + [ZERO] * 3, cin=nrm, name=f"{name}.fe", y_late=rbr + [ZERO] * 3)[:8]
     live = [en, neg(spec), neg(byp), neg(zero_r), neg(tiny)]
     normal = _and(n, live + [neg(ovf)], f"{name}.normal")
