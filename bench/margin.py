@@ -1,6 +1,7 @@
 """Noise margin: the largest random relative weight perturbation the machine survives.
 
     python bench/margin.py [--sizes 1e-7,1e-6,1e-5,1e-4,1e-3] [--seeds 3] [--sample vadd|saxpy|ffma|...]
+    python bench/margin.py --sample all --sizes 1e-3 --seeds 5    # every sample, and the least of them
     python bench/margin.py --sample ffma --probe 1e-3 --seeds 5     # where the margin goes
 
 Multiplies every weight of every compiled layer by (1 + size * N(0, 1)) (fresh noise per
@@ -98,15 +99,32 @@ class Limited:
         return self.layers.step(h)
 
 
+SAMPLES = sorted(p.stem for p in (ROOT / "samples").glob("*.cu")) + ["ffma"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1e-7,1e-6,1e-5,1e-4,1e-3")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=0)
-    ap.add_argument("--sample", default="vadd")
+    ap.add_argument("--sample", default="vadd", help="a sample, a comma list, or `all` (every sample and ffma)")
     ap.add_argument("--probe", type=float, default=None, metavar="SIZE")
     args = ap.parse_args()
-    prog, (grid, block, scalars, arrays) = program_and_case(args.sample)
+    names = SAMPLES if args.sample == "all" else args.sample.split(",")
+    unknown = [s for s in names if s not in SAMPLES]
+    if unknown:
+        sys.exit(f"bench/margin.py: --sample: no sample {', '.join(unknown)} (samples/*.cu, or ffma)")
+    sizes = [float(x) for x in args.sizes.split(",")]
+    best = {s: measure(s, sizes, args) for s in names}
+    if len(names) > 1 and args.probe is None:
+        worst = min(best.values())
+        print(f"every one of the {len(names)} samples exact on every seed ({args.seeds} seeds) up to: {worst:.0e} "
+              f"(the least: {', '.join(s for s, b in best.items() if b == worst)})")
+
+
+def measure(sample: str, sizes: list[float], args) -> float:
+    """The largest of `sizes` at which every seed's launch stays exact (0 if none)."""
+    prog, (grid, block, scalars, arrays) = program_and_case(sample)
     cm = link(prog)
     mk = lambda: make_launch(prog, prog.kernels[0], grid, block, scalars,  # noqa: E731
                              {k: v.copy() for k, v in arrays.items()})
@@ -123,7 +141,7 @@ def main() -> None:
         except (Fault, Budget):
             return False
 
-    print(f"{args.sample}: {cm.num_layers} layers, {len(ref_trace)} warp instructions, {budget // 2} network steps; "
+    print(f"{sample}: {cm.num_layers} layers, {len(ref_trace)} warp instructions, {budget // 2} network steps; "
           "every weight times (1 + size * N(0,1))", flush=True)
     if args.probe is not None:
         from margin_probe import Twin, report
@@ -132,9 +150,9 @@ def main() -> None:
             ok = exact_run(cm, twin)
             print(f"seed {seed}: {'exact' if ok else 'NOT exact'}", flush=True)
             report(twin)
-        return
+        return 0.0
     best = 0.0
-    for size in [float(x) for x in args.sizes.split(",")]:
+    for size in sizes:
         ok, marks = 0, ""
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             net = perturbed(cm, size, seed)
@@ -145,7 +163,8 @@ def main() -> None:
         print(f"size {size:8.0e}: {ok}/{args.seeds} seeds exact ({marks}: seeds {args.first_seed}-{last})", flush=True)
         if ok == args.seeds and size > best:
             best = size
-    print(f"{args.sample}: largest size exact on every seed ({args.seeds} seeds): {best:.0e}")
+    print(f"{sample}: largest size exact on every seed ({args.seeds} seeds): {best:.0e}", flush=True)
+    return best
 
 
 if __name__ == "__main__":
