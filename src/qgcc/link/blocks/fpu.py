@@ -391,7 +391,10 @@ def fmul(n: Netlist, a: list, b: list, en, name: str = "fmul", P=None, G=None) -
     sign = n.xor(a[31], b[31], f"{name}.sg")
     if P is None:
         P, G = multiplier(n, a, b, None, en, name)
-    S = _exp_sum(n, a, b, za, zb, f"{name}.S")
+    # S's bits are adder sum bits, and the exponent tables' adders weight them by up to 4:
+    # they read restored copies, made long before the tables are (bench/margin.py --probe
+    # 1e-3: fmul.ex*_.s5 moved 1.2 K by S's errors on saxpy).
+    S = [n.copy(x, f"{name}.Sc{i}") for i, x in enumerate(_exp_sum(n, a, b, za, zb, f"{name}.S"))]
     nan_out = n.gate([and_step([nan_a]), and_step([neg(nan_a), nan_b]),
                       and_step([neg(nan_a), neg(nan_b), inf_a, zb] + [neg(x) for x in b[:23]]),
                       and_step([neg(nan_a), neg(nan_b), inf_b, za] + [neg(x) for x in a[:23]])], f"{name}.nanout")
