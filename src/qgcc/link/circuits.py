@@ -311,3 +311,15 @@ def plus_const(n: Netlist, x: list, c: int, name: str = "pc") -> list[Sig]:
     xs = list(x) + [(n.ONE, False)] * pad
     out = add(n, xs, const_bits(n, c % (1 << len(xs)), len(xs)), name=name)
     return out[:w]
+
+
+def any_of(n: Netlist, lits: list, name: str, flat: int = 24, group: int = 16) -> Sig:
+    """OR of the literals: one level up to `flat` of them, else ORs of `group` first.
+
+    An OR is computed from its quiet side, a NOR whose constant grows with its width, and
+    the constant's weight noise reaches every consumer at full weight (docs/architecture.md,
+    "Numerics"): wide ORs are built as trees of narrow ones."""
+    if len(lits) > flat:
+        lits = [n.gate([step([(v, 1) for v in lits[lo:lo + group]], 1)], f"{name}.{lo}")
+                for lo in range(0, len(lits), group)]
+    return n.gate([step([(v, 1) for v in lits], 1)], name)

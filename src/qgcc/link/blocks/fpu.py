@@ -160,11 +160,9 @@ def _classify(n: Netlist, x: list, name: str):
 
 
 def _any(n: Netlist, x: list, name: str) -> Sig:
-    """OR of the literals x: one level (a NOR computed from its quiet side), two for more than
-    24 literals (ORs of 16 first), so that no row sums more terms than the integer machine's."""
-    if len(x) > 24:
-        x = [n.gate([step([(v, 1) for v in x[lo:lo + 16]], 1)], f"{name}.{lo}") for lo in range(0, len(x), 16)]
-    return n.gate([step([(v, 1) for v in x], 1)], name)
+    """OR of the literals x: one level, two for more than 24 literals (ORs of 16 first), so
+    that no row sums more terms than the integer machine's."""
+    return C.any_of(n, x, name)
 
 
 def _plus_const(n: Netlist, x: list, c: int, name: str) -> list[Sig]:

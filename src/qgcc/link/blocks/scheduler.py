@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..circuits import and_step, cmp_const_steps, eq_lits, neg
+from ..circuits import and_step, any_of, cmp_const_steps, eq_lits, neg
 from ..layout import NWARP, WARP_BITS
 from ..netlist import Netlist, Sig, Step
 
@@ -96,11 +96,10 @@ def _masks(n: Netlist, st: State, op, complete: Sig, alive_cur: Sig, name: str):
 
 
 def _any(n: Netlist, bits: list, name: str) -> Sig:
-    """The OR of one bit per warp, in two levels of RR_GROUP-wide ORs: one NOR of 64 terms
-    carries a constant of about 128 K, whose weight noise (bench/margin.py --probe: 1.7 K on
+    """The OR of one bit per warp, as ORs of RR_GROUP warps: one NOR of 64 terms carries a
+    constant of about 128 K, whose weight noise (bench/margin.py --probe: 1.7 K on
     `blockdone` at 1e-3) a consumer reads at full weight; a NOR of 8 carries 16 K."""
-    groups = [bits[g:g + RR_GROUP] for g in range(0, len(bits), RR_GROUP)]
-    return n.or_([n.or_(ws, f"{name}{k}") for k, ws in enumerate(groups)], name)
+    return any_of(n, bits, name, flat=RR_GROUP, group=RR_GROUP)
 
 
 def _not_cur_keep(CUR, w, complete, keep):
