@@ -200,6 +200,46 @@ def test_every_decision_is_a_small_sum_and_a_wide_threshold_fails_the_link():
         numerics.check(broken)
 
 
+EVERY_FLAG = """
+__global__ void k(int *a, unsigned *u, float *f, int n) {
+    int i = threadIdx.x;
+    __syncthreads();
+    unsigned v = __ballot_sync(0xffffffff, a[i + 1] > 0) | __any_sync(0xffffffff, i > 1)
+                 | __all_sync(0xffffffff, i < 9);
+    atomicOr(&u[0], v ^ 5u);
+    atomicXor(&u[1], v & 12u);
+    atomicAdd(&a[0], (int)v);
+    f[i] = f[i] * 2.5f + 1.0f;
+}
+"""
+
+
+def test_no_decision_weights_an_unrestored_rom_output_by_2_or_more():
+    """A ROM row is one MLP unit, without a pair's level restoration (docs/architecture.md,
+    "Program ROM"), so its outputs carry several times a gate's level error under weight
+    noise.  Readers that weight a field or flag by 2 or more (adders' sum bits, the logic
+    operations, VOTE, the atomics, the barrier fault) read restored copies (Decoded.restored);
+    bench/margin_static.py measured the ROM's level errors as what sank the ALU's sum bits."""
+    from qgcc.link.core import build_core
+    from qgcc.link.netlist import Gate, Table, TableOut
+
+    net = build_core(compile_source(EVERY_FLAG, "k.cu")).net
+    rom = {s for s, node in enumerate(net.nodes) if isinstance(node, Table) and node.single}
+    assert rom
+    heavy, light = [], 0
+    for s, node in enumerate(net.nodes):
+        if isinstance(node, (Gate, Table)):
+            for st in node.steps:
+                for x, w in st.terms:
+                    src = net.nodes[x]
+                    if isinstance(src, TableOut) and src.table in rom:
+                        if abs(w) >= 2:
+                            heavy.append((net.names.get(s), net.names.get(x), w))
+                        else:
+                            light += 1
+    assert light > 0 and heavy == []
+
+
 SAMPLE_STEPS = 100  # BLKINIT and the first instructions, loads and stores included
 
 

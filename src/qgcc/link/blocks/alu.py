@@ -25,10 +25,12 @@ def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow,
           fops: frozenset = frozenset(), xl=None) -> list[list[Sig]]:
     """Per lane: the 32-bit ALU-class result (`fops`: the names of the float opcodes the program uses;
     `xl`: the lane-crossing unit, whose SHFL/VOTE results join this multiplexer)."""
-    op, R, IMMV = dec.op, dec.flag, dec.bus("immv")
+    op, R, IMMV = dec.op, dec.flag, dec.restored(n, "immv")
     A, Bop, ONE = ops.a, ops.b_or_imm, n.ONE
     s_ = state
     BX, BY, BZ, CX, CY, CZ, GX, GY, GZ, CUR = s_.BX, s_.BY, s_.BZ, s_.CX, s_.CY, s_.CZ, s_.GX, s_.GY, s_.GZ, s_.CUR
+    # The logic operations weight their opcode flag by 2: restored copies (Decoded.restored).
+    logic = {o: dec.restored_flag(n, f"op_{o}") for o in ("AND", "OR", "XOR")}
     RES = []  # per lane: the ALU-class result (every source gated by its opcode flag)
     for l in range(W):
         a, b = A[l], Bop[l]
@@ -48,9 +50,9 @@ def build(n: Netlist, state: State, dec: Decoded, ops: Operands, row: WarpRow,
         for i in range(32):
             pairs = [(a[i], 1), (b[i], 1)]
             st = [and_step([op["ADD"], s_add[i]]), and_step([op["SUB"], s_sub[i]]), step([(sh[i], 1)], 1),
-                  step(pairs + [(op["AND"], 2)], 4),
-                  step(pairs + [(op["OR"], 2)], 3),
-                  step(pairs + [(op["XOR"], 2)], 3), step(pairs + [(op["XOR"], 2)], 4, -1),
+                  step(pairs + [(logic["AND"], 2)], 4),
+                  step(pairs + [(logic["OR"], 2)], 3),
+                  step(pairs + [(logic["XOR"], 2)], 3), step(pairs + [(logic["XOR"], 2)], 4, -1),
                   and_step([op["MOV"], a[i]]), and_step([op["MOV"], IMMV[i]])  # exclusive under MOV
                   ] + [and_step([sel, bus[i]]) for sel, bus in fsel]
             if xl is not None:

@@ -39,7 +39,7 @@ class ControlFlow:
 def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, ops: Operands, mem: MemoryAccess) -> ControlFlow:
     RUN, ENTRY, KEND, NPARAM, op, A = st.RUN, st.ENTRY, st.KEND, st.NPARAM, dec.op, ops.a
     R_PC, R_LIVE, R_MIN, R_ACT, TGT, NXT, OFF = row.pc, row.live, row.min_pc, row.act, dec.bus("tgt"), \
-        dec.bus("nxt"), dec.bus("off")
+        dec.bus("nxt"), dec.restored(n, "off")
     oob = mem.oob
     # A branch operand is zero: NORs of 8 bits, then their AND (short rows: noise margin).
     zero = [n.and_([n.threshold([(A[l][i], -1) for i in range(j, j + 8)], 0, 0, f"zero{l}.{j // 8}")
@@ -64,7 +64,7 @@ def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, ops: Operands, mem:
 
     # Barrier in divergent code: some live lane is not active.
     behind = [n.and_([R_LIVE[l], neg(R_ACT[l])], f"behind{l}") for l in range(W)]
-    bar_div = n.gate([step([(op["BAR"], 8)] + [(x, 1) for x in behind], 9)], "bardiv")
+    bar_div = n.gate([step([(dec.restored_flag(n, "op_BAR"), 8)] + [(x, 1) for x in behind], 9)], "bardiv")
     # PC outside the kernel: below the entry or at/after the end (digit comparisons: no step
     # carries a large weight, the enables are AND literals).
     pc_lo = C.less_than(n, R_MIN, ENTRY, "pclo", extra=[RUN])

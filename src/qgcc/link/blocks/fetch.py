@@ -17,7 +17,7 @@ ROWS_PER_MLP instructions link exactly as before.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...isa import FLOAT_OPS, MICRO_STEPPED, WRITES_RD, AtomOp, Fmt, Op, ShflMode, SReg, VoteMode
 from ...program import Program
@@ -41,12 +41,32 @@ class Decoded:
     rom: list[Sig]
     columns: dict[str, int]  # flag or field name -> first ROM column
     layers: int = 1  # MLP layers the ROM spans (fetch_layers)
+    restored_buses: dict[str, list[Sig]] = field(default_factory=dict)
 
     def flag(self, name: str) -> Sig:
         return self.rom[self.columns[name]]
 
     def bus(self, name: str) -> list[Sig]:
         return self.rom[self.columns[name]:self.columns[name] + WIDTHS[name]]
+
+
+    def restored(self, n: Netlist, name: str) -> list[Sig]:
+        """Field `name` through one restoring gate per bit (n.copy), for readers that weight it by 2 or more.
+
+        A ROM row is one unit, without a pair's level restoration, and an AND of the PC's
+        bits and RUN is a wide row: under relative weight noise e its outputs' levels are off
+        by about 400 e, which a reader multiplies by its weight (bench/margin_static.py: the
+        ALU's and the address adder's sum bits read immv and off by 4).  A copy is off by
+        about 50 e.  The copies sit in the MLP after the ROM, before their readers need them."""
+        if name not in self.restored_buses:
+            self.restored_buses[name] = [n.copy(x, f"{name}r{i}") for i, x in enumerate(self.bus(name))]
+        return self.restored_buses[name]
+
+    def restored_flag(self, n: Netlist, name: str) -> Sig:
+        """Flag `name` through a restoring gate, for a reader that weights it by 2 or more (see restored)."""
+        if name not in self.restored_buses:
+            self.restored_buses[name] = [n.copy(self.flag(name), f"{name}r")]
+        return self.restored_buses[name][0]
 
     @property
     def op(self) -> dict[str, Sig]:

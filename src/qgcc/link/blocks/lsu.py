@@ -57,7 +57,8 @@ class MemoryAccess:
 
 def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
           heads: dict[str, tuple[int, int]]) -> MemoryAccess:
-    MS, A, Bop, Cc, R_ACT, op, R, OFF = st.MS, ops.a, ops.b_or_imm, ops.c, row.act, dec.op, dec.flag, dec.bus("off")
+    MS, A, Bop, Cc, R_ACT, op, R, OFF = st.MS, ops.a, ops.b_or_imm, ops.c, row.act, dec.op, dec.flag, \
+        dec.restored(n, "off")
     MW_EN, MW_IDX, MW_VAL, GSIZE, SHW = st.MW_EN, st.MW_IDX, st.MW_VAL, st.GSIZE, st.SHW
     sel = [n.gate([and_step(eq_lits(MS, m) + [R_ACT[l]] + [neg(R_ACT[j]) for j in range(m, l)])
                    for m in range(l + 1)], f"mslane{l}") for l in range(W)]
@@ -111,8 +112,13 @@ def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
     Bms = [n.gate([and_step([sel[l], Bop[l][i]]) for l in range(W)], f"Bms{i}") for i in range(32)]
     Cms = [n.gate([and_step([sel[l], Cc[l][i]]) for l in range(W)], f"Cms{i}") for i in range(32)]
     # Atomic read-modify-write on the value just read.
-    at = {a_.name: R(f"atom_{a_.name}") for a_ in AtomOp}
-    isat = op["ATOM"]
+    # OR and XOR weight their flag by 2, and C.gated weights ATOM by 2: restored copies
+    # (Decoded.restored), made after the read, so that they hold no residual dimension
+    # through the memory and the float unit.
+    with n.not_before(MEMOUT[0]):
+        at = {a_.name: dec.restored_flag(n, f"atom_{a_.name}") if a_.name in ("OR", "XOR")
+              else R(f"atom_{a_.name}") for a_ in AtomOp}
+        isat = dec.restored_flag(n, "op_ATOM")
     en_atadd = n.and_([isat, at["ADD"]], "en_atadd")
     nadd = C.add(n, MEMOUT, Bms, name="atadd")
     geu, equ = C.compare(n, MEMOUT, Bms, name="atcmpu")

@@ -14,7 +14,7 @@ from .state import State
 
 
 def build(n: Netlist, st: State, dec: Decoded, heads: dict[str, tuple[int, int]]) -> list[Sig]:
-    OFF = dec.bus("off")
+    OFF = dec.restored(n, "off")
     pk = [[(dec.flag("op_LDC"), True)] + eq_lits(OFF[:6], j) + [(b, False) for b in OFF[6:]] for j in range(64)]
     const = n.memory("params", L_PARAM, [[] for _ in range(64)], pk, st.WB_VAL[0])
     heads["params"] = (L_PARAM, len(n.memories) - 1)

@@ -49,6 +49,6 @@ def build(n: Netlist, st: State, dec: Decoded, heads: dict[str, tuple[int, int]]
     B = _port(n, st, heads, "B", dec.bus("rs2"), dec.flag("rs2en"))
     Cc = _port(n, st, heads, "C", dec.bus("rd"), dec.flag("rden"))
     # Second ALU operand: the register (read only without an immediate) or the immediate.
-    IMMV = dec.bus("immv")
+    IMMV = dec.restored(n, "immv")
     Bop = [[[B[l][i], IMMV[i]] for i in range(32)] for l in range(W)]
     return Operands(A, B, Cc, Bop)

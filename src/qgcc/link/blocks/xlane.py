@@ -54,7 +54,9 @@ def used(program: Program) -> bool:
 def build(n: Netlist, dec: Decoded, ops: Operands, row: WarpRow) -> XLane:
     R, A, Bop, act = dec.flag, ops.a, ops.b_or_imm, row.act
     sel = [_shfl_select(n, R, Bop[l][:2], act, l) for l in range(W)]
-    return XLane(sel, _vote(n, R, A, Bop, act), A)
+    # ANY and ALL weight their flag by W: restored copies (Decoded.restored).
+    weighted = {m: dec.restored_flag(n, f"vote_{m.name}") for m in (VoteMode.ANY, VoteMode.ALL)}
+    return XLane(sel, _vote(n, R, A, Bop, act, weighted), A)
 
 
 def _shfl_select(n: Netlist, R, b2: list, act: list[Sig], lane: int) -> list[Sig]:
@@ -74,7 +76,7 @@ def _shfl_select(n: Netlist, R, b2: list, act: list[Sig], lane: int) -> list[Sig
     return [n.gate(steps[j], f"shsel{lane}.{j}") for j in range(W)]
 
 
-def _vote(n: Netlist, R, A, Bop, act: list[Sig]) -> list[list[Sig]]:
+def _vote(n: Netlist, R, A, Bop, act: list[Sig], weighted: dict) -> list[list[Sig]]:
     """Per lane: the low four bits of VOTE's result (ballot, any, all, match_any)."""
     nz = [n.threshold([(A[j][i], 1) for i in range(32)], 1, 0, f"vnz{j}") for j in range(W)]
     eq = {}
@@ -93,8 +95,8 @@ def _vote(n: Netlist, R, A, Bop, act: list[Sig]) -> list[list[Sig]]:
             st = [and_step([R(f"vote_{VoteMode.BALLOT.name}"), yes[j]]),
                   and_step([R(f"vote_{VoteMode.MATCH.name}"), same[j]])]
             if j == 0:
-                st.append(step([(y, 1) for y in yes] + [(R(f"vote_{VoteMode.ANY.name}"), W)], W + 1))
-                st.append(step([(x, -1) for x in no] + [(R(f"vote_{VoteMode.ALL.name}"), W)], W))
+                st.append(step([(y, 1) for y in yes] + [(weighted[VoteMode.ANY], W)], W + 1))
+                st.append(step([(x, -1) for x in no] + [(weighted[VoteMode.ALL], W)], W))
             bits.append(n.gate(st, f"vote{l}.{j}"))
         res.append(bits)
     return res
