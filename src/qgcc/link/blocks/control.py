@@ -89,7 +89,7 @@ def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, ops: Operands, mem:
 
 def _param_bad(n: Netlist, ldc: Sig, OFF, NPARAM) -> Sig:
     """LDC with an index >= the number of parameters."""
-    hi = n.threshold([(x, 1) for x in OFF[7:]], 1, 0, "offhi")
+    hi = C.any_of(n, OFF[7:], "offhi", flat=8, group=8)  # narrow ORs: see xlane's vnz
     gt, eq = C.digit_compare(n, OFF[:7], NPARAM, "offge")
     return n.gate([and_step([ldc, hi])] + C.greater_steps(gt, eq, True, [ldc, neg(hi)]), "parbad")
 

@@ -64,7 +64,10 @@ def build(n: Netlist, st: State, dec: Decoded, ops: Operands, row: WarpRow,
                    for m in range(l + 1)], f"mslane{l}") for l in range(W)]
     last = n.gate([and_step([sel[l]] + [neg(R_ACT[j]) for j in range(l + 1, W)]) for l in range(W)], "mslast")
     Ams = [n.gate([and_step([sel[l], A[l][i]]) for l in range(W)], f"Ams{i}") for i in range(32)]
-    ADDR = C.add(n, Ams, OFF, name="addr")
+    # The sum bits are restored before the range checks and the decoders read them: an OR of
+    # 14 of them (hizero) or a compare's digits would otherwise add their level errors
+    # (bench/margin_static.py).
+    ADDR = [n.copy(x, f"addrr{i}") for i, x in enumerate(C.add(n, Ams, OFF, name="addr"))]
     ldatom = [op["LD"], op["ATOM"]]
     act_ms = n.or_(sel, "act_ms")
     # Stores read too: the slot's other word goes back into the row they write.
