@@ -240,7 +240,9 @@ def fadd(n: Netlist, a: list, b: list, sub, en, name: str = "fadd") -> list[Sig]
     X = [ZERO] * 3 + big + [ZERO] * 5
     # ---- levels 5-7: the adder
     R, carry, _ = C.add(n, X, Y, cin=eff, name=f"{name}.add", want_carry=True)
-    R = R[:28]
+    # The sum bits are noisy at both values (three steps each), and the leading-one detector
+    # ANDs up to 28 of them: restored copies (bench/margin_static.py: fadd.s26 z 1.9 at 1e-3).
+    R = [n.copy(r, f"{name}.Rc{i}") for i, r in enumerate(R[:28])]
     with n.not_before(carry):  # tables of the big exponent, computed just in time (beside R)
         LIM_GE = {k: n.gate(C.cmp_const_steps(EBE, k + 1), f"{name}.limge{k}") for k in range(1, 27)}
         LIM_EQ = {k: n.gate([and_step(C.eq_lits(EBE, k + 1))] if k else C.cmp_const_steps(EBE, 2, ge=False),
@@ -495,6 +497,9 @@ def i2f(n: Netlist, x: list, signed, en, name: str = "i2f") -> list[Sig]:
         sts = [and_step([neg(signed), x[i]]), and_step([signed, neg(x[31]), x[i]])]
         sts += _negate_steps(x, zeros, i, [signed, x[31]])
         mag.append(n.gate(sts, f"{name}.m{i}"))
+    # The round-up weights the magnitude's bits by up to 9, and a negated bit is a wide AND
+    # step: restored copies (bench/margin_static.py).
+    mag = [n.copy(x_, f"{name}.mc{i}") for i, x_ in enumerate(mag)]
     sign = n.and_([en, signed, x[31]], f"{name}.sign")
 
     def lead(p, W):  # "mag's leading one is at p", weighted W (higher bits weigh -W)
