@@ -90,8 +90,8 @@ with torch.no_grad():
 def cell(idx):
     L, hd, slot = where(idx)
     S = cache.layers[L].recurrent_states[0][0, hd, slot]
-    return sum(1 << i for i in range(32)                        # word idx % 2: rail 4i+3 or 4i+1+word set
-               if (S[2 * i] > S[2 * i + 1] if wps == 1 else S[4 * i + 3] > 0 or S[4 * i + 1 + idx % 2] > 0))
+    return sum(1 << i for i in range(32)                        # word idx % 2: rail 4i+3 or 4i+1+word above V / 2
+               if (S[2 * i] > S[2 * i + 1] if wps == 1 else max(S[4 * i + 3], S[4 * i + 1 + idx % 2]) > proto["value_level"] / 2))
 for name in a.out:
     base, n, ctype = bases[name]
     out = np.array([cell(base + i) for i in range(n)], np.uint32)

@@ -118,7 +118,8 @@ class Host:
 
     def read_cells(self, count: int, recurrent_state=None) -> np.ndarray:
         """Cells 0..count-1 from the memory states: bit i of word w is set when one of group
-        i's rails with bit w in its index is (rails 4i+1, 4i+3 for word 0; 4i+2, 4i+3 for 1).
+        i's rails with bit w in its index is above V / 2 (rails 4i+1, 4i+3 for word 0; 4i+2,
+        4i+3 for 1).
         `recurrent_state(layer)` gives a layer's states (default: the stepped layers')."""
         recurrent_state = recurrent_state or self.net.recurrent_state
         if count == 0:
@@ -127,7 +128,10 @@ class Host:
         where = np.array([cell_location(index, mem0) for index in range(0, count, WORDS_PER_SLOT)], np.int64)
         layers = sorted(set(where[:, 0].tolist()))
         states = np.stack([np.asarray(recurrent_state(L)) for L in layers])
-        rows = states[np.searchsorted(layers, where[:, 0]), where[:, 1], where[:, 2], :ROW_RAILS] > 0
+        # A rail is set at V and clear at 0; the midpoint, not the sign, decides, because an
+        # erased rail is exactly 0 only with exact weights (under weight noise the delta rule
+        # leaves old * (1 - beta |k|^2), a few ulps of either sign).
+        rows = states[np.searchsorted(layers, where[:, 0]), where[:, 1], where[:, 2], :ROW_RAILS] > self.cm.value_level / 2
         pow2 = 1 << np.arange(32, dtype=np.uint64)
         words = [np.logical_or.reduce([rows[:, c::4] for c in ONEHOT4_RAILS[w]]) @ pow2 for w in range(2)]
         return np.stack(words, axis=1).reshape(-1)[:count].astype(np.uint32)
