@@ -19,7 +19,7 @@ bfloat16 on an AVX2 CPU at about 40 ms a call (0.2 ms in float32), once per laye
 `--profile N` shows where the time goes; the 15 short launches are 5,879 warp instructions (`--list`).
 tests/test_numerics.py runs two short kernels in bf16 in the slow suite.
 """
-import argparse, sys, time
+import argparse, gc, sys, time
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +119,8 @@ def main() -> None:
         print(f"{name:11s} {'exact' if exact else 'DIFFERS'}: {cm.num_layers} layers, {len(ref_trace)} warp "
               f"instructions, {res.network_steps} network steps, load {t1 - t0:.0f} s, run {t2 - t1:.0f} s "
               f"({(t2 - t1) / max(res.network_steps, 1):.2f} s/step, {args.device})", flush=True)
+        del host, res  # one sample's dense bf16 layers (GBs) at a time: a set of 15 ran out of 23 GB
+        gc.collect()
     if args.list:
         return
     print(f"bf16 on {args.device}: {'every sample exact' if exact_all else 'SOME SAMPLE DIFFERS'} "

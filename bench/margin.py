@@ -3,6 +3,7 @@
     python bench/margin.py [--sizes 1e-7,1e-6,1e-5,1e-4,1e-3] [--seeds 3] [--sample vadd|saxpy|ffma|...]
     python bench/margin.py --sample all --sizes 1e-3 --seeds 5    # every sample, and the least of them
     python bench/margin.py --sample ffma --probe 1e-3 --seeds 5     # where the margin goes
+    python bench/margin.py --sample devfunc,divmod --short ...      # bench/bf16.py's short launches
 
 Multiplies every weight of every compiled layer by (1 + size * N(0, 1)) (fresh noise per
 seed), runs the sample's short launch (tests/lockstep.py, or tests/sample_cases.py at a
@@ -49,10 +50,14 @@ def ffma_case(rng):
     return (2, 1, 1), (4, 1, 1), {"n": 8}, {"a": f(8), "b": f(8), "c": f(8), "r": np.zeros(8, np.float32)}
 
 
-def program_and_case(sample: str):
+def program_and_case(sample: str, short: bool = False):
     if sample == "ffma":
         return compile_source(FFMA, "ffma.cu"), ffma_case(np.random.default_rng(1))
     prog = compile_source((ROOT / "samples" / f"{sample}.cu").read_text(), sample)
+    if short:  # bench/bf16.py's launch: devfunc's and divmod's default ones are 20,000+ network steps
+        sys.path.insert(0, str(ROOT / "bench"))
+        from bf16 import SHORT
+        return prog, SHORT[sample]
     if sample in CASES:
         return prog, CASES[sample]
     import sample_cases  # e.g. the float samples: tests/sample_cases.py's launch generator, at a fixed seed
@@ -109,6 +114,7 @@ def main() -> None:
     ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--sample", default="vadd", help="a sample, a comma list, or `all` (every sample and ffma)")
     ap.add_argument("--probe", type=float, default=None, metavar="SIZE")
+    ap.add_argument("--short", action="store_true", help="bench/bf16.py's short launches (not for ffma)")
     args = ap.parse_args()
     names = SAMPLES if args.sample == "all" else args.sample.split(",")
     unknown = [s for s in names if s not in SAMPLES]
@@ -124,7 +130,7 @@ def main() -> None:
 
 def measure(sample: str, sizes: list[float], args) -> float:
     """The largest of `sizes` at which every seed's launch stays exact (0 if none)."""
-    prog, (grid, block, scalars, arrays) = program_and_case(sample)
+    prog, (grid, block, scalars, arrays) = program_and_case(sample, args.short and sample != "ffma")
     cm = link(prog)
     mk = lambda: make_launch(prog, prog.kernels[0], grid, block, scalars,  # noqa: E731
                              {k: v.copy() for k, v in arrays.items()})
