@@ -19,7 +19,7 @@ at -2K).  It splits the change into the row's own weight noise and the error its
 carry, and names the gate (link/netlist names), its step and weights: the decisions with
 too little margin, worst first, up to the first step where one crosses.
 """
-import argparse, copy, sys
+import argparse, sys
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +31,7 @@ from qgcc.engines.host import Host  # noqa: E402
 from qgcc.engines.neural_torch import NeuralLayers  # noqa: E402
 from qgcc.frontend import compile_source  # noqa: E402
 from qgcc.link.linker import link  # noqa: E402
-from qgcc.link.weights import SparseTensor  # noqa: E402
+from qgcc.link.noise import perturbed  # noqa: E402
 from qgcc.ref.emulator import run as ref_run  # noqa: E402
 from qgcc.runtime.launch import make_launch  # noqa: E402
 from qgcc.trace import Fault  # noqa: E402
@@ -62,22 +62,6 @@ def program_and_case(sample: str, short: bool = False):
         return prog, CASES[sample]
     import sample_cases  # e.g. the float samples: tests/sample_cases.py's launch generator, at a fixed seed
     return prog, getattr(sample_cases, f"case_{sample}")(np.random.default_rng(1))
-
-
-def perturbed(cm, size: float, seed: int):
-    rng = np.random.default_rng(seed)
-    net = copy.copy(cm)
-    net.layers = []
-    net.hosts = {}
-    for lw in cm.layers:
-        lw2 = copy.copy(lw)
-        lw2.tensors = {}
-        for name, st in lw.tensors.items():
-            idx, val = st.arrays()
-            noisy = (val.astype(np.float64) * (1 + size * rng.standard_normal(len(val)))).astype(np.float32)
-            lw2.tensors[name] = SparseTensor.from_arrays(st.shape, idx, noisy)
-        net.layers.append(lw2)
-    return net
 
 
 class Budget(Exception):

@@ -248,22 +248,10 @@ def test_results_are_read_at_the_rails_midpoint_so_a_perturbed_networks_stores_r
     The network's own reads never see them (the gated RMSNorm's level), so the host reads
     results as the network does, a rail set above V/2 (docs/protocol.md, section 5); read by
     its sign, bench/margin.py's noisy launches came back with old bits ORed into new ones."""
-    from qgcc.link.weights import SparseTensor
+    from qgcc.link.noise import perturbed
 
     prog, cm = linked(SMALL)
-    rng = np.random.default_rng(2)  # a draw whose erasures leave residues in a's rows
-    noisy = type(cm).__new__(type(cm))
-    noisy.__dict__.update(cm.__dict__)
-    noisy.layers = []
-    for lw in cm.layers:
-        lw2 = type(lw).__new__(type(lw))
-        lw2.__dict__.update(lw.__dict__)
-        lw2.tensors = {}
-        for name, st in lw.tensors.items():
-            idx, val = st.arrays()
-            val = (val.astype(np.float64) * (1 + 1e-3 * rng.standard_normal(len(val)))).astype(np.float32)
-            lw2.tensors[name] = SparseTensor.from_arrays(st.shape, idx, val)
-        noisy.layers.append(lw2)
+    noisy = perturbed(cm, 1e-3, 2)  # a draw whose erasures leave residues in a's rows
     a = np.array([0x7FFFFFFF, -1, 0x55555555, 7], np.int32)  # old words with many set bits
     launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {"n": 4}, {"a": a.copy()})
     want = emulate(make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {"n": 4}, {"a": a.copy()})).memory

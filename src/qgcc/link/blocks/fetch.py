@@ -49,7 +49,6 @@ class Decoded:
     def bus(self, name: str) -> list[Sig]:
         return self.rom[self.columns[name]:self.columns[name] + WIDTHS[name]]
 
-
     def restored(self, n: Netlist, name: str) -> list[Sig]:
         """Field `name` through one restoring gate per bit (n.copy), for readers that weight it by 2 or more.
 
