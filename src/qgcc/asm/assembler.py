@@ -19,7 +19,7 @@ from ..diagnostics import CompileError
 from ..isa import (FORMATS, WRITES_RD, AtomOp, Fmt, Instr, Op, SReg, VoteMode, decode, to_s32, xlane_name,
                    xlane_valid)
 from ..spec import SPEC
-from ..program import ELEM_DTYPES, Constant, Kernel, Param, Program
+from ..program import ELEM_DTYPES, Constant, Kernel, Param, Program, StructLayout
 
 MAX_LINE = 1_000_000  # largest source line number a .loc (and Instr.line) may name
 IMM_MIN = -(1 << 31)
@@ -258,6 +258,7 @@ class _Assembler:
         self.code: list[Instr] = []
         self.kernels: list[Kernel] = []
         self.constants: list[Constant] = []
+        self.structs: dict[str, StructLayout] = {}
         self.cur: _KernelState | None = None
         self.kernel_names: dict[str, int] = {}
         self.source_name: str | None = None
@@ -387,6 +388,8 @@ class _Assembler:
             self.source_name = name
         elif d == ".const":
             self.constant(ln, t)
+        elif d == ".struct":
+            self.struct(ln, t)
         elif d == ".word":
             k = self.need_kernel(ln, t, "instruction")
             nt = ln.next("a 64-bit instruction word")
@@ -404,7 +407,40 @@ class _Assembler:
             self.emit(ln, t, k, ins, None)
         else:
             ln.error(t.col, f"unknown directive '{t.text}' (directives: .kernel .param .shared .regs "
-                            ".local .loc .end .source .const .word)")
+                            ".local .loc .end .source .const .struct .word)")
+
+    def struct(self, ln: _Line, t: Tok):
+        """`.struct NAME "path" TYPE, ...`: the cells of a struct that a `.param struct NAME*`
+        points to, in memory order (one cell per scalar member, two for a 64-bit one).  The
+        launcher needs them to lay out a buffer of such structs; paths are JSON strings because
+        they hold dots and brackets (`"pos.x"`, `"v[2]"`)."""
+        if self.cur is not None or self.kernels:
+            ln.error(t.col, ".struct must come before the first kernel")
+        nt = ln.next("a struct name")
+        if nt.kind != "ident" or not IDENT_RE.match(nt.text) or "." in nt.text or nt.text in PARAM_TYPES:
+            ln.error(nt.col, f"expected a struct name, found '{nt.text}'")
+        if nt.text in self.structs:
+            ln.error(nt.col, f"duplicate struct '{nt.text}'")
+        cells: list[tuple[str, str]] = []
+        while True:
+            if cells:
+                if ln.at_end():
+                    break
+                ln.expect_punct(",")
+            pt = ln.next("a quoted member path")
+            if pt.kind != "string":
+                ln.error(pt.col, f"expected a quoted member path such as \"x\", found '{pt.text}'")
+            try:
+                path = json.loads(pt.text)
+            except ValueError:
+                ln.error(pt.col, "malformed string (use JSON escapes: \\\" \\\\ \\n \\uXXXX)")
+            if not isinstance(path, str) or not path:
+                ln.error(pt.col, "a member path is a non-empty string")
+            tt = ln.next("a member type")
+            if tt.kind != "ident" or tt.text not in PARAM_TYPES:
+                ln.error(tt.col, f"unknown member type '{tt.text}' (types: {', '.join(PARAM_TYPES)})")
+            cells.append((path, PARAM_TYPES[tt.text]))
+        self.structs[nt.text] = StructLayout(nt.text, tuple(cells))
 
     def constant(self, ln: _Line, t: Tok):
         """`.const TYPE NAME[N][M] v0, v1, ...`: a __constant__ variable, its cells in order (all
@@ -449,6 +485,13 @@ class _Assembler:
         if tt.kind == "ident" and tt.text == "const":
             const = True
             tt = ln.next("a parameter type")
+        if tt.kind == "ident" and tt.text == "struct":
+            st = ln.next("a struct name")
+            if st.text not in self.structs:
+                ln.error(st.col, f"unknown struct '{st.text}' (declare it with .struct before the first kernel)")
+            ln.expect_punct("*", "'*' (a struct is passed by pointer)")
+            self.param_name(ln, t, k, Param("", "struct", True, const, self.structs[st.text]))
+            return
         if tt.kind != "ident" or tt.text not in PARAM_TYPES:
             ln.error(tt.col, f"unknown parameter type '{tt.text}' (types: {', '.join(PARAM_TYPES)})")
         ctype = PARAM_TYPES[tt.text]
@@ -457,6 +500,10 @@ class _Assembler:
             ln.i += 1
             ctype = "uchar" if nxt.text == "char" else "unsigned"
         pointer = ln.accept_punct("*")
+        assert ctype in ELEM_DTYPES
+        self.param_name(ln, t, k, Param("", ctype, pointer, const))
+
+    def param_name(self, ln: _Line, t: Tok, k: _KernelState, prm: Param):
         nt = ln.next("a parameter name")
         if nt.kind != "ident" or not IDENT_RE.match(nt.text) or nt.text in RESERVED_PARAM_NAMES:
             ln.error(nt.col, f"expected a parameter name, found '{nt.text}'")
@@ -465,8 +512,8 @@ class _Assembler:
             ln.error(nt.col, f"duplicate parameter '{nt.text}'")
         if len(k.params) >= SPEC.max_params:
             ln.error(t.col, f"too many parameters (the machine allows {SPEC.max_params})")
-        assert ctype in ELEM_DTYPES
-        k.params.append(Param(nt.text, ctype, pointer, const))
+        prm.name = nt.text
+        k.params.append(prm)
 
     def instruction(self, ln: _Line, t: Tok):
         k = self.need_kernel(ln, t, "instruction")

@@ -18,8 +18,8 @@ import json
 
 from ..isa import FORMATS, AtomOp, Fmt, Instr, Op, SReg, encode, xlane_name
 from ..spec import SPEC
-from ..program import ELEM_DTYPES, Program
-from .assembler import IDENT_RE, MAX_LINE, RESERVED_PARAM_NAMES, invalid_fields
+from ..program import ELEM_DTYPES, Program, StructLayout
+from .assembler import IDENT_RE, MAX_LINE, PARAM_TYPES, RESERVED_PARAM_NAMES, invalid_fields
 
 
 
@@ -70,12 +70,17 @@ def check_program(p: Program) -> str | None:
             if prm.name in pnames:
                 return f"kernel '{k.name}' has a duplicate parameter '{prm.name}'"
             pnames.add(prm.name)
-            if prm.ctype not in ELEM_DTYPES:
-                return f"parameter '{prm.name}' has unknown type {prm.ctype!r}"
+            problem = _param_type_problem(prm)
+            if problem:
+                return f"parameter '{prm.name}' {problem}"
             if not isinstance(prm.pointer, bool) or not isinstance(prm.const, bool):
                 return f"parameter '{prm.name}' has non-boolean pointer/const flags"
     if pos != len(p.code):
         return f"instructions {pos}..{len(p.code) - 1} belong to no kernel"
+    try:
+        struct_layouts(p)
+    except ValueError as e:
+        return str(e)
     for pc, ins in enumerate(p.code):
         if not isinstance(ins, Instr) or not isinstance(ins.op, Op):
             return f"instruction {pc} is not an Instr"
@@ -92,6 +97,41 @@ def check_program(p: Program) -> str | None:
         if ins.line is not None and (type(ins.line) is not int or not 0 <= ins.line <= MAX_LINE):
             return f"instruction {pc} has line {ins.line!r} (0..{MAX_LINE} or None)"
     return None
+
+
+def _param_type_problem(prm) -> str | None:
+    """Why a parameter's type cannot be written to a .qg or .qsass, or None.
+
+    A pointer to a struct (or a CUDA vector type such as float4) has ctype "struct" and
+    carries its layout: the launcher needs the cells to lay out a structured buffer."""
+    if prm.ctype == "struct":
+        st = prm.struct
+        if prm.pointer is not True or not isinstance(st, StructLayout):
+            return "has type 'struct' without a struct layout (only pointers to structs are parameters)"
+        if not isinstance(st.name, str) or not IDENT_RE.match(st.name) or st.name in PARAM_TYPES:
+            return f"points to a struct named {st.name!r}"
+        if not st.cells or not all(isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str) and c[0]
+                                   and c[1] in ELEM_DTYPES for c in st.cells):
+            return f"points to struct '{st.name}' with malformed cells"
+        return None
+    if prm.ctype not in ELEM_DTYPES:
+        return f"has unknown type {prm.ctype!r}"
+    if prm.struct is not None:
+        return f"has type {prm.ctype!r} and a struct layout"
+    return None
+
+
+def struct_layouts(p: Program) -> list[StructLayout]:
+    """The distinct struct layouts that the program's parameters point to, in first-use order;
+    raises ValueError if two layouts share a name (a .qsass names a struct once)."""
+    seen: dict[str, StructLayout] = {}
+    for k in p.kernels:
+        for prm in k.params:
+            if prm.struct is not None:
+                old = seen.setdefault(prm.struct.name, prm.struct)
+                if old != prm.struct:
+                    raise ValueError(f"two different structs are named '{prm.struct.name}'")
+    return list(seen.values())
 
 
 def fmt_num(v: int) -> str:
@@ -204,7 +244,12 @@ def _param_words(k) -> list[str]:
 
 
 def _param_decl(prm) -> str:
-    return f".param {'const ' if prm.const else ''}{prm.ctype}{'*' if prm.pointer else ''} {prm.name}"
+    ty = f"struct {prm.struct.name}" if prm.struct is not None else prm.ctype
+    return f".param {'const ' if prm.const else ''}{ty}{'*' if prm.pointer else ''} {prm.name}"
+
+
+def _struct_decl(st: StructLayout) -> str:
+    return f".struct {st.name} " + ", ".join(f"{json.dumps(path)} {ct}" for path, ct in st.cells)
 
 
 def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = True) -> str:
@@ -220,6 +265,7 @@ def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = Tr
     for c in p.constants:
         ty = "".join(f"[{d}]" for d in c.dims)
         out.append(f".const {c.ctype} {c.name}{ty} " + ", ".join(f"{v:#x}" for v in c.init))
+    out.extend(_struct_decl(st) for st in struct_layouts(p))
     for k in p.kernels:
         if out:
             out.append("")
