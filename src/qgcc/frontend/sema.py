@@ -19,6 +19,7 @@ from ..spec import SPEC
 from . import ast as A
 from . import doubleconst, floatconst
 from .structs import StructType, is_struct, vector_types
+from .overloads import FLOAT_OVERLOADS, UNSIGNED_MINMAX, float_overload
 from .structsema import StructSema, _become
 from .types import (BOOL, BUILTIN_TYPEDEFS, CHAR, DOUBLE, FLOAT, INT, LLONG, UCHAR, UINT, ULLONG, VOID, ArrayType,
                     DoubleType, FloatType, IntType, is_double, is_floating, is_pair, is_wide, words,
@@ -153,7 +154,7 @@ ATOMIC_SCOPES = {f"{a}{sfx}": a for a in ATOMICS for sfx in ("_block", "_system"
 # The double functions qgcc has (double.cu): name -> argument count; each argument converts to double.
 DOUBLE_FUNCS = {"sqrt": 1, "fabs": 1, "fmin": 2, "fmax": 2, "floor": 1, "ceil": 1, "trunc": 1, "round": 1,
                 "__dsqrt_rn": 1, "__dadd_rn": 2, "__dsub_rn": 2, "__dmul_rn": 2, "__ddiv_rn": 2}
-BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(FLOAT_FUNCS) | set(DOUBLE_FUNCS) | set(BIT_CASTS) | \
+BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(UNSIGNED_MINMAX) | set(FLOAT_FUNCS) | set(DOUBLE_FUNCS) | set(BIT_CASTS) | \
     set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES) | set(MATH_FUNCS)
 
 UNSUPPORTED_FUNCS = {
@@ -1313,7 +1314,7 @@ class Sema(StructSema):
         assignment, argument, return, cast): only a float destination accepts an
         unsuffixed (double) floating constant, because elsewhere C would compute
         in double, which the machine does not have."""
-        t = self.check(e)
+        t = e.ty if getattr(e, "pretyped", False) else self.check(e)
         if isinstance(t, ArrayType):
             e.arr = t
             if len(t.dims) > 1:
@@ -1322,6 +1323,13 @@ class Sema(StructSema):
             e.ty = t
         if isinstance(t, VoidType) and not allow_void:
             raise self.error(e, "void value used in an expression")
+        return t
+
+    def probe_type(self, e: A.Expr) -> Type:
+        """Type e as a value once, before the callee is chosen (frontend/overloads.py); a later
+        rvalue() of e reuses the type instead of checking e again."""
+        t = self.rvalue(e)
+        e.pretyped = True
         return t
 
     def check(self, e: A.Expr) -> Type:
@@ -1913,6 +1921,10 @@ class Sema(StructSema):
             return self.function_call(e, fs, name)
         if name.startswith("make_") and name[5:] in self.vectors:
             return self.make_vector(e, self.vectors[name[5:]])
+        if name in FLOAT_OVERLOADS:
+            t = float_overload(self, e, name, FLOAT_FUNCS, MATH_FUNCS)
+            if t is not None:
+                return t
         if name in UNSUPPORTED_FUNCS:
             raise self.error(e, UNSUPPORTED_FUNCS[name])
         if name in BUILTIN_FUNCS:
@@ -2105,6 +2117,9 @@ class Sema(StructSema):
         if name in ("llmin", "llmax", "ullmin", "ullmax", "llabs"):  # CUDA's 64-bit spellings
             forced = ULLONG if name.startswith("u") else LLONG
             e.callee = name = name[2:] if name.startswith("ll") else name[3:]
+        if name in UNSIGNED_MINMAX:
+            forced, e.callee = UINT, UNSIGNED_MINMAX[name]
+            name = e.callee
         if name in ("min", "max"):
             self.nargs(e, name, 2)
             a, b = (self.rvalue(x) for x in e.args)

@@ -1,0 +1,91 @@
+"""Constructs that published CUDA uses unchanged (issue 27), each taken the way a user takes it:
+`qgcc k.cu --no-link -o k.qg`, then `qgrun k.qg` with .npy buffers, and the result compared with
+an independent model: g++ compiling the same kernel text (tests/gxx.py) where threads do not
+communicate, numpy otherwise, or CUDA's own definition of the construct (a second kernel
+spelled the way the headers define it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gxx import gxx_model, need_gxx
+
+F32 = np.float32
+
+
+def cli_run(qgcc, qgrun, tmp_path, src: str, kernel: str, grid, block, arrays: dict, scalars=None,
+            instantiate=(), engine="ref", extra=()) -> dict:
+    """Compile src to a .qg with the qgcc command, read it back with qgrun, return the buffers."""
+    d = tmp_path / kernel.replace("<", "_").replace(">", "_").replace(",", "_").replace(" ", "")
+    d.mkdir(exist_ok=True)
+    (d / "k.cu").write_text(src)
+    inst = [x for i in instantiate for x in ("--instantiate", i)]
+    r = qgcc(d / "k.cu", "--no-link", "-o", d / "k.qg", *inst)
+    assert r.exit_code == 0, r.stderr
+    argv = [d / "k.qg", "--kernel", kernel, "--engine", engine, "--grid", str(grid), "--block", str(block),
+            "--trace", "none", *extra]
+    for n, v in arrays.items():
+        np.save(d / f"{n}.npy", v)
+        argv += ["--arg", f"{n}=@{d / f'{n}.npy'}", "--out", f"{n}={d / f'o_{n}.npy'}"]
+    for n, v in (scalars or {}).items():
+        argv += ["--arg", f"{n}={v}"]
+    r = qgrun(*argv)
+    assert r.exit_code == 0, r.stderr
+    return {n: np.load(d / f"o_{n}.npy") for n in arrays}
+
+
+# ---------------------------------------------------------------- float overloads, umin/umax
+
+OVERLOADS = r"""
+#include <math.h>
+__global__ void shade(float *out, const float *x, unsigned *u, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float a = x[i];
+    // CUDA's headers overload these on float: the float function, a float result
+    out[i] = sqrt(a) * a + fabs(a - 1.5f) * floor(a) + fmax(a, 0.75f) / ceil(a + 0.5f)
+             + fmin(trunc(a), round(a * 3.0f));
+    out[n + i] = (float)sqrt((double)a) + sqrt(i);    // double and int arguments: the double function
+    u[i] = umin(u[i], 7u) + umax(3u, (unsigned)i);
+}
+"""
+
+TRANSCENDENTAL = r"""
+__global__ void wave(float *out, const float *x) {
+    int i = threadIdx.x;
+    float a = x[i];
+    out[i] = cos(a) + sin(a) * exp(-a) + tanh(a) + pow(a, 2) + log(a + 2.0f) + atan2(a, 0.5f);
+}
+"""
+GXX_UMINMAX = "static unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }\n" \
+              "static unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }\n"
+# the same kernel written with the functions the float overloads are defined to call
+TRANSCENDENTAL_F = TRANSCENDENTAL.replace("cos(", "cosf(").replace("sin(", "sinf(").replace(
+    "exp(", "expf(").replace("tanh(", "tanhf(").replace("pow(", "powf(").replace("log(", "logf(").replace(
+    "atan2(", "atan2f(")
+
+
+@need_gxx
+def test_math_functions_on_float_call_the_float_overload_as_cuda_does(qgcc, qgrun, tmp_path):
+    """`sqrt(x)` on a float is sqrtf and stays float (g++ with <math.h> picks the same
+    overloads; the exact functions make it bit-exact); `cos(x)` on a float is cosf, as the
+    CUDA headers define it; umin/umax are min/max on unsigned."""
+    n = 12
+    x = np.linspace(0.3, 5.1, n).astype(F32)
+    out = np.zeros(2 * n, F32)
+    u = (np.arange(n) * 3).astype(np.uint32)
+    got = cli_run(qgcc, qgrun, tmp_path, OVERLOADS, "shade", 3, 4, {"out": out, "x": x, "u": u},
+                  {"n": n})
+    want = gxx_model(tmp_path, GXX_UMINMAX + OVERLOADS, "shade", 3, 4, [("out", out), ("x", x), ("u", u), ("n", n)])
+    assert got["out"].tobytes() == want["out"].tobytes()
+    assert got["u"].tolist() == want["u"].tolist()
+
+    x = np.linspace(0.1, 2.9, 8).astype(F32)
+    got = cli_run(qgcc, qgrun, tmp_path, TRANSCENDENTAL, "wave", 1, 8, {"out": np.zeros(8, F32), "x": x})
+    (tmp_path / "f").mkdir()
+    want = cli_run(qgcc, qgrun, tmp_path / "f", TRANSCENDENTAL_F, "wave", 1, 8, {"out": np.zeros(8, F32), "x": x})
+    assert got["out"].tobytes() == want["out"].tobytes()
