@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from frontcheck import assert_error
 from gxx import gxx_model, need_gxx
 
 F32 = np.float32
@@ -89,3 +90,41 @@ def test_math_functions_on_float_call_the_float_overload_as_cuda_does(qgcc, qgru
     (tmp_path / "f").mkdir()
     want = cli_run(qgcc, qgrun, tmp_path / "f", TRANSCENDENTAL_F, "wave", 1, 8, {"out": np.zeros(8, F32), "x": x})
     assert got["out"].tobytes() == want["out"].tobytes()
+
+
+# ---------------------------------------------------------------- predefined macros, template literals
+
+ARCH = r"""
+#include <stdbool.h>
+template <unsigned int sortDir>
+__global__ void pick(int *out) {
+    int i = threadIdx.x;
+#if defined(__CUDACC__) && __CUDA_ARCH__ >= 700
+    out[i] = sortDir ? __CUDA_ARCH__ + i : -i;   // the device pass of nvcc for sm_70
+#else
+    out[i] = -1;
+#endif
+}
+"""
+
+
+def test_cuda_arch_is_700_and_template_arguments_take_integer_suffixes(qgcc, qgrun, tmp_path):
+    """nvcc's device pass defines __CUDACC__ and __CUDA_ARCH__ (qgcc: 700); a kernel template
+    named at compile time takes C's integer suffixes ('1U', as the CUDA samples' host code
+    writes it); <stdbool.h> is accepted."""
+    got = cli_run(qgcc, qgrun, tmp_path, ARCH, "pick<1U>", 1, 4, {"out": np.zeros(4, np.int32)},
+                  instantiate=["pick<1U>"])
+    assert got["out"].tolist() == [700, 701, 702, 703]
+    got = cli_run(qgcc, qgrun, tmp_path, ARCH, "pick<0ul>", 1, 4, {"out": np.zeros(4, np.int32)},
+                  instantiate=["pick<0ul>"])
+    assert got["out"].tolist() == [0, -1, -2, -3]
+
+
+def test_textures_are_named_errors():
+    """The machine has no texture unit: texture references and objects are named, with the fix."""
+    assert_error("texture<float, 1, cudaReadModeElementType> tex;\n__global__ void k(float *a) {}\n", 1, 1,
+                 "texture references ('texture') are not supported (there is no texture unit); pass the "
+                 "array as a pointer and index it (tex1Dfetch(t, i) is p[i])")
+    assert_error("__global__ void k(float *a, cudaTextureObject_t t) {}\n", 1, 29,
+                 "texture objects ('cudaTextureObject_t') are not supported (there is no texture unit); "
+                 "pass the array as a pointer and index it (tex1Dfetch(t, i) is p[i])")

@@ -136,7 +136,15 @@ def _terminal_text(name: str) -> str | None:
     return None
 
 
+# CUDA's texture and surface types: named, since the machine has no texture unit.
+TEXTURE_TYPES = {"texture": "texture references", "surface": "surface references",
+                 "cudaTextureObject_t": "texture objects", "cudaSurfaceObject_t": "surface objects"}
+
+
 def _unknown_type(name: str) -> str:
+    if name in TEXTURE_TYPES:
+        return (f"{TEXTURE_TYPES[name]} ('{name}') are not supported (there is no texture unit); pass the "
+                f"array as a pointer and index it (tex1Dfetch(t, i) is p[i])")
     hint = (" (half precision needs cuda_fp16.h, which qgcc does not support; use float)"
             if name in HALF_TYPES else "")
     return f"unknown type name '{name}'{hint}"

@@ -37,7 +37,7 @@ BUILTIN_HEADERS = frozenset({
     "device_functions.h", "vector_types.h", "math_functions.h", "sm_20_atomic_functions.h",
     "stdio.h", "stdlib.h", "math.h", "string.h", "stddef.h", "limits.h", "float.h", "assert.h",
     "stdint.h", "cstdio", "cstdlib", "cmath", "cstring", "cstddef", "climits", "cfloat",
-    "cassert", "cstdint",
+    "cassert", "cstdint", "stdbool.h",
     "iostream", "cooperative_groups.h", "cooperative_groups/reduce.h",  # (frontend/coopgroups.py)
 })
 # The macros that built-in headers define, for this machine (32-bit int, signed 8-bit char).
@@ -59,6 +59,11 @@ REJECTED_HEADERS = {
                           "not built in; remove the #include, or give its directory with -I",
 }
 MAX_INCLUDE_DEPTH = 64
+# Predefined as nvcc's device pass defines them.  __CUDA_ARCH__ is 700 (compute capability 7.0):
+# the machine has what CUDA 9+ code for sm_70 expects (the *_sync warp intrinsics, cooperative
+# groups, independent thread scheduling's rules), so `#if __CUDA_ARCH__ >= 300` paths are taken
+# and pre-Volta fallbacks (`__shfl` without _sync) are not.  A -D of the same name replaces one.
+PREDEFINED = {"__CUDACC__": "1", "__NVCC__": "1", "__CUDA_ARCH__": "700"}
 
 
 @dataclass
@@ -499,6 +504,10 @@ def preprocess(source: str, filename: str, include_dirs=(), defines=()) -> Prepr
     """
     st = _State(filename, list(include_dirs))
     res = st.result
+    given = {d.partition("=")[0] for d in defines}
+    for name, value in PREDEFINED.items():
+        if name not in given:
+            define(res, f"{name} {value}", 0, None)
     for d in defines:
         name, eq, value = d.partition("=")
 

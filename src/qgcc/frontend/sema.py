@@ -897,7 +897,7 @@ class Sema(StructSema):
             if p.kind == "value":
                 try:
                     n = {"true": 1, "false": 0}.get(text)
-                    values.append(wrap(int(text, 0) if n is None else n,
+                    values.append(wrap(int(re.sub(r"(?i)(ull|llu|ul|lu|ll|u|l)$", "", text), 0) if n is None else n,
                                        self.spec_info(p.specs, "template parameter").base))
                 except ValueError:
                     raise self.error(1, 1, f"kernel '{request}': '{text}' is not an integer for "
