@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from frontcheck import assert_error
+from frontcheck import assert_error, emulate_src
 from gxx import gxx_model, need_gxx
 
 F32 = np.float32
@@ -128,3 +128,91 @@ def test_textures_are_named_errors():
     assert_error("__global__ void k(float *a, cudaTextureObject_t t) {}\n", 1, 29,
                  "texture objects ('cudaTextureObject_t') are not supported (there is no texture unit); "
                  "pass the array as a pointer and index it (tex1Dfetch(t, i) is p[i])")
+
+
+# ---------------------------------------------------------------- the SharedMemory<T> idiom
+
+SHARED_MEMORY = r"""
+// The CUDA samples' way to get a typed view of dynamic shared memory in a kernel template: an
+// empty struct whose conversion operator returns the extern array, specialised for double.
+template <class T> struct SharedMemory {
+    __device__ inline operator T *() {
+        extern __shared__ int __smem[];
+        return (T *)__smem;
+    }
+    __device__ inline operator const T *() const {
+        extern __shared__ int __smem[];
+        return (T *)__smem;
+    }
+};
+template <> struct SharedMemory<double> {
+    __device__ inline operator double *() {
+        extern __shared__ double __smem_d[];
+        return (double *)__smem_d;
+    }
+};
+template <typename T> struct Bias { T b; __device__ T add(T x) const { return x + b; } };
+template <> struct Bias<int> { int b; __device__ int add(int x) const { return x + 2 * b; } };
+
+template <class T>
+__global__ void blockSum(const T *in, T *out, unsigned int n) {
+    T *sdata = SharedMemory<T>();
+    Bias<T> bias = {1};
+    unsigned int tid = threadIdx.x;
+    unsigned int i = blockIdx.x * (blockDim.x * 2) + threadIdx.x;
+    T v = (i < n) ? bias.add(in[i]) : 0;
+    if (i + blockDim.x < n) v += in[i + blockDim.x];
+    sdata[tid] = v;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] = v = v + sdata[tid + s];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = v;
+}
+"""
+
+
+def block_sum_model(x: np.ndarray, bias, block: int) -> np.ndarray:
+    """The kernel's tree, in its order, with numpy's arithmetic of x's dtype."""
+    out = []
+    for b in range(len(x) // (2 * block)):
+        lo = x[b * 2 * block:(b * 2 + 1) * 2 * block]
+        v = [lo[t] + bias + lo[t + block] for t in range(block)]
+        s = block // 2
+        while s:
+            v = [v[t] + v[t + s] if t < s else v[t] for t in range(block)]
+            s //= 2
+        out.append(v[0])
+    return np.array(out, x.dtype)
+
+
+def test_shared_memory_struct_conversion_operator_and_class_specialisation(qgcc, qgrun, tmp_path):
+    """An empty struct with conversion operators, value-initialised with `SharedMemory<T>()`,
+    gives the kernel its dynamic shared array; `template <> struct` replaces the class template
+    for its arguments (Bias<int> adds 2b, Bias<float> b)."""
+    n, block = 32, 4
+    xi = (np.arange(n, dtype=np.int32) * 7 - 50)
+    xf = np.linspace(-3, 5, n).astype(F32)
+    for kernel, x, bias in (("blockSum<int>", xi, 2), ("blockSum<float>", xf, F32(1))):
+        got = cli_run(qgcc, qgrun, tmp_path, SHARED_MEMORY, kernel, n // (2 * block), block,
+                      {"in": x, "out": np.zeros(n // (2 * block), x.dtype)}, {"n": n},
+                      instantiate=["blockSum<int>", "blockSum<float>"],
+                      extra=["--shared", str(4 * block)])
+        assert got["out"].tobytes() == block_sum_model(x, bias, block).tobytes(), kernel
+
+
+def test_an_empty_struct_is_a_value():
+    """`S()` value-initialises an aggregate (every member 0); an empty struct takes one cell that
+    nothing reads, so it can be declared, copied and passed."""
+    src = r"""
+struct Tag { __device__ int twice(int x) const { return 2 * x; } };
+struct P { int a; float f; };
+__device__ int use(Tag t, int x) { return t.twice(x) + 1; }
+__global__ void k(int *o) {
+    Tag t; Tag u = Tag(); P p = P();
+    o[threadIdx.x] = use(u, t.twice(threadIdx.x)) + p.a + (int)p.f;
+}
+"""
+    got = emulate_src(src, "k", 1, 4, [("o", np.zeros(4, np.int32))])
+    assert got["o"].tolist() == [1, 5, 9, 13]

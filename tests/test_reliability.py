@@ -113,7 +113,6 @@ FRONT_END = [
      "'atomicMax' on 'long long *' is not supported (the high words decide only when they differ, so it "
      "cannot be done a half at a time; it needs a 64-bit compare-and-swap, which the machine does not have "
      "(its ATOM works on one 32-bit cell))"),
-    ("empty class", "class A {};\n", 1, 7, "'A' has no data members (empty structs are not supported)"),
     ("registers", f"__global__ void heavy(int *a) {{\n{HEAVY}  a[0] = "
      + " + ".join(f"v{i} * {i + 2}" for i in reversed(range(40))) + ";\n}\n", 1, 17, "registers; the machine has 32"),
     ("instructions", "__global__ void big(int *a) {\n"

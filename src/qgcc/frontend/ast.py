@@ -41,6 +41,7 @@ class StructDef(Node):
     fields: list["Declaration"] | None = None  # None: no body (a use of the tag)
     methods: list["FunctionDef"] = field(default_factory=list)
     end_line: int = 0
+    targs: list | None = None  # `template <> struct S<double> {...}`: the specialisation's arguments
 
 
 @dataclass

@@ -95,6 +95,9 @@ _REGEX_TERMINAL_NAMES = {
 # The half-precision types of cuda_fp16.h: ordinary names unless that header is included.
 HALF_TYPES = ("half", "__half", "half2", "__half2")
 # Operators a struct may overload: `operator` and the operator become one OPERATOR_NAME token.
+# type words that can follow `operator` in a conversion operator (`operator const T *()`)
+CONVERSION_WORDS = frozenset({"const", "unsigned", "signed", "int", "char", "bool", "float", "double", "long",
+                              "void", "volatile", "struct"})
 OVERLOADABLE = frozenset({"+", "-", "*", "/", "%", "+=", "-=", "*=", "/=", "==", "!=", "<", ">",
                           "<=", ">=", "=", "[]"})
 # Functional casts: the type keywords that may be called like a function, and the tokens after
@@ -251,6 +254,9 @@ class _Stream:
                 if text in ("[", "("):
                     close = next(it, None)
                     text += close.value if close is not None else ""
+                if text not in OVERLOADABLE and (op.type == "NAME" or text in CONVERSION_WORDS):
+                    yield from self._conversion_operator(tok, op, it)
+                    continue
                 if text not in OVERLOADABLE:
                     raise self.ctx.error(op.line, op.column, f"'operator{text}' is not supported "
                                          "(a struct may define operator" + ", operator".join(
@@ -260,6 +266,22 @@ class _Stream:
                             end_pos=op.end_pos)
                 continue
             yield tok
+
+    def _conversion_operator(self, tok, first, it):
+        """`operator T *()`: a conversion operator becomes a member function returning `T *`
+        whose name is OPERATOR_NAME 'operator T *' (sema calls it where the struct converts)."""
+        typ = [first]
+        for t in it:
+            if t.value == "(":
+                break
+            typ.append(t)
+        else:
+            raise self.ctx.error(tok.line, tok.column, "expected '(' after the type of a conversion operator")
+        yield from typ
+        yield Token("OPERATOR_NAME", "operator " + " ".join(x.value for x in typ), start_pos=tok.start_pos,
+                    line=tok.line, column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
+                    end_pos=tok.end_pos)
+        yield t
 
     def tokens(self):
         exp = Expander(self.pp.lookup, lambda t, msg: self.ctx.error(t.line, t.column, msg))
@@ -280,6 +302,8 @@ class _Stream:
                 cls = self._classify(prev)
                 if tok.value == "(" and tok.type == "LPAR" and self._functional_cast(cls):
                     cls = self._retype(cls, "FCAST_TYPE")
+                elif tok.value == "<" and self._template_value_init(cls):
+                    cls = self._retype(cls, "FCAST_TYPE")
                 yield cls
             prev = tok
         if prev is not None:
@@ -292,6 +316,13 @@ class _Stream:
             return Token("MORETHAN", ">", start_pos=pos, line=tok.line, column=col, end_line=tok.line,
                          end_column=col + 1, end_pos=pos + 1)
         return gt(tok.column, tok.start_pos), gt(tok.column + 1, tok.start_pos + 1)
+
+    def _template_value_init(self, tok: Token) -> bool:
+        """`T *p = SharedMemory<T>();`, `return Vec<int>();`: a class template instance written as
+        a value right after '=' or 'return' (elsewhere `Vec<int>` stays a type: casts, sizeof,
+        template arguments)."""
+        return (tok.type == "TYPE_NAME" and tok.value in self.class_templates and not self.angles
+                and self.prev2 in ("=", "return"))
 
     def _functional_cast(self, tok: Token) -> bool:
         """`float(i)`, `T(x)`: a type followed by '(' where an expression goes (after an operator,
@@ -339,6 +370,11 @@ class _Stream:
             return None
         # the templated declaration: learn its name, and forget the type parameters at its end
         after_tag, t["tag"] = t.get("tag"), None
+        if after_tag and v == "<" and not t["names"] and not t["values"]:
+            # `template <> struct S<double> {...}`: an explicit specialisation (sema.py)
+            self.angles += 1
+            self.angle_depths.append(self.depth)
+            return self._retype(tok, "TLT")
         if after_tag and v == "<":
             kind = "explicit" if not t["names"] and not t["values"] else "partial"
             raise self.ctx.error(tok.line, tok.column, f"{kind} specialisation of class template "
@@ -446,6 +482,9 @@ class _Stream:
         if st == "kw" and tok.type in ("NAME", "TYPE_NAME"):
             self.typedefs.add(v)
             self.struct_state, self.struct_tag = "tag", v
+            return
+        if st in ("tag", "targs") and (tok.type == "TLT" or st == "targs"):
+            self.struct_state = "tag" if tok.type == "TGT" else "targs"  # `struct S<double> {`
             return
         self.struct_state = None
         if st == "tag" and tok.type == "COLON":
@@ -662,6 +701,11 @@ class _Builder:
             and t.children[1].type in ("NAME", "TYPE_NAME") else None
         at = tag or kw
         sd = A.StructDef(at.line, at.column, tag.value if tag is not None else None, kw.value)
+        if any(isinstance(c, Token) and c.type == "TLT" for c in t.children):  # an explicit specialisation
+            sd.targs = [self.type_name(a) if a.data == "type_name" else self.expr(a)
+                        for a in t.children[3:] if isinstance(a, Tree) and a.data not in ("declaration",
+                                                                                          "function_def",
+                                                                                          "access_spec")]
         if not any(isinstance(c, Token) and c.value == "{" for c in t.children):
             return sd
         sd.fields = []
@@ -867,6 +911,13 @@ class _Builder:
                                                              typename=tok.value not in FCAST_WORDS)])
             arg = self.expr(ch[1]) if ch[1] is not None else A.IntLit(tok.line, tok.column, "0")
             return A.Cast(tok.line, tok.column, ts, arg, kind="functional")
+        if k == "template_value_init":  # `Vec<int>()`: a class template instance, value-initialised
+            tok = ch[0]
+            targs = [self.type_name(a) if isinstance(a, Tree) and a.data == "type_name" else self.expr(a)
+                     for a in ch[2:-1] if isinstance(a, Tree)]
+            ts = A.TypeSyntax(tok.line, tok.column, [A.Spec(tok.line, tok.column, tok.value, typename=True,
+                                                            targs=targs)])
+            return A.Cast(tok.line, tok.column, ts, A.IntLit(tok.line, tok.column, "0"), kind="functional")
         if k == "this_ptr":
             return A.Name(t.meta.line, t.meta.column, "this")
         if k == "int_lit":

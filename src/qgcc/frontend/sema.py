@@ -244,6 +244,7 @@ class Sema(StructSema):
         # parameters' bindings while an instance's members are declared.
         self.class_templates: dict[str, A.TemplateDef] = {}
         self.class_instances: dict[tuple, StructType] = {}
+        self.class_specialisations: dict[tuple, A.StructDef] = {}  # (name, args) -> `template <> struct`
         self.method_env: tuple | None = None
         self.ntemps = 0
 
@@ -695,6 +696,8 @@ class Sema(StructSema):
 
     def template_declaration(self, t: A.TemplateDef) -> None:
         name = t.name
+        if t.struct is not None and t.struct.targs is not None:
+            return self.class_specialisation(t)
         if t.struct is not None:
             if name in self.class_templates or name in self.typedefs:
                 raise self.error(t.struct, f"redefinition of '{name}'")
@@ -1343,6 +1346,8 @@ class Sema(StructSema):
         if isinstance(src, VoidType):
             raise self.error(e, "void value used in an expression")
         if is_struct(dst) or is_struct(src):
+            if src != dst and is_struct(src) and not is_struct(dst) and self.conversion(e, src, dst, ctx):
+                return
             if src != dst:
                 raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
             return
@@ -1783,6 +1788,8 @@ class Sema(StructSema):
     def check_Cast(self, e: A.Cast) -> Type:
         t = self.type_of_syntax(e.type, "cast")
         e.target = t
+        if e.kind == "functional" and is_struct(t) and self.value_initialisation(e, t):
+            return self.make_vector(e, t)
         st = self.rvalue(e.operand, allow_void=isinstance(t, VoidType), dst=t)
         if isinstance(t, VoidType):
             if e.kind in ("reinterpret_cast", "const_cast"):
