@@ -99,7 +99,7 @@ ARCH = r"""
 template <unsigned int sortDir>
 __global__ void pick(int *out) {
     int i = threadIdx.x;
-#if defined(__CUDACC__) && __CUDA_ARCH__ >= 700
+#if defined(__CUDACC__) && __CUDA_ARCH__ >= 700 && CUDART_VERSION >= 9000
     out[i] = sortDir ? __CUDA_ARCH__ + i : -i;   // the device pass of nvcc for sm_70
 #else
     out[i] = -1;
@@ -216,3 +216,68 @@ __global__ void k(int *o) {
 """
     got = emulate_src(src, "k", 1, 4, [("o", np.zeros(4, np.int32))])
     assert got["o"].tolist() == [1, 5, 9, 13]
+
+
+# ---------------------------------------------------------------- tiles wider than the warp
+
+WIDE_TILES = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+// the CUDA samples' reduce4 ending, a cg::reduce of floats per tile, and a tile-local scan
+__global__ void tiles(const int *in, int *out, const float *fin, float *fout, unsigned *scan) {
+    cg::thread_block cta = cg::this_thread_block();
+    cg::thread_block_tile<32> tile32 = cg::tiled_partition<32>(cta);
+    unsigned tid = cta.thread_rank();
+    int mySum = in[blockIdx.x * blockDim.x + tid];
+    if (tid < 32) {                                   // only the first tile shuffles
+        for (int offset = tile32.size() / 2; offset > 0; offset /= 2)
+            mySum += tile32.shfl_down(mySum, offset);
+    }
+    if (tid == 0) out[blockIdx.x] = mySum;
+    float f = cg::reduce(tile32, fin[blockIdx.x * blockDim.x + tid], cg::plus<float>());
+    if (tile32.thread_rank() == 0) fout[blockIdx.x * 2 + tile32.meta_group_rank()] = f;
+    auto t8 = cg::tiled_partition<8>(cta);
+    unsigned v = tid + 1;
+    for (int i = 1; i < 8; i *= 2) {
+        unsigned n = t8.shfl_up(v, i);
+        if (t8.thread_rank() >= i) v += n;
+    }
+    cg::sync(t8);
+    scan[blockIdx.x * blockDim.x + tid] = v ^ t8.shfl_xor(v, 3);
+}
+"""
+
+
+def wide_tiles_model(x, fx, grid, block):
+    out = x.reshape(grid, block)[:, :32].sum(axis=1).astype(np.int32)
+    fout = []
+    for b in range(grid):
+        for t in range(block // 32):
+            v = list(fx[b * block + t * 32:b * block + t * 32 + 32])
+            k = 1
+            while k < 32:  # the butterfly: v = v + partner's v, partners rank ^ 1, ^ 2, ...
+                v = [F32(v[r] + v[r ^ k]) for r in range(32)]
+                k *= 2
+            fout.append(v[0])
+    tid = np.arange(grid * block) % block
+    inc = np.array([sum(range(t - t % 8 + 1, t + 2)) for t in tid], np.uint32)
+    partner = np.array([(i - i % 8) + ((i % 8) ^ 3) for i in range(grid * block)])
+    return out, np.array(fout, F32), inc ^ inc[partner]
+
+
+@pytest.mark.parametrize("engine", ["ref", pytest.param("neural", marks=pytest.mark.slow)])
+def test_tiles_of_32_and_8_threads_shuffle_reduce_and_sync(qgcc, qgrun, tmp_path, engine):
+    """Tiles wider than the 4-lane warp: shuffles in code only the first tile runs, a float
+    cg::reduce per tile in the documented butterfly order, a scan with shfl_up and a shfl_xor,
+    against numpy, over two blocks (the tile barriers' counters carry over); the network run
+    (slow: waiting threads spin) is one block."""
+    grid, block = (2, 32) if engine == "ref" else (1, 32)
+    x = (np.arange(grid * block, dtype=np.int32) * 5 - 40)
+    fx = np.linspace(-1, 3, grid * block).astype(F32)
+    got = cli_run(qgcc, qgrun, tmp_path, WIDE_TILES, "tiles", grid, block,
+                  {"in": x, "out": np.zeros(grid, np.int32), "fin": fx, "fout": np.zeros(grid * block // 32, F32),
+                   "scan": np.zeros(grid * block, np.uint32)}, engine=engine)
+    out, fout, scan = wide_tiles_model(x, fx, grid, block)
+    assert got["out"].tolist() == out.tolist()
+    assert got["fout"].tobytes() == fout.tobytes()
+    assert got["scan"].tolist() == scan.tolist()

@@ -62,8 +62,10 @@ MAX_INCLUDE_DEPTH = 64
 # Predefined as nvcc's device pass defines them.  __CUDA_ARCH__ is 700 (compute capability 7.0):
 # the machine has what CUDA 9+ code for sm_70 expects (the *_sync warp intrinsics, cooperative
 # groups, independent thread scheduling's rules), so `#if __CUDA_ARCH__ >= 300` paths are taken
-# and pre-Volta fallbacks (`__shfl` without _sync) are not.  A -D of the same name replaces one.
-PREDEFINED = {"__CUDACC__": "1", "__NVCC__": "1", "__CUDA_ARCH__": "700"}
+# and pre-Volta fallbacks (`__shfl` without _sync) are not.  nvcc also includes cuda_runtime.h
+# into every file, so its CUDART_VERSION is there too (12000: the CUDA 12 runtime API, whose
+# device side this subset follows).  A -D of the same name replaces one.
+PREDEFINED = {"__CUDACC__": "1", "__NVCC__": "1", "__CUDA_ARCH__": "700", "CUDART_VERSION": "12000"}
 
 
 @dataclass
