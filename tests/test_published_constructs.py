@@ -235,7 +235,7 @@ __global__ void tiles(const int *in, int *out, const float *fin, float *fout, un
     }
     if (tid == 0) out[blockIdx.x] = mySum;
     float f = cg::reduce(tile32, fin[blockIdx.x * blockDim.x + tid], cg::plus<float>());
-    if (tile32.thread_rank() == 0) fout[blockIdx.x * 2 + tile32.meta_group_rank()] = f;
+    if (tile32.thread_rank() == 0) fout[blockIdx.x * tile32.meta_group_size() + tile32.meta_group_rank()] = f;
     auto t8 = cg::tiled_partition<8>(cta);
     unsigned v = tid + 1;
     for (int i = 1; i < 8; i *= 2) {
