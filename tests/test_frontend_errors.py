@@ -44,7 +44,7 @@ IN_KERNEL = [
     ("float x = 1.5L;", 11, "'long double' constant '1.5L' is not supported; write '1.5f'"),
     ("float x = pow(1.0, 2.0f);", 11, "'pow' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc and round); use 'powf' on float"),
     ("float x = sin(1.0);", 11, "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc and round); use 'sinf' on float"),
-    ("int x = abs(1.0f);", 9, "'abs' needs an integer argument ('float'); use fabsf"),
+    ("int x = abs(1.0);", 9, "'abs' needs an integer argument ('double'); use fabs"),
     ("atomicMin(ch, 1.0f);", 11, "first argument of 'atomicMin' must be an 'int *' or 'unsigned int *' "
                                  "pointer (got 'char *')"),
     ("long long long x;", 11, "'long long long' is too long"),
@@ -80,7 +80,7 @@ IN_KERNEL = [
                                  "('int *' to 'char *'): memory is addressed in 32-bit cells, so "
                                  "only 'int *', 'unsigned *' and 'float *' convert to each other"),
     ("int *q = (int *)n;", 10, "cast from integer to pointer is not supported ('int' to 'int *')"),
-    ("__threadfence();", 1, "'__threadfence' is not supported"),
+    ("__syncthreads_count(1);", 1, "'__syncthreads_count' is not supported"),
     ("atomicInc(a, 3u);", 11, "first argument of 'atomicInc' must be an 'unsigned int *' pointer (got 'int *')"),
     ("int x = __shfl_down_sync(0xffffffff, n, 1, 3);", 44,
      "the width of '__shfl_down_sync' must be a constant power of two (1, 2 or 4; larger widths mean the whole warp)"),
@@ -255,8 +255,8 @@ WHOLE = [
     ("int x;\n__global__ void k() {}\n", 1, 5,
      "global variable 'x' is not supported; only integer constants ('const int N = 4;') may be "
      "declared at file scope"),
-    ("__device__ int d;\n__global__ void k() {}\n", 1, 1,
-     "__device__ variables are not supported; pass data through kernel parameters"),
+    ("__device__ double d;\n__global__ void k() {}\n", 1, 19,
+     "__constant__ variables of type double are not supported ('d'); pass a 'const double *' buffer"),
     ("__shared__ int s[4];\n__global__ void k() {}\n", 1, 1,
      "__shared__ variables must be declared inside a kernel or device function"),
     ("const int N = 3;\nconst int N = 4;\n__global__ void k() {}\n", 2, 11,

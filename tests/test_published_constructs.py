@@ -281,3 +281,67 @@ def test_tiles_of_32_and_8_threads_shuffle_reduce_and_sync(qgcc, qgrun, tmp_path
     assert got["out"].tolist() == out.tolist()
     assert got["fout"].tobytes() == fout.tobytes()
     assert got["scan"].tolist() == scan.tolist()
+
+
+# ---------------------------------------------------------------- groups as parameters, __device__ globals
+
+GROUPS = r"""
+#include <cooperative_groups.h>
+using namespace cooperative_groups;
+// simpleCooperativeGroups' shape: one reduction for any group, passed as a thread_group
+__device__ int sumReduction(thread_group g, int *x, int val) {
+    int lane = g.thread_rank();
+    for (int i = g.size() / 2; i > 0; i /= 2) {
+        x[lane] = val;
+        g.sync();
+        if (lane < i) val += x[lane + i];
+        g.sync();
+    }
+    return g.thread_rank() == 0 ? val : -1;
+}
+__device__ void rankOf(const thread_block &b, int *o) { o[b.thread_rank()] = (int)b.thread_rank(); }
+
+// threadFenceReduction's shape: a __device__ counter of finished blocks and per-block partials
+__device__ unsigned int retirementCount = 0;
+__device__ float partials[8];
+__global__ void groups(int *out, float *total, int *ranks, float *mag) {
+    thread_block block = this_thread_block();
+    extern __shared__ int workspace[];
+    int r = sumReduction(block, workspace, block.thread_rank() + blockIdx.x);
+    block.sync();
+    thread_block_tile<16> t16 = tiled_partition<16>(block);
+    int off = block.thread_rank() - t16.thread_rank();
+    int r16 = sumReduction(t16, workspace + off, t16.thread_rank());
+    rankOf(block, ranks + blockIdx.x * blockDim.x);
+    mag[blockIdx.x * blockDim.x + block.thread_rank()] = abs(-0.5f * block.thread_rank());
+    if (block.thread_rank() == 0) {
+        out[blockIdx.x * 2] = r;
+        out[blockIdx.x * 2 + 1] = r16;
+        partials[blockIdx.x] = r * 0.5f;
+        __threadfence();
+        unsigned ticket = atomicInc(&retirementCount, gridDim.x);
+        if (ticket == gridDim.x - 1) {          // the last block sums every block's partial
+            float s = 0.0f;
+            for (int i = 0; i < gridDim.x; i++) s += partials[i];
+            total[0] = s;
+        }
+    }
+}
+"""
+
+
+def test_groups_as_parameters_device_globals_and_threadfence(qgcc, qgrun, tmp_path):
+    """A thread_group parameter takes a block or a tile of 16; a `const thread_block &`
+    parameter; __device__ globals (a counter taken with atomicInc, an array of partials) and
+    __threadfence (nothing to order here) finish a reduction in the last block; abs(float)."""
+    grid, block = 3, 32
+    got = cli_run(qgcc, qgrun, tmp_path, GROUPS, "groups", grid, block,
+                  {"out": np.zeros(2 * grid, np.int32), "total": np.zeros(1, F32),
+                   "ranks": np.zeros(grid * block, np.int32), "mag": np.zeros(grid * block, F32)},
+                  extra=["--shared", str(4 * block)])
+    sums = [sum(range(block)) + block * b for b in range(grid)]
+    assert got["out"].tolist() == [v for b in range(grid) for v in (sums[b], sum(range(16)))]
+    partial = [F32(s) * F32(0.5) for s in sums]
+    assert got["total"][0] == F32(F32(F32(0) + partial[0]) + partial[1]) + partial[2]
+    assert got["ranks"].tolist() == list(range(block)) * grid
+    assert got["mag"].tolist() == (np.arange(block, dtype=F32) * F32(0.5)).tolist() * grid

@@ -43,7 +43,7 @@ from . import floatconst
 from . import intrinsics
 from . import doubles, wide
 from .wide import Pair
-from .sema import ATOMICS, BIT_CASTS, DOUBLE_FUNCS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS, FuncSym, VarSym
+from .sema import ATOMICS, BIT_CASTS, FENCES, DOUBLE_FUNCS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS, FuncSym, VarSym
 from .softfloat import library
 from .structs import cells, is_struct, struct_layout
 from .types import (BOOL, CHAR, DOUBLE, FLOAT, INT, LLONG, UINT, IntType, PtrType, Type,
@@ -1210,6 +1210,8 @@ class KernelGen:
             return self.address(MemLV(base, off, e.ty))
         if callee == "__syncthreads":
             self.emit(Op.BAR)
+            return None
+        if callee in FENCES:  # sequentially consistent memory: nothing to order (sema.FENCES)
             return None
         if callee in FLOAT_FUNCS:
             args = [self.convert(self.val(a), a.ty, FLOAT) for a in e.args]

@@ -150,18 +150,29 @@ class Lowering:
         name, j = nm
         if name in GROUP_TYPES:
             kind = GROUP_TYPES[name]
+            size = None
             if name == "thread_block_tile":
                 if toks[j].value != "<":
                     raise self.error(t, "'thread_block_tile' needs its size: thread_block_tile<N>")
-                j = self.balanced(toks, j, "<", ">")
-            if j < len(toks) and toks[j].type == "NAME":
-                var = toks[j].value
-                if kind is None and j + 2 < len(toks) and toks[j + 1].value == "=":
-                    init = self.cg_name(toks, j + 2)
+                k = self.balanced(toks, j, "<", ">")
+                size = self.text(toks[j + 1:k - 1]).strip()
+                j = k
+            ref = j < len(toks) and toks[j].value == "&"  # a parameter `const cg::thread_block &cta`
+            v = j + 1 if ref else j
+            if v < len(toks) and toks[v].type == "NAME":
+                var = toks[v].value
+                if kind is None and v + 2 < len(toks) and toks[v + 1].value == "=":
+                    init = self.cg_name(toks, v + 2)
                     kind = "block" if init is not None and init[0] == "this_thread_block" else "tile"
+                elif kind is None and toks[v + 1].value in (",", ")"):
+                    kind = "any"  # a thread_group parameter: a block (0) or a tile (its size) at run time
+                    self.wide = True
                 if kind is not None:
                     self.kinds[var] = kind
                     self.last_group = var
+                if size is not None and size.isdigit() and int(size) in coopwide.WIDE_SIZES:
+                    self.sizes[var] = int(size)
+                    self.wide = True
             return list(self.emit("const int", t)), j
         if name == "this_thread_block":
             end = self.balanced(toks, j, "(", ")")
@@ -221,6 +232,12 @@ class Lowering:
             raise self.error(meth, f"cooperative groups: '.{m}()' is not supported")
         if len(args) != want[m]:
             raise self.error(meth, f"'.{m}()' expects {want[m]} argument{'s' if want[m] != 1 else ''}")
+        if kind == "any":
+            text = coopwide.any_group(g, m)
+            if text is None:
+                raise self.error(meth, f"'.{m}()' on a thread_group parameter is not supported (sync, "
+                                       "thread_rank, size and num_threads are)")
+            return text
         if kind == "block":
             table = {"sync": "__syncthreads()", "thread_rank": LIN, "size": SIZE, "num_threads": SIZE,
                      "group_index": "blockIdx", "thread_index": "threadIdx", "group_dim": "blockDim",

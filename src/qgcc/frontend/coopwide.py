@@ -16,6 +16,9 @@ block keeps being scheduled and memory is sequentially consistent.
 * `cg::reduce(t, v, cg::plus<T>() | cg::greater<T>() | cg::less<T>())`: the butterfly the
   4-lane tiles use (partner rank ^ 1, ^ 2, ^ 4, ...; each step v = op(v, partner's v)), for
   any arithmetic T, so float sums have that order.
+* A `thread_group` parameter of a device function (`__device__ int sum(thread_group g, ...)`)
+  is an int at run time, 0 for a thread block and the size for a tile: `g.sync()`,
+  `thread_rank()`, `size()`, `num_threads()` choose by it.
 * A tile is the threads whose linear index shares `index / N`; a last, partial tile (block
   size not a multiple of N) counts only its threads.  `any`/`all`/`ballot` on a wide tile are
   named errors.
@@ -50,6 +53,13 @@ template <int G> __device__ void __qg_tile_sync() {{
     }} else {{
         while (__qg_tile_gen[tile] == gen) {{ }}
     }}
+}}
+__device__ void __qg_group_sync(int g) {{
+    if (g == 0) __syncthreads();
+    else if (g <= 4) __syncwarp();
+    else if (g == 8) __qg_tile_sync<8>();
+    else if (g == 16) __qg_tile_sync<16>();
+    else __qg_tile_sync<32>();
 }}
 template <int G, typename T> __device__ T __qg_tile_xchg(T v, int src) {{
     __shared__ T __qg_tile_cells[{MAX_THREADS}];
@@ -95,6 +105,13 @@ def member(g: str, size: int, m: str, args: list[str]) -> str | None:
     if m == "shfl_xor":
         return f"__qg_tile_xchg<{size}>({args[0]}, {rank} ^ (int)({args[1]}))"
     return None
+
+
+def any_group(g: str, m: str) -> str | None:
+    """`g.m()` on a `thread_group` parameter: g is 0 for a thread block, else its tile size."""
+    table = {"sync": f"__qg_group_sync({g})", "thread_rank": f"({g} == 0 ? {LIN} : {LIN} % {g})",
+             "size": f"({g} == 0 ? {SIZE} : (unsigned){g})", "num_threads": f"({g} == 0 ? {SIZE} : (unsigned){g})"}
+    return table.get(m)
 
 
 def reduce(size: int, op: str, value: str) -> str:

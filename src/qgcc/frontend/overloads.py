@@ -21,6 +21,7 @@ FLOAT_OVERLOADS = {n: n + "f" for n in (
     "rsqrt", "pow", "sin", "cos", "tan", "exp", "exp2", "exp10", "log", "log2", "log10", "fmod",
     "remainder", "atan2", "hypot", "asin", "acos", "atan", "sinh", "cosh", "tanh", "expm1", "log1p",
     "copysign", "fdim", "fma", "ldexp", "scalbn")}
+FLOAT_OVERLOADS["abs"] = "fabsf"  # abs(float) is fabsf in CUDA's headers (abs(int) stays abs)
 # the argument (by index) that stays an integer in the float overload
 INT_ARG = {"ldexp": 1, "scalbn": 1, "pow": None}
 

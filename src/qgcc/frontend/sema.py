@@ -154,7 +154,10 @@ ATOMIC_SCOPES = {f"{a}{sfx}": a for a in ATOMICS for sfx in ("_block", "_system"
 # The double functions qgcc has (double.cu): name -> argument count; each argument converts to double.
 DOUBLE_FUNCS = {"sqrt": 1, "fabs": 1, "fmin": 2, "fmax": 2, "floor": 1, "ceil": 1, "trunc": 1, "round": 1,
                 "__dsqrt_rn": 1, "__dadd_rn": 2, "__dsub_rn": 2, "__dmul_rn": 2, "__ddiv_rn": 2}
-BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(UNSIGNED_MINMAX) | set(FLOAT_FUNCS) | set(DOUBLE_FUNCS) | set(BIT_CASTS) | \
+# Memory fences order a thread's memory operations for the others; here every load and store
+# acts on the one memory at once (no caches, blocks in turn), so they are already in order.
+FENCES = frozenset({"__threadfence", "__threadfence_block", "__threadfence_system"})
+BUILTIN_FUNCS = FENCES | ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(UNSIGNED_MINMAX) | set(FLOAT_FUNCS) | set(DOUBLE_FUNCS) | set(BIT_CASTS) | \
     set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES) | set(MATH_FUNCS)
 
 UNSUPPORTED_FUNCS = {
@@ -166,7 +169,7 @@ UNSUPPORTED_FUNCS = {
     "cudaMalloc": "dynamic memory allocation ('cudaMalloc') is not supported",
     "assert": "'assert' is not supported",
 }
-for _n in ("__threadfence", "__threadfence_block", "__syncthreads_count", "__syncthreads_and",
+for _n in ("__syncthreads_count", "__syncthreads_and",
            "__syncthreads_or", "__ldg"):
     UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported"
 for _n in ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__ballot", "__any", "__all"):
@@ -513,8 +516,8 @@ class Sema(StructSema):
                 self.declare(self.constant_declaration(info, it))
                 continue
             if "__device__" in st:
-                raise self.error(st["__device__"], "__device__ variables are not supported; pass "
-                                                   "data through kernel parameters")
+                self.declare(self.device_variable(info, it))
+                continue
             if it.decl.arrays:
                 raise self.error(it.decl, "global arrays are not supported; pass a pointer "
                                           "parameter or use a __shared__ array")
@@ -1229,6 +1232,16 @@ class Sema(StructSema):
                                    "(qgrun --shared BYTES)")
         return VarSym(decl.name, ArrayType(info.base, (0,), info.const), "shared", decl.line, decl.col,
                       readonly=info.const, space="dynamic")
+
+    def device_variable(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`__device__ unsigned int count = 0;` (or an array): global cells laid out and filled
+        like a __constant__ variable (from its initialiser, or --const at launch), but writable
+        (stores, atomics, a non-const pointer to it)."""
+        sym = self.constant_declaration(info, it)
+        sym.readonly = False
+        if isinstance(sym.ty, ArrayType):
+            sym.ty = ArrayType(sym.ty.elem, sym.ty.dims, info.const)
+        return sym
 
     def constant_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
         """`__constant__ T name[N] = {...};` (or a scalar): read-only global cells that the
@@ -2085,7 +2098,7 @@ class Sema(StructSema):
                 if not is_int(t):
                     raise self.error(a, f"argument {i} of '{name}' must be an integer (got '{t}')")
             return ret
-        if name == "__syncthreads":
+        if name == "__syncthreads" or name in FENCES:
             self.nargs(e, name, 0)
             return VOID
         if name in FLOAT_FUNCS:
