@@ -345,3 +345,53 @@ def test_groups_as_parameters_device_globals_and_threadfence(qgcc, qgrun, tmp_pa
     assert got["total"][0] == F32(F32(F32(0) + partial[0]) + partial[1]) + partial[2]
     assert got["ranks"].tolist() == list(range(block)) * grid
     assert got["mag"].tolist() == (np.arange(block, dtype=F32) * F32(0.5)).tolist() * grid
+
+
+# ---------------------------------------------------------------- register spilling
+
+SPILL = r"""
+// More values live at once than the machine's 32 registers: some wait in the local frame.
+__global__ void manyLive(const int *a, int *out, float *f, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int *p = a + i * 4;
+    int v0 = p[0] * 3, v1 = p[1] * 5, v2 = p[2] - 7, v3 = p[3] ^ 0x55;
+    int w[4] = {v0, v1, v2, v3};
+    int s0 = v0 + v1, s1 = v1 * v2, s2 = v2 - v3, s3 = v3 + v0, s4 = v0 * v3, s5 = v1 - v0;
+    int s6 = s0 * 7, s7 = s1 + 11, s8 = s2 * s3, s9 = s4 - s5, s10 = s6 ^ s7, s11 = s8 + s9;
+    int t0 = s0 + s1 * 2, t1 = s2 + s3 * 3, t2 = s4 + s5 * 5, t3 = s6 + s7 * 7, t4 = s8 + s9 * 11;
+    int t5 = s10 + s11 * 13, t6 = t0 ^ t1, t7 = t2 ^ t3, t8 = t4 ^ t5, t9 = t6 + t7 + t8;
+    int u[12];
+    for (int k = 0; k < 12; k++) u[k] = p[k & 3] * (k + 1) + t9;
+    int h0 = u[0] * u[1], h1 = u[2] + u[3], h2 = u[4] - u[5], h3 = u[6] ^ u[7], h4 = u[8] * 3, h5 = u[9] + u[10];
+    int h6 = u[11] - h0, h7 = h1 * h2, h8 = h3 + h4, h9 = h5 ^ h6;
+    float x = (float)v0 * 0.5f, y = (float)v1 * 0.25f, z = (float)s8 * 0.125f;
+    for (int k = 0; k < 4; k++) {
+        s0 += w[k] * t0; s1 ^= w[(k + 1) & 3] + t1; s2 -= t2 >> k; s3 += t3 << k;
+        x = x * 1.5f + y; y = y - z * 0.5f;
+        h0 += h9 * k; h9 ^= h0 + h8;
+    }
+    out[i] = s0 + s1 + s2 + s3 + s4 + s5 + s6 + s7 + s8 + s9 + s10 + s11
+           + t0 * 2 + t1 * 3 + t2 * 4 + t3 * 5 + t4 * 6 + t5 * 7 + t6 * 8 + t7 * 9 + t8 * 10 + t9 * 11
+           + v0 * v1 * v2 * v3 + h0 + h1 * h2 + h3 * h4 + h5 * h6 + h7 * h8 + h9;
+    f[i] = x + y * z;
+}
+"""
+
+
+@need_gxx
+def test_kernels_needing_more_than_32_registers_spill_to_the_local_frame(qgcc, qgrun, tmp_path):
+    """A kernel with more values live at once than registers compiles (the .qg says 32
+    registers and a frame larger than its local arrays) and computes what g++ computes."""
+    from qgcc import qgfile
+
+    n = 10
+    a = (np.arange(4 * n, dtype=np.int32) * 37 - 200)
+    args = {"a": a, "out": np.zeros(n, np.int32), "f": np.zeros(n, F32)}
+    got = cli_run(qgcc, qgrun, tmp_path, SPILL, "manyLive", 3, 4, args, {"n": n})
+    k = qgfile.load(tmp_path / "manyLive" / "k.qg").program.kernels[0]
+    assert k.regs <= 32 and k.local_words > 16  # the arrays take 16 cells, the spill slots the rest
+    want = gxx_model(tmp_path, SPILL, "manyLive", 3, 4, [("a", a), ("out", args["out"]), ("f", args["f"]),
+                                                        ("n", n)], flags=("-fwrapv",))
+    assert got["out"].tolist() == want["out"].tolist()
+    assert got["f"].tobytes() == want["f"].tobytes()
