@@ -13,7 +13,7 @@ One folder (or module) per stage; every import points down this list:
 * cli/: the qgcc and qgrun commands; tools/: developer tools (the docs' generators).
 """
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401
 
 # The Python API (qgcc/api.py), imported on first use so that `import qgcc` stays light.
 _API = ("compile", "load", "Program", "Result", "TraceStream")
