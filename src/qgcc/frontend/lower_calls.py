@@ -22,6 +22,8 @@ from .values import (C, FPU_ROUTINE_OPS, Frame, HW_ROUTINES, INLINE_HELPERS, MAS
 
 
 class CallGen:
+    """Calls, built-ins and library routines (a mixin of `codegen.KernelGen`)."""
+
     def e_Call(self, e: A.Call):
         callee = e.callee
         if isinstance(callee, FuncSym):

@@ -17,6 +17,8 @@ from .values import C, MASK32, MemLV, Pair, VarLV, _log2, is_c
 
 
 class ExprGen:
+    """Conversions, operators and branches (a mixin of `codegen.KernelGen`)."""
+
     def convert(self, v, src: Type, dst: Type):
         if is_double(src) or is_double(dst):
             return doubles.convert(self, v, src, dst)

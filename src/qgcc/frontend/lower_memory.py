@@ -17,6 +17,8 @@ from .values import C, MemLV, Pair, VarLV, _log2, is_c
 
 
 class MemoryGen:
+    """Loads, stores and addresses (a mixin of `codegen.KernelGen`)."""
+
     def base_reg(self, lv: MemLV) -> tuple[int, int]:
         if lv.base is None:
             t = self.new()

@@ -18,6 +18,8 @@ from .values import C, MemLV
 
 
 class StmtGen:
+    """Statements and storage (a mixin of `codegen.KernelGen`; its state is documented there)."""
+
     def stmt(self, s) -> None:
         saved = self.line
         self.line = s.line

@@ -19,6 +19,8 @@ from .types import (DOUBLE, FLOAT, INT, LLONG, PtrType, Type, UINT, ULLONG, VOID
 
 
 class CallSema:
+    """Calls and built-ins (a mixin of `sema.Sema`)."""
+
     def check_Call(self, e: A.Call) -> Type:
         f = e.func
         if isinstance(f, A.Member) and f.sreg is None:

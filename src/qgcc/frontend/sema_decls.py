@@ -17,6 +17,8 @@ from .types import LLONG, PtrType, Type, ULLONG, VoidType, is_arith, is_int, is_
 
 
 class DeclSema:
+    """Declarations and scopes (a mixin of `sema.Sema`; its state is documented there)."""
+
     def spec_info(self, specs: list[A.Spec], what: str = "declaration") -> SpecInfo:
         words: dict[str, A.Spec] = {}
         const = False

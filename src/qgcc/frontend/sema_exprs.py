@@ -21,6 +21,8 @@ from .types import (ArrayType, BOOL, CHAR, DOUBLE, DoubleType, FLOAT, FloatType,
 
 
 class ExprSema:
+    """Expressions and conversions (a mixin of `sema.Sema`)."""
+
     def rvalue(self, e: A.Expr, allow_void: bool = False, dst: Type | None = None) -> Type:
         """Type-check e as a value: arrays decay to pointers (2-D arrays are an error).
 

@@ -15,6 +15,8 @@ from .types import (ArrayType, PtrType, Type, VoidType, is_arith, is_double, is_
 
 
 class StmtSema:
+    """Statements and local storage (a mixin of `sema.Sema`)."""
+
     def stmt(self, s) -> None:
         if isinstance(s, A.DeclStmt):
             self.local_declaration(s)

@@ -19,6 +19,8 @@ from .types import PtrType, Type, is_arith, is_int, wrap
 
 
 class TemplateSema:
+    """Templates and the call graph (a mixin of `sema.Sema`)."""
+
     def template_declaration(self, t: A.TemplateDef) -> None:
         name = t.name
         if t.struct is not None:
