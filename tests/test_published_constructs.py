@@ -395,3 +395,41 @@ def test_kernels_needing_more_than_32_registers_spill_to_the_local_frame(qgcc, q
                                                         ("n", n)], flags=("-fwrapv",))
     assert got["out"].tolist() == want["out"].tolist()
     assert got["f"].tobytes() == want["f"].tobytes()
+
+
+# ---------------------------------------------------------------- __constant__ pointers, file-scope float constants
+
+CONSTANTS = r"""
+#define QRNG_DIMENSIONS 2
+#define QRNG_RESOLUTION 4
+static __constant__ unsigned int c_Table[QRNG_DIMENSIONS][QRNG_RESOLUTION];
+__constant__ float weights[3] = {0.5f, 0.25f, 2.0f};
+const float RISKFREE = 0.02f;
+const float coef[3] = {0.5f, 1.5f, -2.0f};
+
+__global__ void tables(unsigned int *out, float *f) {
+    unsigned int *dimBase = &c_Table[threadIdx.y][0];   // not const-qualified in CUDA
+    unsigned int *second = c_Table[1];
+    float *w = weights;
+    unsigned int i = threadIdx.y * blockDim.x + threadIdx.x;
+    out[i] = dimBase[threadIdx.x] * 3u + second[threadIdx.x];
+    f[i] = w[threadIdx.x % 3] * RISKFREE + coef[i % 3];
+}
+"""
+
+
+def test_constant_memory_takes_non_const_pointers_and_file_scope_float_constants(qgcc, qgrun, tmp_path):
+    """`unsigned int *p = &c_Table[y][0];` (quasirandomGenerator) and `float *w = weights;` are
+    allowed, as CUDA's __constant__ variables are not const-qualified; file-scope `const float`
+    scalars and arrays are read-only cells; the table is set at launch with --const."""
+    table = np.array([[1, 2, 3, 4], [10, 20, 30, 40]], np.uint32)
+    np.save(tmp_path / "table.npy", table)
+    got = cli_run(qgcc, qgrun, tmp_path, CONSTANTS, "tables", 1, "4,2",
+                  {"out": np.zeros(8, np.uint32), "f": np.zeros(8, F32)},
+                  extra=["--const", f"c_Table=@{tmp_path / 'table.npy'}"])
+    y, x = np.divmod(np.arange(8), 4)
+    assert got["out"].tolist() == (table[y, x] * 3 + table[1, x]).tolist()
+    w, coef = np.array([0.5, 0.25, 2.0], F32), np.array([0.5, 1.5, -2.0], F32)
+    assert got["f"].tobytes() == (w[x % 3] * F32(0.02) + coef[np.arange(8) % 3]).astype(F32).tobytes()
+    assert_error("__constant__ int c[2];\n__global__ void k() { c[0] = 1; }\n", 2, 23,
+                 "cannot assign to read-only memory (through 'const int[2]')")

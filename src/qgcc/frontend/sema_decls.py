@@ -13,7 +13,7 @@ from . import ast as A
 from .builtin_names import BASE_TYPES, TYPE_WORDS
 from .structs import is_struct
 from .symbols import FuncSym, SpecInfo, VarSym
-from .types import LLONG, PtrType, Type, ULLONG, VoidType, is_arith, is_int, is_ptr, words, wrap
+from .types import LLONG, PtrType, Type, ULLONG, VoidType, is_arith, is_float, is_int, is_ptr, words, wrap
 
 
 class DeclSema:
@@ -231,6 +231,11 @@ class DeclSema:
                 continue
             if "__device__" in st:
                 self.declare(self.device_variable(info, it))
+                continue
+            if info.const and not it.decl.pointers and is_float(info.base) and it.init is not None:
+                # `const float RISKFREE = 0.02f;`, `const float c[3] = {...};`: read-only cells,
+                # laid out and filled like a __constant__ variable (sema_stmts.constant_declaration)
+                self.declare(self.constant_declaration(info, it))
                 continue
             if it.decl.arrays:
                 raise self.error(it.decl, "global arrays are not supported; pass a pointer "

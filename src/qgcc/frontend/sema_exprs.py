@@ -35,7 +35,7 @@ class ExprSema:
             e.arr = t
             if len(t.dims) > 1:
                 raise self.error(e, f"2-D array cannot be used as a value (type '{t}'); index it")
-            t = PtrType(t.elem, t.const)
+            t = PtrType(t.elem, t.const and not self.in_constant_memory(e))
             e.ty = t
         if isinstance(t, VoidType) and not allow_void:
             raise self.error(e, "void value used in an expression")
@@ -256,7 +256,7 @@ class ExprSema:
                                     f"'{e.operand.sym.name}' (locals live in registers)")
             if kind != "mem":
                 raise self.error(e, "cannot take the address of this expression")
-            return PtrType(t, self.mem_const(e.operand))
+            return PtrType(t, self.mem_const(e.operand) and not self.in_constant_memory(e.operand))
         t = self.rvalue(e.operand, dst=FLOAT if op in ("-", "+") else None)
         if is_struct(t) and op in ("-", "+"):  # `-v`: the struct's unary operator
             r = self.operator_call(e, op, e.operand, [])
@@ -312,6 +312,15 @@ class ExprSema:
         if isinstance(e, A.Call) and isinstance(e.callee, FuncSym) and e.callee.ret_ref:
             return "mem"
         return None
+
+    def in_constant_memory(self, e: A.Expr) -> bool:
+        """Whether e is (an element or member of) a __constant__ variable.  CUDA does not make
+        them const-qualified: `unsigned *p = &c_Table[i][0];` and `unsigned *p = c_Table[i];`
+        are allowed (writing through p is undefined there; here it changes the cell for the
+        rest of the launch), while assigning to the variable itself stays an error."""
+        while isinstance(e, (A.Index, A.Member)) and not (isinstance(e, A.Member) and e.arrow):
+            e = e.base
+        return isinstance(e, A.Name) and getattr(e.sym, "space", None) == "constant"
 
     def mem_const(self, e: A.Expr) -> bool:
         """Whether a memory lvalue is read-only (through a pointer to const)."""
