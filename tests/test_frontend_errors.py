@@ -64,7 +64,6 @@ IN_KERNEL = [
     ('printf("%d", n);', 1, "'printf' is not supported (there is no host I/O)"),
     ("int *m = (int *)malloc(4);", 17, "dynamic memory allocation ('malloc') is not supported"),
     ("int *m = new int;", 10, "dynamic memory allocation ('new') is not supported"),
-    ("switch (n) { case 1: break; }", 1, "'switch' statements are not supported; use if/else"),
     ("goto out;", 1, "'goto' is not supported"),
     ("union U { int x; float f; };", 1, "'union' types are not supported"),
     ("int (*fp)(int);", 7, "function pointers are not supported"),
@@ -143,7 +142,7 @@ IN_KERNEL = [
     ("atomicCAS(a, 1);", 1, "'atomicCAS' expects 3 arguments, got 2"),
     ("int m = min(a, 1);", 9, "'min' needs integer arguments ('int *' and 'int')"),
     # --- statements and scopes
-    ("break;", 1, "'break' statement not in a loop"),
+    ("break;", 1, "'break' statement not in a loop or switch"),
     ("continue;", 1, "'continue' statement not in a loop"),
     ("return 1;", 8, "kernel 'k' must not return a value"),
     ("int v; int v;", 12, "redefinition of 'v' (previously declared on line 2)"),

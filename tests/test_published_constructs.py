@@ -433,3 +433,62 @@ def test_constant_memory_takes_non_const_pointers_and_file_scope_float_constants
     assert got["f"].tobytes() == (w[x % 3] * F32(0.02) + coef[np.arange(8) % 3]).astype(F32).tobytes()
     assert_error("__constant__ int c[2];\n__global__ void k() { c[0] = 1; }\n", 2, 23,
                  "cannot assign to read-only memory (through 'const int[2]')")
+
+
+# ---------------------------------------------------------------- switch
+
+SWITCH = r"""
+#define SPECIAL 'A'
+__device__ int classify(unsigned char c) {
+    switch (c) {
+    case ' ': case '\t': return 0;
+    case SPECIAL: return 2;
+    default: return c < 128 ? 1 : 3;
+    }
+}
+__global__ void dispatch(const int *in, int *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int acc = 0;
+    for (int j = 0; j < 3; j++) {
+        switch (in[i] + j) {
+        case 0: acc += 1;                       // falls through
+        case 1: acc += 10; break;
+        case 65: acc += 100; continue;          // to the loop
+        case -5: { int t = j * 7; acc += t; } break;
+        default: acc -= 1;
+        case 9: acc *= 2;
+        }
+        acc += 1000;
+    }
+    out[i] = acc * 4 + classify((unsigned char)in[i]);
+}
+"""
+
+
+@need_gxx
+def test_switch_with_fallthrough_default_in_the_middle_break_and_continue_matches_gxx(qgcc, qgrun, tmp_path):
+    """`switch` as C++ defines it: fall-through, `default` anywhere, `break` out of the switch,
+    `continue` to the enclosing loop, case values that are constant expressions (a macro, a
+    character), in a device function too; g++ runs the same text."""
+    x = np.array([0, 1, -5, 63, 64, 65, 9, 7, 8, 32, 9 - 2, -6, 200, 100, 3, 4], np.int32)
+    got = cli_run(qgcc, qgrun, tmp_path, SWITCH, "dispatch", 4, 4, {"in": x, "out": np.zeros(16, np.int32)},
+                  {"n": 16})
+    want = gxx_model(tmp_path, SWITCH, "dispatch", 4, 4, [("in", x), ("out", np.zeros(16, np.int32)), ("n", 16)])
+    assert got["out"].tolist() == want["out"].tolist()
+
+
+@pytest.mark.parametrize("body, line, col, msg", [
+    ("switch (n) { case 1: break; case 1: break; }", 2, 38, "duplicate case value 1 (first on line 2)"),
+    ("switch (n) { default: break; default: break; }", 2, 34,
+     "multiple default labels in one switch (the first on line 2)"),
+    ("switch (n) { case n: break; }", 2, 23, "case label does not reduce to an integer constant"),
+    ("switch (1.5f) { }", 2, 13, "switch quantity is not an integer (type 'float')"),
+    ("switch (n) { case 1: continue; }", 2, 26, "'continue' statement not in a loop"),
+    ("switch (n) { case 1: { case 2: break; } }", 2, 28,
+     "'case' label not directly in the braces of a switch statement (qgcc takes labels at the top level "
+     "of the switch body)"),
+    ("break;", 2, 5, "'break' statement not in a loop or switch"),
+])
+def test_switch_misuses_are_named(body, line, col, msg):
+    assert_error(f"__global__ void k(int n) {{\n    {body}\n}}\n", line, col, msg)

@@ -302,6 +302,21 @@ class For(Stmt):
 
 
 @dataclass
+class Case(Stmt):
+    """`case VALUE:` (value None: `default:`), a label directly in a switch body."""
+
+    value: "Expr | None"
+
+
+@dataclass
+class Switch(Stmt):
+    """`switch (cond) { ... }`: the body's statements with Case labels among them."""
+
+    cond: Expr
+    body: list
+
+
+@dataclass
 class Break(Stmt):
     pass
 

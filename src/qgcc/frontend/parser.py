@@ -332,6 +332,12 @@ class _Builder:
             return A.For(line, col, init, cond, step, self.stmt(ch[3]))
         if k == "break_stmt":
             return A.Break(line, col)
+        if k == "switch_stmt":
+            return A.Switch(line, col, self.expr(ch[0]), [self.item(c) for c in ch[1:]])
+        if k == "case_label":
+            return A.Case(ch[0].line, ch[0].column, self.expr(ch[1]))
+        if k == "default_label":
+            return A.Case(ch[0].line, ch[0].column, None)
         if k == "continue_stmt":
             return A.Continue(line, col)
         if k == "return_braced":

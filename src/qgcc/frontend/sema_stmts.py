@@ -11,7 +11,9 @@ from . import ast as A, doubleconst, floatconst
 from .structs import is_struct
 from .symbols import SpecInfo, VarSym
 from .types import (ArrayType, PtrType, Type, VoidType, is_arith, is_double, is_float, is_int, is_scalar, is_wide,
-                    wrap)
+                    promote, wrap)
+
+SWITCH_DEPTH = 1000  # a switch's share of Sema.loop_depth: break needs > 0, continue a loop
 
 
 class StmtSema:
@@ -51,14 +53,58 @@ class StmtSema:
             self.scopes.pop()
         elif isinstance(s, A.Break):
             if self.loop_depth == 0:
-                raise self.error(s, "'break' statement not in a loop")
+                raise self.error(s, "'break' statement not in a loop or switch")
         elif isinstance(s, A.Continue):
-            if self.loop_depth == 0:
+            if self.loop_depth % SWITCH_DEPTH == 0:
                 raise self.error(s, "'continue' statement not in a loop")
+        elif isinstance(s, A.Switch):
+            self.switch_stmt(s)
+        elif isinstance(s, A.Case):
+            raise self.error(s, "'case' label not directly in the braces of a switch statement (qgcc "
+                                "takes labels at the top level of the switch body)" if s.value is not None
+                             else "'default' label not directly in the braces of a switch statement")
         elif isinstance(s, A.Return):
             self.return_stmt(s)
         else:  # pragma: no cover
             raise AssertionError(type(s))
+
+    def switch_stmt(self, s: A.Switch) -> None:
+        """`switch (x) { case 1: ... break; default: ... }`: an integer condition (promoted), case
+        values that are integer constants converted to its type, distinct, and one default.
+        Inside, `break` leaves the switch (loop_depth counts a switch as SWITCH_DEPTH, so that
+        `continue` still needs a loop)."""
+        t = self.rvalue(s.cond)
+        if not is_int(t):
+            raise self.error(s.cond, f"switch quantity is not an integer (type '{t}')")
+        if is_wide(t):
+            raise self.error(s.cond, f"switch on a 64-bit value ('{t}') is not supported; switch on an int")
+        s.opty = promote(t)
+        seen: dict[int, A.Case] = {}
+        default = None
+        self.scopes.append({})
+        self.loop_depth += SWITCH_DEPTH
+        try:
+            for item in s.body:
+                if not isinstance(item, A.Case):
+                    self.stmt(item)
+                    continue
+                if item.value is None:
+                    if default is not None:
+                        raise self.error(item, f"multiple default labels in one switch (the first on "
+                                               f"line {default.line})")
+                    default = item
+                    continue
+                vt = self.rvalue(item.value)
+                if item.value.const is None or not is_int(vt):
+                    raise self.error(item.value, "case label does not reduce to an integer constant")
+                item.key = wrap(item.value.const, s.opty)
+                if item.key in seen:
+                    raise self.error(item.value, f"duplicate case value {item.key} (first on line "
+                                                 f"{seen[item.key].line})")
+                seen[item.key] = item
+        finally:
+            self.loop_depth -= SWITCH_DEPTH
+            self.scopes.pop()
 
     def sub_stmt(self, s) -> None:
         # A declaration as the whole body of if/while gets its own scope.

@@ -22,9 +22,6 @@ from .types import BUILTIN_TYPEDEFS
 
 # Reserved words of CUDA C++ that the subset does not have, with the message naming them.
 UNSUPPORTED_KEYWORDS: dict[str, str] = {
-    "switch": "'switch' statements are not supported; use if/else",
-    "case": "'case' labels are not supported ('switch' is not supported)",
-    "default": "'default' labels are not supported ('switch' is not supported)",
     "goto": "'goto' is not supported",
     "union": "'union' types are not supported",
     "enum": "'enum' types are not supported; use const int or #define",
