@@ -153,7 +153,6 @@ def test_fused_arithmetic_gives_the_same_results():
 
 
 @pytest.mark.parametrize("src, msg", [
-    ("int e; r[0] = frexpf(x[0], &e);", "cannot take the address of local variable"),
     ("r[0] = frexpf(x[0], r);", "argument 2 of 'frexpf' must be a 'int *' pointer (got 'float *')"),
     ("sincosf(x[0], r, n);", "argument 3 of 'sincosf' must be a 'float *' pointer (got 'int *')"),
     ("r[0] = ldexpf(x[0]);", "'ldexpf' expects 2 arguments, got 1"),

@@ -492,3 +492,51 @@ def test_switch_with_fallthrough_default_in_the_middle_break_and_continue_matche
 ])
 def test_switch_misuses_are_named(body, line, col, msg):
     assert_error(f"__global__ void k(int n) {{\n    {body}\n}}\n", line, col, msg)
+
+
+# ---------------------------------------------------------------- the address of a local
+
+RAY = r"""
+#define INF 2e10f
+struct Sphere {
+    float r, b, g, radius, x, y, z;
+    __device__ float hit(float ox, float oy, float *n) {   // CUDA by Example's ray tracer
+        float dx = ox - x, dy = oy - y;
+        if (dx * dx + dy * dy < radius * radius) {
+            float dz = sqrtf(radius * radius - dx * dx - dy * dy);
+            *n = dz / sqrtf(radius * radius);
+            return dz + z;
+        }
+        return -INF;
+    }
+};
+__device__ void bump(int *c) { (*c)++; }
+__global__ void trace(Sphere *s, float *out, int *hits, int ns) {
+    float ox = threadIdx.x - 2.0f, oy = blockIdx.x - 1.0f;
+    float r = 0, maxz = -INF;
+    int count = 0;
+    for (int i = 0; i < ns; i++) {
+        float n;
+        float t = s[i].hit(ox, oy, &n);
+        if (t > maxz) { r = s[i].r * n; maxz = t; bump(&count); }
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = r + maxz;
+    hits[blockIdx.x * blockDim.x + threadIdx.x] = count;
+}
+"""
+SPHERE = np.dtype([(f, np.float32) for f in ("r", "b", "g", "radius", "x", "y", "z")])
+
+
+@need_gxx
+def test_the_address_of_a_local_puts_it_in_the_frame_and_matches_gxx(qgcc, qgrun, tmp_path):
+    """`hit(ox, oy, &n)` and `bump(&count)`: a local whose address is taken lives in the
+    thread's frame, so the callee writes it through the pointer; g++ runs the same text."""
+    s = np.zeros(3, SPHERE)
+    s["r"], s["radius"] = [0.5, 1.0, 0.25], [1.5, 2.5, 1.0]
+    s["x"], s["y"], s["z"] = [0.0, 1.0, -1.0], [0.0, -0.5, 0.5], [1.0, 0.5, 2.0]
+    args = {"s": s, "out": np.zeros(12, F32), "hits": np.zeros(12, np.int32)}
+    got = cli_run(qgcc, qgrun, tmp_path, RAY, "trace", 3, 4, args, {"ns": 3})
+    want = gxx_model(tmp_path, RAY, "trace", 3, 4, [("s", s, "Sphere"), ("out", args["out"]),
+                                                    ("hits", args["hits"]), ("ns", 3)])
+    assert got["out"].tobytes() == want["out"].tobytes()
+    assert got["hits"].tolist() == want["hits"].tolist() and max(got["hits"]) > 0

@@ -218,6 +218,8 @@ class StmtSema:
                 it.init = self.scalar_init(it.init, decl.name)
             if shared:
                 sym = self.shared_declaration(info, it)
+            elif decl.name in getattr(self.func, "addressed", ()) and not decl.pointers and is_arith(info.base):
+                sym = self.addressed_local(info, it)
             else:
                 if decl.arrays:
                     raise self.error(decl, f"arrays of pointers are not supported ('{decl.name}')")
@@ -235,6 +237,19 @@ class StmtSema:
                     raise self.error(decl, f"const variable '{decl.name}' needs an initialiser")
             self.declare(sym)
             ds.syms.append(sym)
+
+    def addressed_local(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """A local scalar whose address is taken: one cell of the thread's frame (like a local
+        array of one element), initialised where it is declared (0 without an initialiser)."""
+        decl = it.decl
+        sym = VarSym(decl.name, info.base, "shared", decl.line, decl.col, readonly=info.const, space="local")
+        sym.init_cells = []
+        sym.init_braced = True
+        if it.init is not None:
+            self.rvalue(it.init, dst=info.base)
+            self.convert_check(it.init, info.base, "initialisation")
+            sym.init_cells = [(0, it.init, info.base)]
+        return sym
 
     def check_shared(self, info: SpecInfo, it: A.InitDeclarator) -> None:
         """What static and extern __shared__ declarations share: no initialiser, no pointer,

@@ -18,6 +18,25 @@ from .symbols import FuncSym, VarSym
 from .types import PtrType, Type, is_arith, is_int, wrap
 
 
+
+def address_taken(node) -> set[str]:
+    """Names whose address a function body takes (`&n`): those locals live in the thread's
+    frame instead of a register (sema_stmts.local_declaration), so `hit(ox, oy, &n)` works."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.Unary) and n.op == "&" and isinstance(n.operand, A.Name):
+            out.add(n.operand.name)
+        if isinstance(n, A.Call) and isinstance(n.func, A.Name) and n.func.name == "__match_all_sync":
+            stack.extend(n.args[:2])  # its `&pred` names a register (sema_calls.match_all_pred)
+            continue
+        if isinstance(n, list):
+            stack.extend(n)
+        elif isinstance(n, A.Node):
+            stack.extend(v for v in vars(n).values() if isinstance(v, (A.Node, list)))
+    return out
+
 class TemplateSema:
     """Templates and the call graph (a mixin of `sema.Sema`)."""
 
@@ -163,6 +182,7 @@ class TemplateSema:
     def check_body(self, fs: FuncSym, fd: A.FunctionDef, consts: dict) -> None:
         """Check a function's body with its parameters (and a template's constants) in scope."""
         self.func, self.loop_depth = fs, 0
+        fs.addressed = address_taken(fd.body)
         self.scopes = [dict(consts)]
         for p in fs.params:
             if not p.hidden:
