@@ -540,3 +540,31 @@ def test_the_address_of_a_local_puts_it_in_the_frame_and_matches_gxx(qgcc, qgrun
                                                     ("hits", args["hits"]), ("ns", 3)])
     assert got["out"].tobytes() == want["out"].tobytes()
     assert got["hits"].tolist() == want["hits"].tolist() and max(got["hits"]) > 0
+
+
+# ---------------------------------------------------------------- std:: math
+
+STD_MATH = r"""
+#include <cmath>
+using namespace std;
+__global__ void stdMath(float *o, const float *a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) o[i] = std::fmax(a[i], 0.5f) + std::sqrt(std::fabs(a[i])) * std::abs(a[i] - 1.0f)
+                      + std::floor(a[i] * 3.0f) / std::fmin(a[i] + 4.0f, 2.0f);
+}
+"""
+
+
+@need_gxx
+def test_std_math_functions_are_the_builtins_and_match_gxx(qgcc, qgrun, tmp_path):
+    """`std::fmax`, `std::sqrt`, `std::abs` on floats (the float overloads), `using namespace
+    std;`; and `std::min`/`std::max` on integers, which g++'s <cmath> alone does not declare."""
+    a = np.linspace(-2.5, 3.5, 12).astype(F32)
+    got = cli_run(qgcc, qgrun, tmp_path, STD_MATH, "stdMath", 3, 4, {"o": np.zeros(12, F32), "a": a}, {"n": 12})
+    want = gxx_model(tmp_path, STD_MATH, "stdMath", 3, 4, [("o", np.zeros(12, F32)), ("a", a), ("n", 12)])
+    assert got["o"].tobytes() == want["o"].tobytes()
+    src = "__global__ void k(int *m) { int i = threadIdx.x; m[i] = std::min(i, 2) * 10 + std::max(m[i], 1); }\n"
+    got = emulate_src(src, "k", 1, 4, [("m", np.array([0, 5, -3, 2], np.int32))])
+    assert got["m"].tolist() == [1, 15, 21, 22]
+    assert_error("__global__ void k(int *o) { std::vector<int> v; }\n", 1, 32,
+                 "'::' is not supported (C++ namespaces and classes are not)")

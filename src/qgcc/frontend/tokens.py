@@ -63,6 +63,13 @@ _REGEX_TERMINAL_NAMES = {
 # The half-precision types of cuda_fp16.h: ordinary names unless that header is included.
 HALF_TYPES = ("half", "__half", "half2", "__half2")
 # Operators a struct may overload: `operator` and the operator become one OPERATOR_NAME token.
+# The std:: names that are the built-in functions of the same name (tokens._std).
+STD_NAMES = frozenset({"min", "max", "abs", "fabs", "fmin", "fmax", "sqrt", "cbrt", "exp", "exp2", "log", "log2",
+                       "log10", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+                       "tanh", "floor", "ceil", "trunc", "round", "rint", "fmod", "remainder", "hypot", "copysign",
+                       "fdim", "fma", "expm1", "log1p", "ldexp", "isnan", "isinf", "isfinite", "signbit",
+                       "sqrtf", "expf", "logf", "powf", "sinf", "cosf", "fabsf", "fminf", "fmaxf", "floorf",
+                       "ceilf"})
 # type words that can follow `operator` in a conversion operator (`operator const T *()`)
 CONVERSION_WORDS = frozenset({"const", "unsigned", "signed", "int", "char", "bool", "float", "double", "long",
                               "void", "volatile", "struct"})
@@ -191,6 +198,26 @@ class _Stream:
             shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}"
             raise self.ctx.error(line, col, f"unexpected character '{shown}'") from None
 
+    def _std(self, toks):
+        """`std::fmax(a, b)`, `std::min(i, j)`: the C++ standard library's math functions are
+        the built-ins of the same name (CUDA's headers put them in std as well), so the `std::`
+        before one of STD_NAMES is dropped; `using namespace std;` declares nothing here."""
+        buf: list = []
+        for tok in toks:
+            buf.append(tok)
+            if len(buf) < 4:
+                continue
+            a, b, c, d = buf[-4:]
+            if (a.value == "std" and a.type not in ("STRLIT", "CHARLIT") and b.value == ":" == c.value
+                    and (b.line, b.column + 1) == (c.line, c.column) and d.type == "NAME" and d.value in STD_NAMES):
+                del buf[-4:-1]
+            elif (a.value == "using" and b.value == "namespace" and c.value == "std" and d.value == ";"
+                  and "STRLIT" not in (a.type, b.type, c.type) and "CHARLIT" not in (a.type, b.type, c.type)):
+                del buf[-4:]
+            while len(buf) > 3:
+                yield buf.pop(0)
+        yield from buf
+
     def _drop_hints(self, toks):
         """`__launch_bounds__(...)`, `__attribute__((...))` and `__align__(n)` are hints (inlining,
         alignment, warnings) that change no result here: dropped, with their arguments."""
@@ -255,7 +282,7 @@ class _Stream:
         exp = Expander(self.pp.lookup, lambda t, msg: self.ctx.error(t.line, t.column, msg))
         prev = None
         cg = Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(self._operators(self._drop_hints(exp.expand(self._placed())))):  # one token of lookahead, for '::'
+        for tok in cg.run(self._operators(self._drop_hints(self._std(exp.expand(self._placed()))))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
