@@ -187,17 +187,19 @@ def block_sum_model(x: np.ndarray, bias, block: int) -> np.ndarray:
     return np.array(out, x.dtype)
 
 
-def test_shared_memory_struct_conversion_operator_and_class_specialisation(qgcc, qgrun, tmp_path):
+@pytest.mark.parametrize("engine", ["ref", "neural"])
+def test_shared_memory_struct_conversion_operator_and_class_specialisation(qgcc, qgrun, tmp_path, engine):
     """An empty struct with conversion operators, value-initialised with `SharedMemory<T>()`,
     gives the kernel its dynamic shared array; `template <> struct` replaces the class template
-    for its arguments (Bias<int> adds 2b, Bias<float> b)."""
-    n, block = 32, 4
+    for its arguments (Bias<int> adds 2b, Bias<float> b); in the network, one short float launch."""
+    n, block = (32, 4) if engine == "ref" else (8, 4)
     xi = (np.arange(n, dtype=np.int32) * 7 - 50)
     xf = np.linspace(-3, 5, n).astype(F32)
-    for kernel, x, bias in (("blockSum<int>", xi, 2), ("blockSum<float>", xf, F32(1))):
+    cases = (("blockSum<int>", xi, 2), ("blockSum<float>", xf, F32(1)))
+    for kernel, x, bias in cases if engine == "ref" else cases[1:]:
         got = cli_run(qgcc, qgrun, tmp_path, SHARED_MEMORY, kernel, n // (2 * block), block,
                       {"in": x, "out": np.zeros(n // (2 * block), x.dtype)}, {"n": n},
-                      instantiate=["blockSum<int>", "blockSum<float>"],
+                      instantiate=["blockSum<int>", "blockSum<float>"], engine=engine,
                       extra=["--shared", str(4 * block)])
         assert got["out"].tobytes() == block_sum_model(x, bias, block).tobytes(), kernel
 
