@@ -570,3 +570,32 @@ def test_std_math_functions_are_the_builtins_and_match_gxx(qgcc, qgrun, tmp_path
     assert got["m"].tolist() == [1, 15, 21, 22]
     assert_error("__global__ void k(int *o) { std::vector<int> v; }\n", 1, 32,
                  "'::' is not supported (C++ namespaces and classes are not)")
+
+
+# ---------------------------------------------------------------- default arguments
+
+DEFAULTS = r"""
+__device__ float lerp(float a, float b, float t = 0.5f) { return a + t * (b - a); }
+__device__ int stepOf(int i, int s = 2, int o = 1) { return i * s + o; }
+__global__ void withDefaults(float *f, int *o, int n = 8, float scale = 1.0f) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    f[i] = lerp(f[i], 4.0f) + lerp(f[i], 2.0f, 0.25f) * scale;
+    o[i] = stepOf(i) + stepOf(i, 3) + stepOf(i, 4, 5);
+}
+"""
+
+
+@need_gxx
+def test_default_arguments_of_device_functions_and_kernels_match_gxx(qgcc, qgrun, tmp_path):
+    """Trailing parameters with defaults may be left out of a device-function call; a kernel's
+    defaults (for its host-side launches) are accepted; g++ runs the same text."""
+    f = np.linspace(-1, 2, 8).astype(F32)
+    got = cli_run(qgcc, qgrun, tmp_path, DEFAULTS, "withDefaults", 2, 4,
+                  {"f": f, "o": np.zeros(8, np.int32)}, {"n": 8, "scale": 1.0})
+    want = gxx_model(tmp_path, DEFAULTS, "withDefaults", 2, 4,
+                     [("f", f), ("o", np.zeros(8, np.int32)), ("n", 8), ("scale", F32(1.0))])
+    assert got["f"].tobytes() == want["f"].tobytes()
+    assert got["o"].tolist() == want["o"].tolist()
+    assert_error("__device__ int f(int a = 1, int b) { return a + b; }\n__global__ void k(int *o) {}\n", 1, 33,
+                 "parameter 'b' needs a default argument (the parameters before it have one)")

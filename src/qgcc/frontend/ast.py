@@ -62,6 +62,7 @@ class ParamDecl(Node):
     funcptr: bool = False
     ref: "Spec | None" = None  # `T &name`: the '&' (a reference)
     targs: "list | None" = None  # `f<float>` in `template <> ... f<float>(...)`: a specialisation's arguments
+    default: "Expr | None" = None  # `int step = 1`: a default argument
 
 
 @dataclass

@@ -238,9 +238,10 @@ class _Builder:
             return A.ParamDecl(line, col, A.TypeSyntax(line, col, specs, ptrs), None,
                                ref=A.Spec(ref.line, ref.column, "&") if ref is not None else None)
         d = self.declarator(t.children[1])
+        default = self.expr(t.children[2]) if len(t.children) > 2 and t.children[2] is not None else None
         return A.ParamDecl(d.line, d.col, A.TypeSyntax(line, col, specs, d.pointers), d.name,
                            list(d.arrays), funcptr=d.funcptr or d.params is not None or d.parens,
-                           ref=d.ref)
+                           ref=d.ref, default=default)
 
     def declaration(self, t: Tree) -> A.Declaration:
         specs = self.specs(t.children[0])

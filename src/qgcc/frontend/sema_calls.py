@@ -8,6 +8,8 @@ A mixin of `sema.Sema`; it imports only the shared symbol types and the built-in
 
 from __future__ import annotations
 
+import copy
+
 from ..spec import SPEC
 from . import ast as A
 from .builtin_names import (ATOMIC_SCOPES, BIT_CASTS, BUILTIN_FUNCS, DOUBLE_FUNCS, FENCES, FLOAT_FUNCS, INT_FUNCS,
@@ -67,6 +69,10 @@ class CallSema:
             raise self.error(e, f"cannot call kernel '{name}' from device code (kernel "
                                 "launches are not supported)")
         shown = len(fs.param_types) - checked
+        defaults = getattr(fs, "defaults", [])
+        missing = len(fs.param_types) - len(e.args)
+        if 0 < missing <= len(defaults) and all(x is not None for x in defaults[len(defaults) - missing:]):
+            e.args = e.args + [copy.deepcopy(x) for x in defaults[len(defaults) - missing:]]
         if len(e.args) != len(fs.param_types):
             raise self.error(e, f"function '{name}' expects {shown} "
                                 f"argument{'s' if shown != 1 else ''}, got {len(e.args) - checked}")

@@ -407,7 +407,21 @@ class DeclSema:
                 fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=word,
                                         hidden=p.name is None, ref=p.ref is not None))
                 word += 1 if isinstance(t, PtrType) else words(t)
+        self.default_arguments(fs, params, kind)
         return fs
+
+    def default_arguments(self, fs: FuncSym, params: list, kind: str) -> None:
+        """`__device__ float lerp(float a, float b, float t = 0.5f)`: a call may leave out the
+        trailing parameters that have defaults (each default is checked where it is used, as a
+        copy of its expression).  A kernel's defaults are for its host-side launches and change
+        nothing here.  C++'s rule: once a parameter has a default, every later one has one."""
+        defaults = [p.default for p in params]
+        for i, p in enumerate(params):
+            if p.default is None and any(x is not None for x in defaults[:i]):
+                raise self.error(p, f"parameter '{p.name or i + 1}' needs a default argument (the "
+                                    "parameters before it have one)")
+        if kind != "global" and any(x is not None for x in defaults):
+            fs.defaults = defaults
 
     def function_body(self, fs: FuncSym, fd: A.FunctionDef) -> None:
         self.check_body(fs, fd, {})
