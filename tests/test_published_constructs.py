@@ -599,3 +599,38 @@ def test_default_arguments_of_device_functions_and_kernels_match_gxx(qgcc, qgrun
     assert got["o"].tolist() == want["o"].tolist()
     assert_error("__device__ int f(int a = 1, int b) { return a + b; }\n__global__ void k(int *o) {}\n", 1, 33,
                  "parameter 'b' needs a default argument (the parameters before it have one)")
+
+
+# ---------------------------------------------------------------- __constant__ structs
+
+CONSTANT_STRUCTS = r"""
+struct Sphere { float r, g, b, radius; int id; };
+#define SPHERES 3
+__constant__ Sphere s[SPHERES];                                   // set at launch (--const)
+__constant__ float3 flux[2] = {{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}};
+__global__ void shade(float *o, int *ids) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    Sphere sp = s[i % SPHERES];                                  // a copy out of constant memory
+    o[i] = sp.r * s[i % SPHERES].radius + flux[i % 2].y - flux[1].x;
+    ids[i] = s[i % SPHERES].id;
+}
+"""
+SPHERE5 = np.dtype([("r", np.float32), ("g", np.float32), ("b", np.float32), ("radius", np.float32),
+                    ("id", np.int32)])
+
+
+def test_constant_arrays_of_structs_and_float3_from_initialisers_or_launch(qgcc, qgrun, tmp_path):
+    """`__constant__ Sphere s[3];` set at launch from a structured .npy of its members, and
+    `__constant__ float3 flux[2] = {...};` from its initialiser (Rodinia's cfd, CUDA by
+    Example's ray tracer), read member by member, against numpy."""
+    s = np.zeros(3, SPHERE5)
+    s["r"], s["radius"], s["id"] = [0.5, 1.5, -2.0], [2.0, 3.0, 0.25], [7, 8, 9]
+    np.save(tmp_path / "s.npy", s)
+    got = cli_run(qgcc, qgrun, tmp_path, CONSTANT_STRUCTS, "shade", 2, 4,
+                  {"o": np.zeros(8, F32), "ids": np.zeros(8, np.int32)},
+                  extra=["--const", f"s=@{tmp_path / 's.npy'}"])
+    i = np.arange(8)
+    flux_y = np.array([2.0, 5.0], F32)
+    want = (s["r"][i % 3] * s["radius"][i % 3] + flux_y[i % 2]) - F32(4.0)
+    assert got["o"].tobytes() == want.astype(F32).tobytes()
+    assert got["ids"].tolist() == s["id"][i % 3].tolist()

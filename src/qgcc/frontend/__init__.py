@@ -39,6 +39,7 @@ from .preprocess import preprocess
 from .regalloc import allocate
 from .sema import analyse
 from .spill import allocate_spilling
+from .structs import is_struct
 from .types import ArrayType
 
 __all__ = ["compile_source", "CompileError"]
@@ -59,9 +60,7 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
             raise error(1, 1, "no kernel: the file defines only templates; a kernel template is "
                               "instantiated when it is named at launch (qgrun --kernel 'NAME<ARGS>')")
         raise error(1, 1, "no kernel: the file defines no __global__ function")
-    constants = [Constant(c.name, (c.ty.elem if isinstance(c.ty, ArrayType) else c.ty).kind,
-                          tuple(c.ty.dims) if isinstance(c.ty, ArrayType) else (), c.address,
-                          list(c.init or [])) for c in result.constants]
+    constants = [_constant(c) for c in result.constants]
     code = []
     kernels = []
     for fs in result.kernels:
@@ -114,6 +113,16 @@ def _generate(fs, filename: str, lines: list[str], remat_params: bool, local_reg
                         local_words=gen.local_used + extra_local, local_region=local_region)
         ir, params = gen.run()
     return gen, ir, params
+
+
+def _constant(c) -> Constant:
+    """A __constant__ (or __device__) variable as the Program keeps it; one of structs is its
+    cells, unsigned, in one dimension (sema_stmts.constant_struct)."""
+    elem = c.ty.elem if isinstance(c.ty, ArrayType) else c.ty
+    if is_struct(elem):
+        return Constant(c.name, "unsigned", (len(c.init),), c.address, list(c.init))
+    return Constant(c.name, elem.kind, tuple(c.ty.dims) if isinstance(c.ty, ArrayType) else (), c.address,
+                    list(c.init or []))
 
 
 def _spilled(fs, filename: str, lines: list[str], region: int, soft_float: bool, fused: bool, entry: int):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..spec import SPEC
 from . import ast as A, doubleconst, floatconst
-from .structs import is_struct
+from .structs import cells, is_struct
 from .symbols import SpecInfo, VarSym
 from .types import (ArrayType, PtrType, Type, VoidType, is_arith, is_double, is_float, is_int, is_scalar, is_wide,
                     promote, wrap)
@@ -369,9 +369,7 @@ class StmtSema:
             raise self.error(decl, "__constant__ pointers are not supported; declare a __constant__ "
                                    "array or scalar")
         if is_struct(info.base):
-            raise self.error(decl, f"__constant__ structs are not supported ('{decl.name}'); declare "
-                                   "a __constant__ array per member, or pass a pointer to a buffer "
-                                   "of structs")
+            return self.constant_struct(info, it)
         if not is_arith(info.base):
             raise self.error(decl, f"__constant__ variable '{decl.name}' has type '{info.base}'")
         if is_double(info.base):
@@ -401,6 +399,43 @@ class StmtSema:
         sym = VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=True, space="constant",
                      address=self.constant_cells, init=cells)
         self.constant_cells += size
+        self.constants.append(sym)
+        return sym
+
+    def constant_struct(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`__constant__ Sphere s[20];`, `__constant__ float3 c[1] = {...};`: the structs' cells,
+        in the struct layout (docs/subset.md, "Structs"), filled from a brace initialiser of
+        constants or set at launch (--const with a structured array of the members).  The
+        Program keeps them as unsigned cells (`Constant.ctype` 'unsigned', one dimension)."""
+        decl = it.decl
+        st = info.base
+        self.complete(st, decl)
+        if any(getattr(f.ty, "kind", None) == "double" for f in st.fields):
+            raise self.error(decl, f"__constant__ structs with double members are not supported ('{decl.name}')")
+        if len(decl.arrays) > 2:
+            raise self.error(decl, "__constant__ arrays have at most 2 dimensions")
+        dims = tuple(self.array_dim(x, decl.name, decl) for x in decl.arrays)
+        ty: Type = ArrayType(st, dims, True) if dims else st
+        values = [0] * cells(ty)
+        if it.init is not None:
+            if not isinstance(it.init, A.BraceInit):
+                raise self.error(it.init, f"'{decl.name}' must be initialised with braces")
+            for cell, e, t in self.aggregate(ty, it.init, decl.name):
+                if is_struct(t):
+                    raise self.error(e, f"an initialiser of __constant__ '{decl.name}' must be constants")
+                v = self.constant_cell(e, t, decl.name)
+                if e.const is None and e.fconst is None and e.dconst is None:
+                    raise self.error(e, f"__constant__ '{decl.name}' needs a constant initialiser")
+                if is_wide(t):
+                    values[cell], values[cell + 1] = v & 0xFFFFFFFF, v >> 32
+                else:
+                    values[cell] = v & 0xFFFFFFFF
+        if self.constant_cells + len(values) > SPEC.global_words:
+            raise self.error(decl, f"__constant__ variables need {self.constant_cells + len(values)} cells; "
+                                   f"global memory has {SPEC.global_words}")
+        sym = VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=True, space="constant",
+                     address=self.constant_cells, init=values)
+        self.constant_cells += len(values)
         self.constants.append(sym)
         return sym
 
