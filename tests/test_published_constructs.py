@@ -604,7 +604,10 @@ def test_default_arguments_of_device_functions_and_kernels_match_gxx(qgcc, qgrun
 # ---------------------------------------------------------------- __constant__ structs
 
 CONSTANT_STRUCTS = r"""
-struct Sphere { float r, g, b, radius; int id; };
+struct Sphere {
+    float r, g, b, radius; int id;
+    __device__ float scaled(float k) { return r * k; }   // not const: CUDA's constants are not const
+};
 #define SPHERES 3
 __constant__ Sphere s[SPHERES];                                   // set at launch (--const)
 __constant__ float3 flux[2] = {{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}};
@@ -612,7 +615,7 @@ __global__ void shade(float *o, int *ids) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     Sphere sp = s[i % SPHERES];                                  // a copy out of constant memory
     o[i] = sp.r * s[i % SPHERES].radius + flux[i % 2].y - flux[1].x;
-    ids[i] = s[i % SPHERES].id;
+    ids[i] = s[i % SPHERES].id + (int)s[i % SPHERES].scaled(10.0f);
 }
 """
 SPHERE5 = np.dtype([("r", np.float32), ("g", np.float32), ("b", np.float32), ("radius", np.float32),
@@ -633,4 +636,4 @@ def test_constant_arrays_of_structs_and_float3_from_initialisers_or_launch(qgcc,
     flux_y = np.array([2.0, 5.0], F32)
     want = (s["r"][i % 3] * s["radius"][i % 3] + flux_y[i % 2]) - F32(4.0)
     assert got["o"].tobytes() == want.astype(F32).tobytes()
-    assert got["ids"].tolist() == s["id"][i % 3].tolist()
+    assert got["ids"].tolist() == (s["id"][i % 3] + (s["r"][i % 3] * F32(10)).astype(np.int32)).tolist()

@@ -361,7 +361,7 @@ class StructSema:
             if not is_struct(bt):
                 raise self.error(m, f"member function '.{m.name}' called on a value of type '{bt}', "
                                     "which is not a struct")
-            st, const = bt, self.mem_const(m.base)
+            st, const = bt, self.mem_const(m.base) and not self.in_constant_memory(m.base)
             this = A.Unary(m.line, m.col, "&", m.base)
             this.ty = PtrType(st, const)
         cands = st.methods.get(m.name)
