@@ -637,3 +637,30 @@ def test_constant_arrays_of_structs_and_float3_from_initialisers_or_launch(qgcc,
     want = (s["r"][i % 3] * s["radius"][i % 3] + flux_y[i % 2]) - F32(4.0)
     assert got["o"].tobytes() == want.astype(F32).tobytes()
     assert got["ids"].tolist() == (s["id"][i % 3] + (s["r"][i % 3] * F32(10)).astype(np.int32)).tolist()
+
+
+# ---------------------------------------------------------------- small C/C++ leftovers
+
+LEFTOVERS = r"""
+#include <stdio.h>
+typedef struct node_tag { const float *w; int n; } Node;    // a tag that differs from the name
+__global__ void reverse(const float *w, float *out, int n) {
+    static __shared__ float acc[4];                          // shared memory is static already
+    Node nd = {w, n};
+    const float *p = nd.w;                                   // a pointer-to-const member
+    acc[threadIdx.x] = (p != NULL && threadIdx.x < nd.n) ? p[threadIdx.x] * 2.0f : -1.0f;
+    __syncthreads();
+    out[threadIdx.x] = acc[3 - threadIdx.x];
+}
+"""
+
+
+def test_null_static_shared_const_pointer_members_and_typedef_tags(qgcc, qgrun, tmp_path):
+    """`NULL` (from <stdio.h>), `static __shared__`, a `const float *` struct member and
+    `typedef struct tag {...} Name;` compile and run as numpy says; writing through the
+    pointer-to-const member is the usual error."""
+    w = np.array([1.5, -2.0, 3.25, 8.0], F32)
+    got = cli_run(qgcc, qgrun, tmp_path, LEFTOVERS, "reverse", 1, 4, {"w": w, "out": np.zeros(4, F32)}, {"n": 3})
+    assert got["out"].tolist() == [-1.0, 6.5, -4.0, 3.0]
+    assert_error(LEFTOVERS.replace("const float *p = nd.w;", "nd.w[0] = 1.0f; const float *p = nd.w;"),
+                 7, 8, "cannot assign to read-only memory (through 'const float *')")

@@ -49,6 +49,10 @@ _LIMITS = ["CHAR_BIT 8", "SCHAR_MIN (-128)", "SCHAR_MAX 127", "UCHAR_MAX 255", "
 _FLOATS = ["FLT_MAX 3.40282347e+38f", "FLT_MIN 1.17549435e-38f", "FLT_EPSILON 1.1920929e-07f",
            "FLT_MANT_DIG 24", "FLT_RADIX 2"]
 HEADER_MACROS = {"limits.h": _LIMITS, "climits": _LIMITS, "float.h": _FLOATS, "cfloat": _FLOATS}
+# NULL, from the C headers that define it and from the CUDA headers that include them (a null
+# pointer is the integer 0 here: pointers are cell addresses).
+HEADER_MACROS.update({h: ["NULL 0"] for h in ("stdio.h", "stdlib.h", "stddef.h", "string.h", "cstdio",
+                                               "cstdlib", "cstddef", "cstring", "cuda_runtime.h", "cuda.h")})
 # Headers that enable constructs qgcc does not have: accepted, and their types are named.
 FP16_HEADERS = frozenset({"cuda_fp16.h"})
 REJECTED_HEADERS = {

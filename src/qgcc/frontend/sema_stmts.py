@@ -178,6 +178,8 @@ class StmtSema:
         info = self.spec_info(d.specs)
         st = info.storage
         for bad in ("__global__", "__device__", "static", "__constant__"):
+            if bad == "static" and "__shared__" in st:
+                continue  # `static __shared__ T s[N];`: shared memory is static storage already
             if bad in st:
                 msg = ("static local variables are not supported" if bad == "static"
                        else "__constant__ variables must be declared at file scope"

@@ -66,7 +66,7 @@ class StructSema:
             info = self.spec_info(d.specs, "member declaration")
             for k, sp in info.storage.items():
                 raise self.error(sp, f"'{k}' is not allowed on a struct member")
-            if info.const:
+            if info.const and not all(it.decl.pointers for it in d.items):
                 raise self.error(d, "const struct members are not supported")
             for it in d.items:
                 decl = it.decl
@@ -74,7 +74,7 @@ class StructSema:
                 if it.init is not None:
                     raise self.error(it.init, f"default member initialisers are not supported "
                                               f"('{decl.name}'); initialise the struct with braces")
-                ty, _ = self.apply_pointers(info.base, decl.pointers, False, decl)
+                ty, _ = self.apply_pointers(info.base, decl.pointers, info.const, decl)  # `const float *p`
                 if isinstance(ty, VoidType):
                     raise self.error(decl, f"member '{decl.name}' has type void")
                 if ty is st:

@@ -544,6 +544,8 @@ class _Stream:
                 self.decl = None
             return
         if tok.type == "NAME" and d[5] and d[3] == 0 and d[2] == 0:
+            if self.prev is not None and self.prev.type in ("STRUCT", "CLASS"):
+                return  # `typedef struct tag {...} Name;`: the tag, not the declarator
             names.append(v)  # the first name of each declarator
             d[5] = False
         elif v in ("(", "{") and tok.type != "STRLIT":
