@@ -664,3 +664,30 @@ def test_null_static_shared_const_pointer_members_and_typedef_tags(qgcc, qgrun, 
     assert got["out"].tolist() == [-1.0, 6.5, -4.0, 3.0]
     assert_error(LEFTOVERS.replace("const float *p = nd.w;", "nd.w[0] = 1.0f; const float *p = nd.w;"),
                  7, 8, "cannot assign to read-only memory (through 'const float *')")
+
+
+NARROW_FLOAT_REDUCE = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void quad(const float *x, float *sum, double *mx) {
+    auto t = cg::tiled_partition<4>(cg::this_thread_block());
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = cg::reduce(t, x[i], cg::plus<float>());
+    double m = cg::reduce(t, (double)x[i] * 2.0, cg::greater<double>());
+    if (t.thread_rank() == 0) { sum[i / 4] = s; mx[i / 4] = m; }
+}
+"""
+
+
+def test_cg_reduce_of_floats_and_doubles_on_a_narrow_tile():
+    """cg::reduce on a 4-thread tile takes float and double values (the butterfly, partner
+    rank ^ 1 then ^ 2), instead of naming an internal routine in an error."""
+    x = np.array([0.1, 0.2, 0.3, 1e8, -1.5, 2.25, 7.0, -0.125], F32)
+    got = emulate_src(NARROW_FLOAT_REDUCE, "quad", 2, 4,
+                      [("x", x), ("sum", np.zeros(2, F32)), ("mx", np.zeros(2, np.float64))])
+    for b in range(2):
+        v = list(x[4 * b:4 * b + 4])
+        for k in (1, 2):
+            v = [F32(v[r] + v[r ^ k]) for r in range(4)]
+        assert got["sum"][b] == v[0]
+        assert got["mx"][b] == max(float(a) * 2.0 for a in x[4 * b:4 * b + 4])

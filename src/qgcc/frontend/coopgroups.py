@@ -215,6 +215,7 @@ class Lowering:
                 raise self.error(t, "'cg::reduce' needs a tile (cg::tiled_partition<N>) declared in this file")
             if g in self.sizes:
                 return list(self.emit(coopwide.reduce(self.sizes[g], op[0], self.text(args[1])), t)), end
+            self.wide = True  # a float reduce on a narrow tile calls coopwide's __qg_narrow_reduce
             return list(self.emit(f"{REDUCE_OPS[op[0]]}({self.text(args[1])}, {g})", t)), end
         raise self.error(t, f"'{name}' from cooperative groups is not supported (this_thread_block, "
                             "tiled_partition, sync and reduce are)")

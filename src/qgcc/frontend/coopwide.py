@@ -72,6 +72,15 @@ template <int G, typename T> __device__ T __qg_tile_xchg(T v, int src) {{
     __qg_tile_sync<G>();
     return r;
 }}
+template <int G, int OP, typename T> __device__ T __qg_narrow_reduce(T v) {{
+    for (int k = 1; k < G; k *= 2) {{
+        T o = __shfl_xor_sync(0xffffffff, v, k, G);
+        if (OP == 0) v = v + o;
+        else if (OP == 1) v = v < o ? o : v;
+        else v = o < v ? o : v;
+    }}
+    return v;
+}}
 template <int G, int OP, typename T> __device__ T __qg_tile_reduce(T v) {{
     unsigned lin = {LIN};
     int rank = lin % G;

@@ -124,6 +124,24 @@ class CallSema:
             raise self.error(e, f"'{name}' expects {n} argument{'s' if n != 1 else ''}, "
                                 f"got {len(e.args)}")
 
+    def narrow_reduce(self, e: A.Call, name: str, t: Type) -> Type:
+        """`cg::reduce` on a tile of 1, 2 or 4 threads of a float, double or 64-bit value: the
+        same butterfly through frontend/coopwide.py's `__qg_narrow_reduce` (SHFL.XOR of any
+        arithmetic type), instead of the integer instruction sequence."""
+        if not is_arith(t):
+            raise self.error(e.args[0], f"cg::reduce of '{t}' is not supported (a number is reduced)")
+        op = {"__qg_reduce_add": 0, "__qg_reduce_max": 1, "__qg_reduce_min": 2}[name]
+        width = e.args[1].const if e.args[1].ty is not None else None
+        if width is None:
+            self.rvalue(e.args[1])
+            width = e.args[1].const
+        targs = [A.IntLit(e.line, e.col, str(width)), A.IntLit(e.line, e.col, str(op))]
+        call = A.Call(e.line, e.col, A.Name(e.line, e.col, "__qg_narrow_reduce", targs=targs), [e.args[0]])
+        e.__class__ = call.__class__
+        e.__dict__.clear()
+        e.__dict__.update(call.__dict__)
+        return self.check_Call(e)
+
     def warp_call(self, e: A.Call, name: str) -> Type:
         """Warp intrinsics: masks are 4 bits (0xffffffff is every lane); a shuffle's width is a constant."""
         counts = WARP_FUNCS[name]
@@ -133,6 +151,10 @@ class CallSema:
                                 f"got {len(e.args)}")
         if name == "__match_all_sync":
             self.match_all_pred(e)
+        if name.startswith("__qg_reduce"):
+            t = self.probe_type(e.args[0])
+            if is_floating(t) or is_wide(t) or not is_arith(t):
+                return self.narrow_reduce(e, name, t)
         for i, a in enumerate(e.args[:2] if name == "__match_all_sync" else e.args, start=1):
             t = self.rvalue(a)
             if not is_arith(t):
