@@ -381,8 +381,14 @@ __global__ void manyLive(const int *a, int *out, float *f, int n) {
 """
 
 
+# the same with divisions, which call subroutines (their registers are never spilled)
+SPILL_DIV = SPILL.replace("x = x * 1.5f + y; y = y - z * 0.5f;",
+                          "x = x / (1.5f + y * y) + y; y = y - z / (x * x + 2.0f); h1 = h1 / (k + 1) + h2 % 7;")
+
+
 @need_gxx
-def test_kernels_needing_more_than_32_registers_spill_to_the_local_frame(qgcc, qgrun, tmp_path):
+@pytest.mark.parametrize("src", [SPILL, SPILL_DIV], ids=["alu", "with-routines"])
+def test_kernels_needing_more_than_32_registers_spill_to_the_local_frame(qgcc, qgrun, tmp_path, src):
     """A kernel with more values live at once than registers compiles (the .qg says 32
     registers and a frame larger than its local arrays) and computes what g++ computes."""
     from qgcc import qgfile
@@ -390,10 +396,10 @@ def test_kernels_needing_more_than_32_registers_spill_to_the_local_frame(qgcc, q
     n = 10
     a = (np.arange(4 * n, dtype=np.int32) * 37 - 200)
     args = {"a": a, "out": np.zeros(n, np.int32), "f": np.zeros(n, F32)}
-    got = cli_run(qgcc, qgrun, tmp_path, SPILL, "manyLive", 3, 4, args, {"n": n})
+    got = cli_run(qgcc, qgrun, tmp_path, src, "manyLive", 3, 4, args, {"n": n})
     k = qgfile.load(tmp_path / "manyLive" / "k.qg").program.kernels[0]
     assert k.regs <= 32 and k.local_words > 16  # the arrays take 16 cells, the spill slots the rest
-    want = gxx_model(tmp_path, SPILL, "manyLive", 3, 4, [("a", a), ("out", args["out"]), ("f", args["f"]),
+    want = gxx_model(tmp_path, src, "manyLive", 3, 4, [("a", a), ("out", args["out"]), ("f", args["f"]),
                                                         ("n", n)], flags=("-fwrapv",))
     assert got["out"].tolist() == want["out"].tolist()
     assert got["f"].tobytes() == want["f"].tobytes()
