@@ -61,7 +61,8 @@ class HFLayers:
         self.layers = []
         with torch.no_grad():
             for i, lw in enumerate(layers):
-                layer = Qwen3_5DecoderLayer(self.config, i)
+                with torch.device("meta"):  # no random init (seconds a layer): every tensor is loaded
+                    layer = Qwen3_5DecoderLayer(self.config, i)
                 sd = {}
                 for name, st in lw.tensors.items():
                     idx, val = self.heads.to_base(name, *st.arrays())
@@ -69,7 +70,7 @@ class HFLayers:
                     dense = np.zeros(int(np.prod(shape)), np.float32)
                     dense[idx] = val
                     sd[name] = torch.from_numpy(dense.reshape(shape))
-                layer.load_state_dict(sd, strict=True)
+                layer.load_state_dict(sd, strict=True, assign=True)
                 self.layers.append(layer.to(self.device, self.dtype).eval())
         self.cache_kw = cache_keyword(Qwen3_5DecoderLayer)
         self.cache = None
