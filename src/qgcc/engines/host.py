@@ -154,7 +154,7 @@ class Host:
         h, init = self.initial(launch)
         self.net.reset(init)
         if states is not None:
-            states.start(init, self.cm.num_layers, (qwen.linear_heads, qwen.head_dim, qwen.head_dim))
+            states.start(self.cm.num_layers, self.net.recurrent_state)
         tracker = Tracker(self, launch, max_steps, on_step, self.decode(h))
         try:
             while True:

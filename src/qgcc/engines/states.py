@@ -41,11 +41,10 @@ class StateDump:
         if isinstance(self.every, bool) or not isinstance(self.every, (int, np.integer)) or self.every < 1:
             raise UsageError(f"dump_every={self.every!r}: expected a positive integer")
 
-    def start(self, initial: dict[int, np.ndarray], layers: int, shape: tuple[int, ...]) -> None:
-        """The launch's initial recurrent states (layers absent from `initial` start at zero)."""
-        self.initial_states = np.zeros((layers, *shape), np.uint32)
-        for layer, s in initial.items():
-            self.initial_states[layer] = _bits(s).reshape(shape)
+    def start(self, layers: int, recurrent_state: Callable[[int], np.ndarray]) -> None:
+        """The states the layers hold before the first step, as the engine seeded them (in
+        bf16 the value level is 181, not V)."""
+        self.initial_states = np.stack([_bits(recurrent_state(L)) for L in range(layers)])
 
     def step(self, h: np.ndarray) -> None:
         """The input of the next network step."""
