@@ -458,7 +458,7 @@ def test_the_standalone_runner_reproduces_every_state_of_a_patched_checkpoint(qg
     assert r.returncode == 0, r.stdout + r.stderr
     assert "c [0, 2, 4, 6]" in r.stdout
     d = np.load(tmp_path / "s.npz")
-    checks = int(d["steps"]) + 1 + 2 * len(d["layers"])
+    checks = 1 + int(d["steps"]) + 1 + 2 * len(d["layers"])
     assert f"{checks} of {checks} bit-identical" in r.stdout, r.stdout
 
 

@@ -46,7 +46,7 @@ def test_standalone_runner_from_the_protocol_document_matches_the_emulator_and_e
     assert got == f"a {want.tolist()}"
     states = np.load("c.npz")
     layers, steps = len(states["layers"]), int(states["steps"])
-    checks = steps + 1 + 2 * layers  # every step's input, the last output, two states a layer
+    checks = 1 + steps + 1 + 2 * layers  # the step count, every step's input, the last output, two states a layer
     assert f"compare c.npz: {checks} of {checks} bit-identical" in r.stdout, r.stdout
 
 
