@@ -14,7 +14,7 @@ from qgcc.tools import docgen
 
 
 def test_every_generated_block_in_the_docs_matches_the_code():
-    """One test, so that the reference network is linked once (docgen.reference_network)."""
+    """One test, so that the reference network is linked once (describe.reference_network)."""
     from qgcc.tools.describe import render
 
     assert docgen.stale() == [], "regenerate with: python -m qgcc.tools.docgen"

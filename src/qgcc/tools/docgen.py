@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 import sys
-from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -25,20 +24,10 @@ from ..link.layout import (CELLS_PER_LAYER, GLOBAL_CELLS, L_MEM0, PHASES, SHARED
                            cell_location)
 from ..qwen35 import QWEN35_2B as qwen, ValueHeads
 from ..spec import SPEC
+from .describe import reference_network
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 BEGIN = re.compile(r"<!-- generated: ([a-z0-9-]+) \(python -m qgcc\.tools\.docgen\) -->\n")
-
-
-@lru_cache(maxsize=1)
-def reference_network():
-    """The layers of qgcc.tools.describe's reference kernel (an integer program): the layer
-    count, field widths and memory layers every integer program of up to 4,096 instructions has."""
-    from ..frontend import compile_source
-    from ..link.linker import link
-    from .describe import REFERENCE_KERNEL
-
-    return link(compile_source(REFERENCE_KERNEL, "reference.cu"))
 
 
 def _gb(n: float) -> str:
