@@ -57,7 +57,7 @@ def _cells(protocol, states: np.ndarray, first: int, count: int) -> list[int]:
     return out
 
 
-def test_dump_holds_every_step_input_and_every_layers_initial_and_final_state(program, full_dump):
+def test_dump_holds_every_step_input_and_every_layers_state_from_qgrun_and_the_api(program, full_dump):
     d = full_dump
     protocol = json.loads(safe_open(str(program / "k.qg"), "np").metadata()["protocol"])
     assert str(d["format"]) == "qgcc-states" and int(d["format_version"]) == 1
@@ -78,11 +78,11 @@ def test_dump_holds_every_step_input_and_every_layers_initial_and_final_state(pr
     assert _cells(protocol, d["initial_states"], 4, 4) == [0, 0, 0, 0]
     assert _cells(protocol, d["final_states"], 4, 4) == (A * 3 + np.arange(4)).astype(np.int32).view(np.uint32).tolist()
 
-
-def test_the_python_api_keeps_every_kth_input_of_the_same_states(program, full_dump, tmp_path):
+    # The Python API writes the same states, here every 5th step's input (one test: the
+    # program is linked once).
     prog = qgcc.load(program / "k.qg")
-    prog.launch(1, 4, kernel="k", a=A, c=np.zeros(4, np.int32), n=4, dump_states=tmp_path / "k5.npz", dump_every=5)
-    every = np.load(tmp_path / "k5.npz")
+    prog.launch(1, 4, kernel="k", a=A, c=np.zeros(4, np.int32), n=4, dump_states=program / "k5.npz", dump_every=5)
+    every = np.load(program / "k5.npz")
     assert every["hidden_steps"].tolist() == list(range(0, int(full_dump["steps"]), 5))
     assert np.array_equal(every["hidden"], full_dump["hidden"][::5])
     for key in ("final_hidden", "initial_states", "final_states", "steps", "layers", "head_map"):
@@ -91,28 +91,30 @@ def test_the_python_api_keeps_every_kth_input_of_the_same_states(program, full_d
 
     # A faulting launch still writes its states, up to and including the faulting step.
     with pytest.raises(MemoryFault):
-        prog.launch(1, 4, kernel="bad", c=np.zeros(4, np.int32), dump_states=tmp_path / "f.npz")
-    d = np.load(tmp_path / "f.npz")
+        prog.launch(1, 4, kernel="bad", c=np.zeros(4, np.int32), dump_states=program / "f.npz")
+    d = np.load(program / "f.npz")
     assert json.loads(str(d["meta"]))["status"] == "out-of-bounds"
     protocol = json.loads(safe_open(str(program / "k.qg"), "np").metadata()["protocol"])
     assert _field(protocol, d["final_hidden"], "fault") & 1  # the out-of-bounds bit
     assert len(d["hidden"]) == int(d["steps"])
 
 
-def test_engines_without_layers_refuse_the_dump_in_one_line(program, qgrun):
-    r = _launch(qgrun, program, "--dump-states", program / "r.npz", "--engine", "ref")
+def test_engines_without_layers_refuse_the_dump_in_one_line(qgrun, tmp_path):
+    """Refused before the program is even read."""
+    r = qgrun(tmp_path / "missing.qg", "--grid", "1", "--block", "4", "--dump-states", tmp_path / "r.npz",
+              "--engine", "ref")
     assert r.exit_code == 2 and r.output.strip().splitlines() == [
         "qgrun: error: --dump-states: the ref engine runs no network layers, so it has no states to dump; "
         "use --engine neural or hf"]
-    assert not (program / "r.npz").exists()
+    assert not (tmp_path / "r.npz").exists()
 
 
-def test_dump_states_options_that_make_no_sense_are_usage_errors(program, qgrun):
-    r = _launch(qgrun, program, "--dump-every", "3")
+def test_dump_states_options_that_make_no_sense_are_usage_errors(qgrun, tmp_path):
+    launch = (tmp_path / "missing.qg", "--grid", "1", "--block", "4")
+    r = qgrun(*launch, "--dump-every", "3")
     assert r.exit_code == 2 and "--dump-every needs --dump-states FILE.npz" in r.output
-    r = _launch(qgrun, program, "--dump-states", program / "x.json")
-    assert r.exit_code == 2 and "expected a .npz file name" in r.output
-    (program / "b.jsonl").write_text('{"grid": 1, "block": 4, "kernel": "k", "args": {"a": "zeros:4", '
-                                     '"c": "zeros:4", "n": 4}}\n')
-    r = qgrun(program / "k.qg", "--batch", program / "b.jsonl", "--dump-states", program / "b.npz")
+    r = qgrun(*launch, "--dump-states", tmp_path / "x.json")
+    assert r.exit_code == 2 and "--dump-states " + str(tmp_path / "x.json") + ": expected a .npz file name" in r.output
+    (tmp_path / "b.jsonl").write_text('{"grid": 1, "block": 4}\n')
+    r = qgrun(tmp_path / "missing.qg", "--batch", tmp_path / "b.jsonl", "--dump-states", tmp_path / "b.npz")
     assert r.exit_code == 2 and "--dump-states records one launch" in r.output

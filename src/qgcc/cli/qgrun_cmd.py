@@ -107,6 +107,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     eng = engines.get(engine)
     dev, device_note = eng.resolve_device(device)
     dtype, dtype_note = eng.resolve_dtype(dtype)
+    dump = _state_dump(eng.name, dump_states, dump_every)
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
     # A kernel template named at launch (--kernel 'matmul<8>') is instantiated from a .cu.
@@ -118,7 +119,6 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     if json_path is not None and os.path.realpath(json_path) in {os.path.realpath(p) for p in out_paths.values()}:
         raise UsageError(f"--json {json_path} is also an --out file")
     _check_extra_outputs(timeline, trace_out, json_path, out_paths, dump_states)
-    dump = _state_dump(eng.name, dump_states, dump_every)
     launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=linked.network,
                          shared_bytes=shared, constants=parse_consts(program, consts))
     if device_note:
@@ -233,6 +233,8 @@ def _state_dump(engine: str, path: str | None, every: int):
     from ..engines.states import StateDump, check_engine
 
     check_engine(engine)
+    if not path.lower().endswith(".npz"):
+        raise UsageError(f"--dump-states {path}: expected a .npz file name (numpy's savez format)")
     return StateDump(every)
 
 
@@ -255,8 +257,6 @@ def _check_extra_outputs(timeline: str | None, trace_out: str | None, json_path:
             continue
         if option == "--timeline" and not path.lower().endswith((".svg", ".html", ".htm")):
             raise UsageError(f"--timeline {path}: expected a .svg (picture) or .html (interactive) file name")
-        if option == "--dump-states" and not path.lower().endswith(".npz"):
-            raise UsageError(f"--dump-states {path}: expected a .npz file name (numpy's savez format)")
         check_writable(f"{option} {path}", path)
         key = os.path.realpath(path)
         if key in taken:

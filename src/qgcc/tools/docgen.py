@@ -179,10 +179,13 @@ def rewrite(text: str) -> str:
     return text
 
 
-def stale(docs: Path = DOCS) -> list[str]:
-    """'DOC: NAME' for each block that is missing from its document or differs from the code."""
+def stale(docs: Path = DOCS, names=None) -> list[str]:
+    """'DOC: NAME' for each block (of `names`, default all) that is missing from its document or
+    differs from the code."""
     bad = []
     for name, (doc, _) in BLOCKS.items():
+        if names is not None and name not in names:
+            continue
         found = blocks((docs / doc).read_text(encoding="utf-8"))
         if name not in found:
             bad.append(f"{doc}: {name} (missing)")
