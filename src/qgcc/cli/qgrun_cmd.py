@@ -4,6 +4,7 @@
           [--arg NAME=VALUE]... [--out NAME=PATH.npy]... [--shared BYTES] [--const NAME=@FILE.npy]...
           [--engine ref] [--device cpu|cuda]
           [--trace full|summary|none] [--json PATH] [--max-steps N] [--progress]
+          [--dump-states FILE.npz [--dump-every K]]
     qgrun KERNEL.qg --batch LAUNCHES.jsonl [--batch-width N] [--engine ...] [--json PATH]
 
 Every argument is checked before anything runs.  Outputs (--out files) are
