@@ -1,5 +1,5 @@
 """The hf engine drives transformers' own modules through their public cache API, which moved
-between the releases pyproject.toml admits (docs/engines.md, "Tested transformers versions").
+between the releases pyproject.toml admits (docs/engines.md, "Tested transformers and torch versions").
 This checks, on whatever transformers is installed, that the engine's cache reaches the layer:
 one step of an all-zero layer from a seeded state takes the single-token decode path, which
 decays the state by exp(-softplus(0)) = 1/2 and adds nothing (zero keys)."""
