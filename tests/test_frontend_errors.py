@@ -157,7 +157,7 @@ IN_KERNEL = [
     # --- __shared__ arrays
     ("__shared__ int s[n];", 18, "size of array 's' is not a compile-time constant"),
     ("__shared__ int s[0];", 18, "size of array 's' must be positive (got 0)"),
-    ("__shared__ int s[2][2][2];", 16, "__shared__ arrays have at most 2 dimensions"),
+    ("__shared__ int s[2][2][2][2];", 16, "__shared__ arrays have at most 3 dimensions"),
     ("__shared__ int s[4] = 0;", 23, "__shared__ variables cannot have an initialiser"),
     ("__shared__ int *sp;", 17, "__shared__ pointers are not supported; declare a __shared__ array"),
     (f"__shared__ int big[{SPEC.shared_words - 24}]; __shared__ int more[30];", 42,

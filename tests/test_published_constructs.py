@@ -697,3 +697,39 @@ def test_cg_reduce_of_floats_and_doubles_on_a_narrow_tile():
             v = [F32(v[r] + v[r ^ k]) for r in range(4)]
         assert got["sum"][b] == v[0]
         assert got["mx"][b] == max(float(a) * 2.0 for a in x[4 * b:4 * b + 4])
+
+
+# ---------------------------------------------------------------- 3-D shared tiles
+
+STENCIL3D = r"""
+#define T 4
+// PMPP's 3-D stencil shape: a cube of the input in shared memory, neighbours read from it
+__global__ void stencil(const float *in, float *out, float c0, float c1) {
+    __shared__ float tile[T][T][T];
+    int x = threadIdx.x, y = threadIdx.y, z = threadIdx.z;
+    tile[z][y][x] = in[(z * T + y) * T + x];
+    __syncthreads();
+    float s = c0 * tile[z][y][x];
+    if (x > 0 && x < T - 1 && y > 0 && y < T - 1 && z > 0 && z < T - 1)
+        s += c1 * (tile[z][y][x - 1] + tile[z][y][x + 1] + tile[z][y - 1][x] + tile[z][y + 1][x]
+                   + tile[z - 1][y][x] + tile[z + 1][y][x]);
+    out[(z * T + y) * T + x] = s;
+}
+"""
+
+
+def test_three_dimensional_shared_arrays_are_row_major_like_numpy(qgcc, qgrun, tmp_path):
+    """`__shared__ float tile[T][T][T]` indexed [z][y][x] (a 4 x 4 x 4 block), against numpy in
+    the kernel's operation order."""
+    x = np.linspace(-1, 2, 64).astype(F32)
+    got = cli_run(qgcc, qgrun, tmp_path, STENCIL3D, "stencil", 1, "4,4,4",
+                  {"in": x, "out": np.zeros(64, F32)}, {"c0": 0.5, "c1": 0.25})
+    t = x.reshape(4, 4, 4)
+    want = (F32(0.5) * t).copy()
+    for z in range(1, 3):
+        for y in range(1, 3):
+            for xx in range(1, 3):
+                nb = F32(F32(F32(F32(F32(t[z, y, xx - 1] + t[z, y, xx + 1]) + t[z, y - 1, xx]) + t[z, y + 1, xx])
+                             + t[z - 1, y, xx]) + t[z + 1, y, xx])
+                want[z, y, xx] = F32(F32(0.5) * t[z, y, xx]) + F32(F32(0.25) * nb)
+    assert got["out"].tobytes() == want.reshape(-1).tobytes()

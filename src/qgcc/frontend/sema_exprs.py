@@ -34,7 +34,7 @@ class ExprSema:
         if isinstance(t, ArrayType):
             e.arr = t
             if len(t.dims) > 1:
-                raise self.error(e, f"2-D array cannot be used as a value (type '{t}'); index it")
+                raise self.error(e, f"{len(t.dims)}-D array cannot be used as a value (type '{t}'); index it")
             t = PtrType(t.elem, t.const and not self.in_constant_memory(e))
             e.ty = t
         if isinstance(t, VoidType) and not allow_void:

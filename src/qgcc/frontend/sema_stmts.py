@@ -268,8 +268,8 @@ class StmtSema:
     def shared_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
         decl = it.decl
         self.check_shared(info, it)
-        if len(decl.arrays) > 2:
-            raise self.error(decl, "__shared__ arrays have at most 2 dimensions")
+        if len(decl.arrays) > 3:  # (PMPP's 3-D stencil tiles; row-major like the 2-D ones)
+            raise self.error(decl, "__shared__ arrays have at most 3 dimensions")
         dims = tuple(self.array_dim(e, decl.name, decl) for e in decl.arrays)
         ty: Type = ArrayType(info.base, dims, info.const) if dims else info.base
         return VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=info.const)
