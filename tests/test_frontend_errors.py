@@ -82,7 +82,7 @@ IN_KERNEL = [
     ("__syncthreads_count(1);", 1, "'__syncthreads_count' is not supported"),
     ("atomicInc(a, 3u);", 11, "first argument of 'atomicInc' must be an 'unsigned int *' pointer (got 'int *')"),
     ("int x = __shfl_down_sync(0xffffffff, n, 1, 3);", 44,
-     "the width of '__shfl_down_sync' must be a constant power of two (1, 2 or 4; larger widths mean the whole warp)"),
+     "the width of '__shfl_down_sync' must be a power of two (1, 2 or 4; larger widths mean the whole warp)"),
     ("int x = __ballot_sync(0xffffffff);", 9, "'__ballot_sync' expects 2 arguments, got 1"),
     ("int x = __shfl_down(n, 1);", 9, "'__shfl_down' was removed in CUDA 9; use __shfl_down_sync(0xffffffff, ...)"),
     ("int x = __reduce_add_sync(0xffffffff, 1.5f);", 39,

@@ -733,3 +733,33 @@ def test_three_dimensional_shared_arrays_are_row_major_like_numpy(qgcc, qgrun, t
                              + t[z - 1, y, xx]) + t[z + 1, y, xx])
                 want[z, y, xx] = F32(F32(0.5) * t[z, y, xx]) + F32(F32(0.25) * nb)
     assert got["out"].tobytes() == want.reshape(-1).tobytes()
+
+
+# ---------------------------------------------------------------- a shuffle width known at run time
+
+RUNTIME_WIDTH = r"""
+__global__ void segments(const int *in, int *out, double *d, int w) {
+    int i = threadIdx.x;
+    int v = in[i];
+    out[i] = __shfl_down_sync(0xffffffff, v, 1, w);
+    out[8 + i] = __shfl_xor_sync(0xffffffff, v, 1, w);
+    d[i] = __shfl_sync(0xffffffff, v * 0.5, 3, w);
+}
+"""
+
+
+@pytest.mark.parametrize("w", [1, 2, 4, 32])
+def test_a_shuffle_width_given_at_run_time(w):
+    """`__shfl_*_sync(mask, v, x, w)` with w a kernel argument: CUDA's segments of w lanes
+    (w of 4 or more is the whole 4-lane warp), against a numpy model of the shuffles."""
+    x = np.arange(10, 18, dtype=np.int32)
+    got = emulate_src(RUNTIME_WIDTH, "segments", 1, 8, [("in", x), ("out", np.zeros(16, np.int32)),
+                                                       ("d", np.zeros(8, np.float64)), ("w", w)])
+    seg = min(w, 4)
+    lane = np.arange(8) % 4
+    base = np.arange(8) - lane % seg
+    down = np.where(lane % seg + 1 < seg, np.arange(8) + 1, np.arange(8))
+    xor = base + ((lane % seg) ^ 1) % seg
+    idx = base + 3 % seg
+    assert got["out"].tolist() == x[down].tolist() + x[np.where((lane % seg) ^ 1 < seg, xor, np.arange(8))].tolist()
+    assert got["d"].tolist() == (x[idx] * 0.5).tolist()

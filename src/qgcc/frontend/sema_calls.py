@@ -171,9 +171,11 @@ class CallSema:
         if name.startswith("__shfl"):
             if len(e.args) == 4:
                 w = e.args[3].const
-                if w is None or w <= 0 or w & (w - 1):
-                    raise self.error(e.args[3], f"the width of '{name}' must be a constant power of two "
+                if w is not None and (w <= 0 or w & (w - 1)):
+                    raise self.error(e.args[3], f"the width of '{name}' must be a power of two "
                                                 f"(1, 2 or {SPEC.warp_size}; larger widths mean the whole warp)")
+                if w is None and (is_wide(e.args[3].ty) or not is_int(e.args[3].ty)):
+                    raise self.error(e.args[3], f"the width of '{name}' must be an int")
             if is_floating(e.args[1].ty) or is_wide(e.args[1].ty):
                 return e.args[1].ty
             return UINT if e.args[1].ty == UINT else INT
