@@ -187,7 +187,7 @@ def block_sum_model(x: np.ndarray, bias, block: int) -> np.ndarray:
     return np.array(out, x.dtype)
 
 
-@pytest.mark.parametrize("engine", ["ref", "neural"])
+@pytest.mark.parametrize("engine", ["ref", pytest.param("neural", marks=pytest.mark.slow)])
 def test_shared_memory_struct_conversion_operator_and_class_specialisation(qgcc, qgrun, tmp_path, engine):
     """An empty struct with conversion operators, value-initialised with `SharedMemory<T>()`,
     gives the kernel its dynamic shared array; `template <> struct` replaces the class template
