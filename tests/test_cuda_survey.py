@@ -743,8 +743,8 @@ def test_warp_shuffle_reduction_and_64bit_atomics():
 # ---------------------------------------------------------------- what such kernels use that is not in the subset
 
 def test_constructs_outside_the_subset_are_named():
-    assert_error("__global__ void k(float *o) { __shared__ float in_s[4][4][4]; }\n", 1, 48,
-                 "__shared__ arrays have at most 2 dimensions")
+    assert_error("__global__ void k(float *o) { __shared__ float in_s[4][4][4][2]; }\n", 1, 48,
+                 "__shared__ arrays have at most 3 dimensions")
     assert_error("struct cuComplex { float r, i; __device__ cuComplex(float a, float b) : r(a), i(b) {} };\n"
                  "__global__ void k(float *o) {}\n", 1, 43,
                  "constructors are not supported ('cuComplex'); initialise a struct with braces "

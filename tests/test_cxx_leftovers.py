@@ -98,7 +98,7 @@ def test_batch_files_name_kernel_template_instances(qgrun, tmp_path, monkeypatch
 
 
 def test_leftover_errors_are_named():
-    assert_error("struct S { int x; };\n__global__ void k(S *p) { S s = S(); }\n", 2, 33,
+    assert_error("struct S { int x; };\n__global__ void k(S *p) { S s = S(1); }\n", 2, 33,
                  "'S(...)' calls a constructor, and constructors are not supported; write 'S v = {...};' "
                  "or make_...(...)")
     assert_error("template <int A = 1, int B> __global__ void k(int *o) {}\n", 1, 26,

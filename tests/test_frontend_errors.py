@@ -42,9 +42,9 @@ IN_KERNEL = [
     ("float x = 1.0f; x <<= 1;", 19, "invalid operands to '<<=' ('float' and 'int')"),
     ("float x = ~1.0f;", 11, "invalid operand to unary '~' ('float')"),
     ("float x = 1.5L;", 11, "'long double' constant '1.5L' is not supported; write '1.5f'"),
-    ("float x = pow(1.0f, 2.0f);", 11, "'pow' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc and round); use 'powf' on float"),
-    ("float x = sin(1.0f);", 11, "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc and round); use 'sinf' on float"),
-    ("int x = abs(1.0f);", 9, "'abs' needs an integer argument ('float'); use fabsf"),
+    ("float x = pow(1.0, 2.0f);", 11, "'pow' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc and round); use 'powf' on float"),
+    ("float x = sin(1.0);", 11, "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc and round); use 'sinf' on float"),
+    ("int x = abs(1.0);", 9, "'abs' needs an integer argument ('double'); use fabs"),
     ("atomicMin(ch, 1.0f);", 11, "first argument of 'atomicMin' must be an 'int *' or 'unsigned int *' "
                                  "pointer (got 'char *')"),
     ("long long long x;", 11, "'long long long' is too long"),
@@ -64,7 +64,6 @@ IN_KERNEL = [
     ('printf("%d", n);', 1, "'printf' is not supported (there is no host I/O)"),
     ("int *m = (int *)malloc(4);", 17, "dynamic memory allocation ('malloc') is not supported"),
     ("int *m = new int;", 10, "dynamic memory allocation ('new') is not supported"),
-    ("switch (n) { case 1: break; }", 1, "'switch' statements are not supported; use if/else"),
     ("goto out;", 1, "'goto' is not supported"),
     ("union U { int x; float f; };", 1, "'union' types are not supported"),
     ("int (*fp)(int);", 7, "function pointers are not supported"),
@@ -80,10 +79,10 @@ IN_KERNEL = [
                                  "('int *' to 'char *'): memory is addressed in 32-bit cells, so "
                                  "only 'int *', 'unsigned *' and 'float *' convert to each other"),
     ("int *q = (int *)n;", 10, "cast from integer to pointer is not supported ('int' to 'int *')"),
-    ("__threadfence();", 1, "'__threadfence' is not supported"),
+    ("__syncthreads_count(1);", 1, "'__syncthreads_count' is not supported"),
     ("atomicInc(a, 3u);", 11, "first argument of 'atomicInc' must be an 'unsigned int *' pointer (got 'int *')"),
     ("int x = __shfl_down_sync(0xffffffff, n, 1, 3);", 44,
-     "the width of '__shfl_down_sync' must be a constant power of two (1, 2 or 4; larger widths mean the whole warp)"),
+     "the width of '__shfl_down_sync' must be a power of two (1, 2 or 4; larger widths mean the whole warp)"),
     ("int x = __ballot_sync(0xffffffff);", 9, "'__ballot_sync' expects 2 arguments, got 1"),
     ("int x = __shfl_down(n, 1);", 9, "'__shfl_down' was removed in CUDA 9; use __shfl_down_sync(0xffffffff, ...)"),
     ("int x = __reduce_add_sync(0xffffffff, 1.5f);", 39,
@@ -143,7 +142,7 @@ IN_KERNEL = [
     ("atomicCAS(a, 1);", 1, "'atomicCAS' expects 3 arguments, got 2"),
     ("int m = min(a, 1);", 9, "'min' needs integer arguments ('int *' and 'int')"),
     # --- statements and scopes
-    ("break;", 1, "'break' statement not in a loop"),
+    ("break;", 1, "'break' statement not in a loop or switch"),
     ("continue;", 1, "'continue' statement not in a loop"),
     ("return 1;", 8, "kernel 'k' must not return a value"),
     ("int v; int v;", 12, "redefinition of 'v' (previously declared on line 2)"),
@@ -158,7 +157,7 @@ IN_KERNEL = [
     # --- __shared__ arrays
     ("__shared__ int s[n];", 18, "size of array 's' is not a compile-time constant"),
     ("__shared__ int s[0];", 18, "size of array 's' must be positive (got 0)"),
-    ("__shared__ int s[2][2][2];", 16, "__shared__ arrays have at most 2 dimensions"),
+    ("__shared__ int s[2][2][2][2];", 16, "__shared__ arrays have at most 3 dimensions"),
     ("__shared__ int s[4] = 0;", 23, "__shared__ variables cannot have an initialiser"),
     ("__shared__ int *sp;", 17, "__shared__ pointers are not supported; declare a __shared__ array"),
     (f"__shared__ int big[{SPEC.shared_words - 24}]; __shared__ int more[30];", 42,
@@ -200,7 +199,6 @@ WHOLE = [
     ("template <typename T> __global__ void k(T *a) {}\n", 1, 1,
      "no kernel: the file defines only templates; a kernel template is instantiated when it is named at "
      "launch (qgrun --kernel 'NAME<ARGS>')"),
-    ("class A {};\n", 1, 7, "'A' has no data members (empty structs are not supported)"),
     ("enum E { X };\n", 1, 1, "'enum' types are not supported; use const int or #define"),
     ("namespace n {}\n", 1, 1, "namespaces are not supported"),
     # --- functions
@@ -256,8 +254,8 @@ WHOLE = [
     ("int x;\n__global__ void k() {}\n", 1, 5,
      "global variable 'x' is not supported; only integer constants ('const int N = 4;') may be "
      "declared at file scope"),
-    ("__device__ int d;\n__global__ void k() {}\n", 1, 1,
-     "__device__ variables are not supported; pass data through kernel parameters"),
+    ("__device__ double d;\n__global__ void k() {}\n", 1, 19,
+     "__constant__ variables of type double are not supported ('d'); pass a 'const double *' buffer"),
     ("__shared__ int s[4];\n__global__ void k() {}\n", 1, 1,
      "__shared__ variables must be declared inside a kernel or device function"),
     ("const int N = 3;\nconst int N = 4;\n__global__ void k() {}\n", 2, 11,
@@ -284,18 +282,6 @@ WHOLE = [
 @pytest.mark.parametrize("src,line,col,message", WHOLE, ids=[f"{c[3][:50]}" for c in WHOLE])
 def test_error_in_a_whole_file(src, line, col, message):
     assert_error(src, line, col, message)
-
-
-def test_register_limit_is_reported_at_the_kernel_name():
-    n = 40
-    body = "".join(f"  int v{i} = a[{i}] * a[{i + 1}];\n" for i in range(n))
-    total = " + ".join(f"v{i} * {i + 2}" for i in reversed(range(n)))
-    src = f"__global__ void heavy(int *a) {{\n{body}  a[0] = {total};\n}}\n"
-    e = error_of(src)
-    assert (e.line, e.col) == (1, 17)
-    assert e.message.startswith("kernel 'heavy' needs ")
-    assert e.message.endswith(" registers; the machine has 32")
-    assert int(e.message.split()[3]) > 32
 
 
 def test_instruction_limit_names_the_machine_capacity():

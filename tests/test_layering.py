@@ -21,8 +21,9 @@ MAX_LINES = 700
 # The front end's passes, bottom up: a module may import modules of its own layer or below.
 FRONTEND_LAYERS = [
     # shared types and tables: the AST, C types, constants, symbols, built-in tables, lowering values, the IR
-    {"ast", "types", "structs", "floatconst", "doubleconst", "grammar", "symbols", "builtin_names", "values", "ir"},
-    {"preprocess", "macros", "coopgroups"},                                    # preprocess (and #if, macros)
+    {"ast", "types", "structs", "floatconst", "doubleconst", "grammar", "symbols", "builtin_names", "values", "ir",
+     "overloads"},
+    {"preprocess", "macros", "coopgroups", "coopwide"},                                    # preprocess (and #if, macros)
     {"tokens", "parser"},                                                      # parse
     {"structsema", "sema_decls", "sema_templates", "sema_stmts", "sema_exprs", "sema_calls"},  # sema by topic
     {"sema"},                                                                  # sema's composition and entry
@@ -30,7 +31,7 @@ FRONTEND_LAYERS = [
     {"bitops", "wide", "doubles", "intrinsics"},                               # lowering by family
     {"lower_stmts", "lower_memory", "lower_exprs", "lower_calls"},             # lowering by construct
     {"codegen"},                                                               # lowering's composition
-    {"regalloc"},                                                              # registers -> isa.Instr
+    {"regalloc", "spill"},                                                     # registers -> isa.Instr
     {"__init__"},                                                              # the driver: compile_source
 ]
 

@@ -414,8 +414,11 @@ def test_cooperative_groups_inside_the_network():
 
 
 @pytest.mark.parametrize("body,msg", [
-    ("auto t = cg::tiled_partition<8>(cg::this_thread_block());",
-     "tiles of 8 threads are not supported: a tile is 1, 2 or 4 threads (a warp has 4 lanes here)"),
+    ("auto t = cg::tiled_partition<64>(cg::this_thread_block());",
+     "tiles of 64 threads are not supported: a tile is 1, 2, 4, 8, 16 or 32 threads"),
+    ("auto t = cg::tiled_partition<8>(cg::this_thread_block()); unsigned b = t.ballot(1);",
+     "'.ballot()' on a tile of 8 threads is not supported (a warp has 4 lanes here; tiles of 1, 2 or 4 "
+     "threads have it)"),
     ("const int n = 4; auto t = cg::tiled_partition<n>(cg::this_thread_block());",
      "the size of a tile must be a number (1, 2 or 4) or a macro for one, not 'n'"),
     ("cg::grid_group g = cg::this_grid();", "'grid_group' from cooperative groups is not supported"),

@@ -53,7 +53,7 @@ def parse_instance(text: str) -> str | None:
             args.append(int(a == "true"))
             continue
         try:
-            args.append(int(a, 0))
+            args.append(int(re.sub(r"(?i)(ull|llu|ul|lu|ll|u|l)$", "", a), 0))  # C's suffixes: 1U
         except ValueError:
             return None
     return instance_name(m.group(1), args)

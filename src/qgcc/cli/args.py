@@ -163,6 +163,18 @@ def parse_args(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> tuple[dict
     return scalars, arrays
 
 
+def _struct_cells(value: str) -> np.ndarray | None:
+    """`@FILE.npy` holding a structured array (the members of a __constant__ array of structs,
+    which the program keeps as its cells), else None (then load_array reads and checks it)."""
+    if not value.startswith("@"):
+        return None
+    try:
+        arr = np.load(value[1:], allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    return arr.reshape(-1) if arr.dtype.names is not None else None
+
+
 def parse_consts(program: Program, specs: list[str] | tuple[str, ...]) -> dict[str, np.ndarray]:
     """`--const NAME=@FILE.npy` (or NAME=VALUE for a scalar) -> the values of __constant__
     variables, replacing their initialisers; make_launch checks dtypes and sizes."""
@@ -178,6 +190,10 @@ def parse_consts(program: Program, specs: list[str] | tuple[str, ...]) -> dict[s
         if name in out:
             raise UsageError(f"--const '{name}' is given twice")
         p = Param(name, c.ctype, pointer=bool(c.dims))
+        structs = _struct_cells(value) if c.dims and c.ctype == "unsigned" else None
+        if structs is not None:  # a __constant__ array of structs (launch.constant_image)
+            out[name] = structs
+            continue
         if c.dims:
             out[name] = load_array(name, value, p, option="--const").reshape(-1)
         else:

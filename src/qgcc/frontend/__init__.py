@@ -38,6 +38,8 @@ from .parser import parse_pp
 from .preprocess import preprocess
 from .regalloc import allocate
 from .sema import analyse
+from .spill import allocate_spilling
+from .structs import is_struct
 from .types import ArrayType
 
 __all__ = ["compile_source", "CompileError"]
@@ -58,9 +60,7 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
             raise error(1, 1, "no kernel: the file defines only templates; a kernel template is "
                               "instantiated when it is named at launch (qgrun --kernel 'NAME<ARGS>')")
         raise error(1, 1, "no kernel: the file defines no __global__ function")
-    constants = [Constant(c.name, (c.ty.elem if isinstance(c.ty, ArrayType) else c.ty).kind,
-                          tuple(c.ty.dims) if isinstance(c.ty, ArrayType) else (), c.address,
-                          list(c.init or [])) for c in result.constants]
+    constants = [_constant(c) for c in result.constants]
     code = []
     kernels = []
     for fs in result.kernels:
@@ -81,6 +81,9 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
                 fused = True
                 continue
             break
+        spill_words = 0
+        if nregs > SPEC.num_regs:
+            gen, instrs, nregs, spill_words = _spilled(fs, filename, lines, region, soft_float, fused, entry)
         if nregs > SPEC.num_regs:
             raise error(fs.line, fs.col, f"kernel '{fs.name}' needs {nregs} registers; the "
                                          f"machine has {SPEC.num_regs}")
@@ -91,24 +94,51 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
                         f"{len(instrs)}); the machine holds at most {SPEC.max_instrs}")
         kname = instance_name(*fs.template) if fs.template else fs.name
         kernels.append(Kernel(kname, entry, len(code), params, gen.shared_used, nregs,
-                              local_words=gen.local_used))
+                              local_words=gen.local_used + spill_words))
     return Program(code, kernels, source_name=filename,
                    source_lines=_program_lines(pp, filename, code), constants=constants)
 
 
 def _generate(fs, filename: str, lines: list[str], remat_params: bool, local_region: int, soft_float: bool,
-              fma_arith: bool = False):
+              fma_arith: bool = False, extra_local: int = 0):
     """Generate a kernel.  Extern __shared__ arrays start after its static __shared__ cells,
     and local arrays need the size of a thread's frame, both known once the kernel is
     generated, so a kernel that has them is generated twice."""
     gen = KernelGen(fs, filename, lines, remat_params=remat_params, soft_float=soft_float, fma_arith=fma_arith)
     ir, params = gen.run()
-    if (gen.uses_dynamic and gen.shared_used) or gen.local_used:
+    if (gen.uses_dynamic and gen.shared_used) or gen.local_used or extra_local:
+        # (extra_local: spill slots after the local arrays, frontend/spill.py)
         gen = KernelGen(fs, filename, lines, remat_params=remat_params, soft_float=soft_float, fma_arith=fma_arith,
                         dynamic_base=SPEC.shared_base + gen.shared_used,
-                        local_words=gen.local_used, local_region=local_region)
+                        local_words=gen.local_used + extra_local, local_region=local_region)
         ir, params = gen.run()
     return gen, ir, params
+
+
+def _constant(c) -> Constant:
+    """A __constant__ (or __device__) variable as the Program keeps it; one of structs is its
+    cells, unsigned, in one dimension (sema_stmts.constant_struct)."""
+    elem = c.ty.elem if isinstance(c.ty, ArrayType) else c.ty
+    if is_struct(elem):
+        return Constant(c.name, "unsigned", (len(c.init),), c.address, list(c.init))
+    return Constant(c.name, elem.kind, tuple(c.ty.dims) if isinstance(c.ty, ArrayType) else (), c.address,
+                    list(c.init or []))
+
+
+def _spilled(fs, filename: str, lines: list[str], region: int, soft_float: bool, fused: bool, entry: int):
+    """Registers still short after re-reading parameters: spill values to the thread's local
+    frame (frontend/spill.py).  The frame's size (local arrays, then the slots) sets the stride
+    of the frame base computed at the entry, so the kernel is generated again until the slots
+    it gets are the slots it needs."""
+    slots = 1
+    for _ in range(8):
+        gen, ir, params = _generate(fs, filename, lines, True, region, soft_float, fused, extra_local=slots)
+        arrays = gen.local_used
+        instrs, nregs, used = allocate_spilling(ir, fs.line, entry, gen.local_base, arrays, SPEC.num_regs)
+        if used <= slots:
+            return gen, instrs, nregs, slots
+        slots = used
+    return gen, instrs, nregs, slots  # pragma: no cover - the slot count settles in a step or two
 
 
 def _program_lines(pp, filename: str, code) -> list[str]:

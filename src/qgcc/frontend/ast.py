@@ -41,6 +41,7 @@ class StructDef(Node):
     fields: list["Declaration"] | None = None  # None: no body (a use of the tag)
     methods: list["FunctionDef"] = field(default_factory=list)
     end_line: int = 0
+    targs: list | None = None  # `template <> struct S<double> {...}`: the specialisation's arguments
 
 
 @dataclass
@@ -61,6 +62,7 @@ class ParamDecl(Node):
     funcptr: bool = False
     ref: "Spec | None" = None  # `T &name`: the '&' (a reference)
     targs: "list | None" = None  # `f<float>` in `template <> ... f<float>(...)`: a specialisation's arguments
+    default: "Expr | None" = None  # `int step = 1`: a default argument
 
 
 @dataclass
@@ -298,6 +300,21 @@ class For(Stmt):
     cond: Expr | None
     step: Expr | None
     body: Stmt
+
+
+@dataclass
+class Case(Stmt):
+    """`case VALUE:` (value None: `default:`), a label directly in a switch body."""
+
+    value: "Expr | None"
+
+
+@dataclass
+class Switch(Stmt):
+    """`switch (cond) { ... }`: the body's statements with Case labels among them."""
+
+    cond: Expr
+    body: list
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..isa import SReg
 from .types import BOOL, CHAR, DOUBLE, FLOAT, INT, LLONG, PtrType, UCHAR, UINT, ULLONG, VOID
+from .overloads import UNSIGNED_MINMAX
 
 
 BUILTIN_VECTORS = {
@@ -77,7 +78,10 @@ ATOMIC_SCOPES = {f"{a}{sfx}": a for a in ATOMICS for sfx in ("_block", "_system"
 # The double functions qgcc has (double.cu): name -> argument count; each argument converts to double.
 DOUBLE_FUNCS = {"sqrt": 1, "fabs": 1, "fmin": 2, "fmax": 2, "floor": 1, "ceil": 1, "trunc": 1, "round": 1,
                 "__dsqrt_rn": 1, "__dadd_rn": 2, "__dsub_rn": 2, "__dmul_rn": 2, "__ddiv_rn": 2}
-BUILTIN_FUNCS = ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(FLOAT_FUNCS) | set(DOUBLE_FUNCS) | set(BIT_CASTS) | \
+# Memory fences order a thread's memory operations for the others; here every load and store
+# acts on the one memory at once (no caches, blocks in turn), so they are already in order.
+FENCES = frozenset({"__threadfence", "__threadfence_block", "__threadfence_system"})
+BUILTIN_FUNCS = FENCES | ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(UNSIGNED_MINMAX) | set(FLOAT_FUNCS) | set(DOUBLE_FUNCS) | set(BIT_CASTS) | \
     set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES) | set(MATH_FUNCS)
 
 UNSUPPORTED_FUNCS = {
@@ -89,7 +93,7 @@ UNSUPPORTED_FUNCS = {
     "cudaMalloc": "dynamic memory allocation ('cudaMalloc') is not supported",
     "assert": "'assert' is not supported",
 }
-for _n in ("__threadfence", "__threadfence_block", "__syncthreads_count", "__syncthreads_and",
+for _n in ("__syncthreads_count", "__syncthreads_and",
            "__syncthreads_or", "__ldg"):
     UNSUPPORTED_FUNCS[_n] = f"'{_n}' is not supported"
 for _n in ("__shfl", "__shfl_up", "__shfl_down", "__shfl_xor", "__ballot", "__any", "__all"):

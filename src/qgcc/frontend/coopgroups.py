@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from lark import Token
 
+from . import coopwide
+
 NS = "cooperative_groups"
 LIN = "(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z))"
 SIZE = "(blockDim.x * blockDim.y * blockDim.z)"
@@ -40,6 +42,9 @@ class Lowering:
         self.aliases = {NS}
         self.unqualified = False
         self.kinds: dict[str, str] = {}  # group variable -> "block" or "tile"
+        self.sizes: dict[str, int] = {}  # tile variable -> its size, when wider than a warp
+        self.last_group: str | None = None  # the group variable being declared
+        self.wide = False  # a wide tile is used: coopwide's helpers are prepended
 
     # -- helpers -------------------------------------------------------------------
     def emit(self, text: str, at: Token):
@@ -103,12 +108,16 @@ class Lowering:
             yield from toks
             return
         i = 0
+        lowered = []
         while i < len(toks):
             try:
                 out, i = self.step(toks, i)
             except IndexError:
                 raise self.error(toks[min(i, len(toks) - 1)], "incomplete cooperative-groups construct") from None
-            yield from out
+            lowered.extend(out)
+        if self.wide:
+            yield from self.emit(coopwide.HELPERS, toks[0])
+        yield from lowered
 
     def step(self, toks: list, i: int):
         t = toks[i]
@@ -126,6 +135,7 @@ class Lowering:
             if nm is not None:
                 kind = "block" if nm[0] == "this_thread_block" else "tile"
                 self.kinds[toks[i + 1].value] = kind
+                self.last_group = toks[i + 1].value
                 return list(self.emit("const int", t)), i + 1
         # member calls on a group variable
         if t.type == "NAME" and v in self.kinds and i + 3 < len(toks) and toks[i + 1].value == "." \
@@ -140,17 +150,29 @@ class Lowering:
         name, j = nm
         if name in GROUP_TYPES:
             kind = GROUP_TYPES[name]
+            size = None
             if name == "thread_block_tile":
                 if toks[j].value != "<":
                     raise self.error(t, "'thread_block_tile' needs its size: thread_block_tile<N>")
-                j = self.balanced(toks, j, "<", ">")
-            if j < len(toks) and toks[j].type == "NAME":
-                var = toks[j].value
-                if kind is None and j + 2 < len(toks) and toks[j + 1].value == "=":
-                    init = self.cg_name(toks, j + 2)
+                k = self.balanced(toks, j, "<", ">")
+                size = self.text(toks[j + 1:k - 1]).strip()
+                j = k
+            ref = j < len(toks) and toks[j].value == "&"  # a parameter `const cg::thread_block &cta`
+            v = j + 1 if ref else j
+            if v < len(toks) and toks[v].type == "NAME":
+                var = toks[v].value
+                if kind is None and v + 2 < len(toks) and toks[v + 1].value == "=":
+                    init = self.cg_name(toks, v + 2)
                     kind = "block" if init is not None and init[0] == "this_thread_block" else "tile"
+                elif kind is None and toks[v + 1].value in (",", ")"):
+                    kind = "any"  # a thread_group parameter: a block (0) or a tile (its size) at run time
+                    self.wide = True
                 if kind is not None:
                     self.kinds[var] = kind
+                    self.last_group = var
+                if size is not None and size.isdigit() and int(size) in coopwide.WIDE_SIZES:
+                    self.sizes[var] = int(size)
+                    self.wide = True
             return list(self.emit("const int", t)), j
         if name == "this_thread_block":
             end = self.balanced(toks, j, "(", ")")
@@ -169,9 +191,13 @@ class Lowering:
             if not size.strip().isdigit():
                 raise self.error(t, f"the size of a tile must be a number (1, 2 or 4) or a macro for one, "
                                     f"not '{size}'")
-            if size.strip() not in ("1", "2", "4"):
-                raise self.error(t, f"tiles of {size} threads are not supported: a tile is 1, 2 or 4 threads "
-                                    "(a warp has 4 lanes here)")
+            if int(size) in coopwide.WIDE_SIZES:
+                self.wide = True
+                if self.last_group is not None:
+                    self.sizes[self.last_group] = int(size)
+            elif size.strip() not in ("1", "2", "4"):
+                raise self.error(t, f"tiles of {size} threads are not supported: a tile is 1, 2, 4, 8, 16 or 32 "
+                                    "threads")
             return list(self.emit(f"({size})", t)), end
         if name == "sync":
             end = self.balanced(toks, j, "(", ")")
@@ -187,6 +213,9 @@ class Lowering:
                 raise self.error(t, "'cg::reduce' supports cg::plus, cg::greater and cg::less")
             if self.kinds.get(g) != "tile":
                 raise self.error(t, "'cg::reduce' needs a tile (cg::tiled_partition<N>) declared in this file")
+            if g in self.sizes:
+                return list(self.emit(coopwide.reduce(self.sizes[g], op[0], self.text(args[1])), t)), end
+            self.wide = True  # a float reduce on a narrow tile calls coopwide's __qg_narrow_reduce
             return list(self.emit(f"{REDUCE_OPS[op[0]]}({self.text(args[1])}, {g})", t)), end
         raise self.error(t, f"'{name}' from cooperative groups is not supported (this_thread_block, "
                             "tiled_partition, sync and reduce are)")
@@ -204,6 +233,12 @@ class Lowering:
             raise self.error(meth, f"cooperative groups: '.{m}()' is not supported")
         if len(args) != want[m]:
             raise self.error(meth, f"'.{m}()' expects {want[m]} argument{'s' if want[m] != 1 else ''}")
+        if kind == "any":
+            text = coopwide.any_group(g, m)
+            if text is None:
+                raise self.error(meth, f"'.{m}()' on a thread_group parameter is not supported (sync, "
+                                       "thread_rank, size and num_threads are)")
+            return text
         if kind == "block":
             table = {"sync": "__syncthreads()", "thread_rank": LIN, "size": SIZE, "num_threads": SIZE,
                      "group_index": "blockIdx", "thread_index": "threadIdx", "group_dim": "blockDim",
@@ -212,6 +247,13 @@ class Lowering:
                 raise self.error(meth, f"'.{m}()' needs a tile (cg::tiled_partition<N>), not a thread block")
             return table[m]
         a = args
+        if g in self.sizes:
+            wide = coopwide.member(g, self.sizes[g], m, a)
+            if wide is not None:
+                return wide
+            if m in ("any", "all", "ballot"):
+                raise self.error(meth, f"'.{m}()' on a tile of {self.sizes[g]} threads is not supported (a warp "
+                                       "has 4 lanes here; tiles of 1, 2 or 4 threads have it)")
         table = {"sync": "__syncwarp()", "thread_rank": f"({LIN} % {g})", "size": f"((unsigned){g})",
                  "num_threads": f"((unsigned){g})", "meta_group_rank": f"({LIN} / {g})",
                  "meta_group_size": f"(({SIZE} + {g} - 1) / {g})"}

@@ -73,6 +73,8 @@ def warp(g: "KernelGen", e: A.Call, name: str):
         v = g.reg(g.convert(g.val(args[1]), args[1].ty, e.ty))
         b = g.convert(g.val(args[2]), args[2].ty, INT)
         width = args[3].const if len(args) == 4 else SPEC.warp_size
+        if width is None:  # a width known at run time
+            return _shfl_runtime_width(g, e, name, v, b, g.convert(g.val(args[3]), args[3].ty, INT))
         wlog = min(width, SPEC.warp_size).bit_length() - 1
         rs2, imm, use_imm = _operand(g, b)
         if is_pair(e.ty):  # a 64-bit value or a double: each half shuffled from the same source lane
@@ -96,6 +98,32 @@ def warp(g: "KernelGen", e: A.Call, name: str):
     t = g.new()
     g.emit(Op.VOTE, t, v, rs2, imm=imm, use_imm=use_imm, mod=_VOTE[name])
     return t
+
+
+def _shfl_runtime_width(g: "KernelGen", e: A.Call, name: str, v, b, w):
+    """`__shfl_down_sync(mask, v, d, w)` with w known only at run time (a power of two, as CUDA
+    requires): the shuffle at every width the machine has (1: the lane's own value, 2, and 4 =
+    the whole warp, which wider widths also mean), then the one w names, selected without a
+    branch (x ^ ((x ^ y) & -cond))."""
+    rs2, imm, use_imm = _operand(g, b)
+
+    def shfl(h, wlog):
+        t = g.new()
+        g.emit(Op.SHFL, t, g.reg(h), rs2, imm=imm, use_imm=use_imm, mod=int(_SHFL[name]) | (wlog << 2))
+        return t
+
+    def select(cond, a, other):  # a where cond (0 or 1), else other
+        return g.alu(Op.XOR, other, g.alu(Op.AND, g.alu(Op.XOR, other, a), g.alu(Op.SUB, C(0), cond)))
+
+    small = g.alu(Op.SLTU, g.reg(w), C(2))  # width 1 (or 0)
+    two = g.alu(Op.SLTU, g.alu(Op.XOR, g.reg(w), C(2)), C(1))  # width 2
+
+    def one(h):
+        return g.reg(select(small, h, select(two, shfl(h, 1), shfl(h, SPEC.warp_size.bit_length() - 1))))
+
+    if is_pair(e.ty):
+        return Pair(one(v.lo), one(v.hi))
+    return one(v)
 
 
 def integer(g: "KernelGen", e: A.Call, name: str):

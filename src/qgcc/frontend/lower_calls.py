@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..isa import AtomOp, FORMATS, Fmt, Op, to_s32
 from . import ast as A, doubles, floatconst, intrinsics, wide
-from .builtin_names import ATOMICS, BIT_CASTS, DOUBLE_FUNCS, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS
+from .builtin_names import ATOMICS, BIT_CASTS, DOUBLE_FUNCS, FENCES, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS
 from .ir import VI
 from .softfloat import library
 from .structs import cells, is_struct
@@ -42,6 +42,8 @@ class CallGen:
             return self.address(MemLV(base, off, e.ty))
         if callee == "__syncthreads":
             self.emit(Op.BAR)
+            return None
+        if callee in FENCES:  # sequentially consistent memory: nothing to order (builtin_names.FENCES)
             return None
         if callee in FLOAT_FUNCS:
             args = [self.convert(self.val(a), a.ty, FLOAT) for a in e.args]

@@ -126,6 +126,8 @@ class ExprGen:
 
     def e_Name(self, e: A.Name):
         sym = e.sym
+        if sym.kind == "shared" and sym.space in ("local", "bound"):  # a local whose address is taken
+            return self.load(MemLV(*self.sym_addr(sym), sym.ty))
         if sym.kind == "shared":
             return self.load(MemLV(None, self.mem_addr(sym), sym.ty))
         if sym not in self.env and sym.kind == "param" and sym in self.fs.params:

@@ -196,6 +196,34 @@ class StmtGen:
             self.line = s.line
         self.loop(s, s.cond, s.body, s.step, do=False)
 
+    def s_Switch(self, s: A.Switch) -> None:
+        """One comparison per case (the value XOR the case's constant is zero when they are
+        equal), then the default; the body in source order, so cases fall through and every
+        branch is forward (the reconvergence rule); `break` leaves the switch, `continue` goes
+        to the enclosing loop."""
+        v = self.reg(self.convert(self.val(s.cond), s.cond.ty, s.opty))
+        end_l = self.label()
+        labels = {id(it): self.label() for it in s.body if isinstance(it, A.Case)}
+        default_l = end_l
+        for it in s.body:
+            if isinstance(it, A.Case) and it.value is None:
+                default_l = labels[id(it)]
+            elif isinstance(it, A.Case):
+                self.line = it.line
+                d = self.alu(Op.XOR, v, C(it.key & 0xFFFFFFFF)) if it.key else v
+                self.emit(Op.BRZ, rs1=self.reg(d), target=labels[id(it)])
+        self.line = s.line
+        self.emit(Op.BRA, target=default_l)
+        frame = self.frames[-1]
+        frame.loops.append((end_l, frame.loops[-1][1] if frame.loops else None))
+        for it in s.body:
+            if isinstance(it, A.Case):
+                self.place(labels[id(it)])
+            else:
+                self.stmt(it)
+        frame.loops.pop()
+        self.place(end_l)
+
     def s_Break(self, s: A.Break) -> None:
         self.emit(Op.BRA, target=self.frames[-1].loops[-1][0])
 

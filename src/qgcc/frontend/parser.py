@@ -154,6 +154,11 @@ class _Builder:
             and t.children[1].type in ("NAME", "TYPE_NAME") else None
         at = tag or kw
         sd = A.StructDef(at.line, at.column, tag.value if tag is not None else None, kw.value)
+        if any(isinstance(c, Token) and c.type == "TLT" for c in t.children):  # an explicit specialisation
+            sd.targs = [self.type_name(a) if a.data == "type_name" else self.expr(a)
+                        for a in t.children[3:] if isinstance(a, Tree) and a.data not in ("declaration",
+                                                                                          "function_def",
+                                                                                          "access_spec")]
         if not any(isinstance(c, Token) and c.value == "{" for c in t.children):
             return sd
         sd.fields = []
@@ -233,9 +238,10 @@ class _Builder:
             return A.ParamDecl(line, col, A.TypeSyntax(line, col, specs, ptrs), None,
                                ref=A.Spec(ref.line, ref.column, "&") if ref is not None else None)
         d = self.declarator(t.children[1])
+        default = self.expr(t.children[2]) if len(t.children) > 2 and t.children[2] is not None else None
         return A.ParamDecl(d.line, d.col, A.TypeSyntax(line, col, specs, d.pointers), d.name,
                            list(d.arrays), funcptr=d.funcptr or d.params is not None or d.parens,
-                           ref=d.ref)
+                           ref=d.ref, default=default)
 
     def declaration(self, t: Tree) -> A.Declaration:
         specs = self.specs(t.children[0])
@@ -327,6 +333,12 @@ class _Builder:
             return A.For(line, col, init, cond, step, self.stmt(ch[3]))
         if k == "break_stmt":
             return A.Break(line, col)
+        if k == "switch_stmt":
+            return A.Switch(line, col, self.expr(ch[0]), [self.item(c) for c in ch[1:]])
+        if k == "case_label":
+            return A.Case(ch[0].line, ch[0].column, self.expr(ch[1]))
+        if k == "default_label":
+            return A.Case(ch[0].line, ch[0].column, None)
         if k == "continue_stmt":
             return A.Continue(line, col)
         if k == "return_braced":
@@ -359,6 +371,13 @@ class _Builder:
                                                              typename=tok.value not in FCAST_WORDS)])
             arg = self.expr(ch[1]) if ch[1] is not None else A.IntLit(tok.line, tok.column, "0")
             return A.Cast(tok.line, tok.column, ts, arg, kind="functional")
+        if k == "template_value_init":  # `Vec<int>()`: a class template instance, value-initialised
+            tok = ch[0]
+            targs = [self.type_name(a) if isinstance(a, Tree) and a.data == "type_name" else self.expr(a)
+                     for a in ch[2:-1] if isinstance(a, Tree)]
+            ts = A.TypeSyntax(tok.line, tok.column, [A.Spec(tok.line, tok.column, tok.value, typename=True,
+                                                            targs=targs)])
+            return A.Cast(tok.line, tok.column, ts, A.IntLit(tok.line, tok.column, "0"), kind="functional")
         if k == "this_ptr":
             return A.Name(t.meta.line, t.meta.column, "this")
         if k == "int_lit":

@@ -37,7 +37,7 @@ BUILTIN_HEADERS = frozenset({
     "device_functions.h", "vector_types.h", "math_functions.h", "sm_20_atomic_functions.h",
     "stdio.h", "stdlib.h", "math.h", "string.h", "stddef.h", "limits.h", "float.h", "assert.h",
     "stdint.h", "cstdio", "cstdlib", "cmath", "cstring", "cstddef", "climits", "cfloat",
-    "cassert", "cstdint",
+    "cassert", "cstdint", "stdbool.h",
     "iostream", "cooperative_groups.h", "cooperative_groups/reduce.h",  # (frontend/coopgroups.py)
 })
 # The macros that built-in headers define, for this machine (32-bit int, signed 8-bit char).
@@ -49,6 +49,10 @@ _LIMITS = ["CHAR_BIT 8", "SCHAR_MIN (-128)", "SCHAR_MAX 127", "UCHAR_MAX 255", "
 _FLOATS = ["FLT_MAX 3.40282347e+38f", "FLT_MIN 1.17549435e-38f", "FLT_EPSILON 1.1920929e-07f",
            "FLT_MANT_DIG 24", "FLT_RADIX 2"]
 HEADER_MACROS = {"limits.h": _LIMITS, "climits": _LIMITS, "float.h": _FLOATS, "cfloat": _FLOATS}
+# NULL, from the C headers that define it and from the CUDA headers that include them (a null
+# pointer is the integer 0 here: pointers are cell addresses).
+HEADER_MACROS.update({h: ["NULL 0"] for h in ("stdio.h", "stdlib.h", "stddef.h", "string.h", "cstdio",
+                                               "cstdlib", "cstddef", "cstring", "cuda_runtime.h", "cuda.h")})
 # Headers that enable constructs qgcc does not have: accepted, and their types are named.
 FP16_HEADERS = frozenset({"cuda_fp16.h"})
 REJECTED_HEADERS = {
@@ -59,6 +63,13 @@ REJECTED_HEADERS = {
                           "not built in; remove the #include, or give its directory with -I",
 }
 MAX_INCLUDE_DEPTH = 64
+# Predefined as nvcc's device pass defines them.  __CUDA_ARCH__ is 700 (compute capability 7.0):
+# the machine has what CUDA 9+ code for sm_70 expects (the *_sync warp intrinsics, cooperative
+# groups, independent thread scheduling's rules), so `#if __CUDA_ARCH__ >= 300` paths are taken
+# and pre-Volta fallbacks (`__shfl` without _sync) are not.  nvcc also includes cuda_runtime.h
+# into every file, so its CUDART_VERSION is there too (12000: the CUDA 12 runtime API, whose
+# device side this subset follows).  A -D of the same name replaces one.
+PREDEFINED = {"__CUDACC__": "1", "__NVCC__": "1", "__CUDA_ARCH__": "700", "CUDART_VERSION": "12000"}
 
 
 @dataclass
@@ -499,6 +510,10 @@ def preprocess(source: str, filename: str, include_dirs=(), defines=()) -> Prepr
     """
     st = _State(filename, list(include_dirs))
     res = st.result
+    given = {d.partition("=")[0] for d in defines}
+    for name, value in PREDEFINED.items():
+        if name not in given:
+            define(res, f"{name} {value}", 0, None)
     for d in defines:
         name, eq, value = d.partition("=")
 

@@ -192,6 +192,14 @@ def _smallest_last(nodes: list[int], adj: dict[int, set[int]]) -> list[int]:
 def allocate(ir: list[VI], entry_line: int | None, base: int = 0) -> tuple[list[Instr], int]:
     """Returns (instructions, registers used); code addresses (branch targets,
     return addresses) are absolute for a kernel placed at `base`."""
+    code = prepare(ir, entry_line)
+    best, nregs = colour(code)
+    return emit(code, best, base), nregs
+
+
+def prepare(ir: list[VI], entry_line: int | None) -> Code:
+    """Steps 1-4: labels resolved, unreachable and dead code gone, registers read before
+    written zeroed at the entry."""
     code = Code.from_ir(ir)
     code.prune()
     # Registers read before written on some path: zero them at the entry.
@@ -212,6 +220,11 @@ def allocate(ir: list[VI], entry_line: int | None, base: int = 0) -> tuple[list[
         if not code.keep(mask):
             break
     code.prune()
+    return code
+
+
+def interference(code: Code) -> tuple[dict[int, set[int]], dict[int, list[int]], dict[int, int]]:
+    """The interference graph, MOV partners (colour preferences) and each vreg's first definition."""
     live_in, live_out = code.liveness()
     # Interference graph.
     adj: dict[int, set[int]] = {}
@@ -242,6 +255,12 @@ def allocate(ir: list[VI], entry_line: int | None, base: int = 0) -> tuple[list[
             if v != skip:
                 adj[w].add(v)
                 adj.setdefault(v, set()).add(w)
+    return adj, prefs, first_def
+
+
+def colour(code: Code) -> tuple[dict[int, int], int]:
+    """Step 5: a physical register per vreg, and how many are used."""
+    adj, prefs, first_def = interference(code)
     nodes = sorted(adj, key=lambda v: (first_def.get(v, -1), v))
     best = _colour(nodes, adj, prefs)
     nregs = max(best.values(), default=-1) + 1
@@ -250,7 +269,11 @@ def allocate(ir: list[VI], entry_line: int | None, base: int = 0) -> tuple[list[
         n2 = max(alt.values(), default=-1) + 1
         if n2 < nregs:
             best, nregs = alt, n2
-    # Rewrite.
+    return best, nregs
+
+
+def emit(code: Code, best: dict[int, int], base: int) -> list[Instr]:
+    """Step 6: rewrite with physical registers; code addresses absolute for a kernel at base."""
     out: list[Instr] = []
     mask = []
     for vi in code.ins:
@@ -274,4 +297,4 @@ def allocate(ir: list[VI], entry_line: int | None, base: int = 0) -> tuple[list[
                         imm=base + vi.target if _has_target(vi) else vi.imm, use_imm=vi.use_imm,
                         mod=vi.mod, line=vi.line)
             out.append(ins)
-    return out, nregs
+    return out

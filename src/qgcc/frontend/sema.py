@@ -57,6 +57,7 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema):
         # parameters' bindings while an instance's members are declared.
         self.class_templates: dict[str, A.TemplateDef] = {}
         self.class_instances: dict[tuple, StructType] = {}
+        self.class_specialisations: dict[tuple, A.StructDef] = {}  # (name, args) -> `template <> struct`
         self.method_env: tuple | None = None
         self.ntemps = 0
 

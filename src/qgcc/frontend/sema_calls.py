@@ -8,10 +8,13 @@ A mixin of `sema.Sema`; it imports only the shared symbol types and the built-in
 
 from __future__ import annotations
 
+import copy
+
 from ..spec import SPEC
 from . import ast as A
-from .builtin_names import (ATOMIC_SCOPES, BIT_CASTS, BUILTIN_FUNCS, DOUBLE_FUNCS, FLOAT_FUNCS, INT_FUNCS,
+from .builtin_names import (ATOMIC_SCOPES, BIT_CASTS, BUILTIN_FUNCS, DOUBLE_FUNCS, FENCES, FLOAT_FUNCS, INT_FUNCS,
                             MATH_FUNCS, UNSUPPORTED_FUNCS, WARP_FUNCS, _wide_atomic_problem)
+from .overloads import FLOAT_OVERLOADS, UNSIGNED_MINMAX, float_overload
 from .structs import is_struct
 from .symbols import FuncSym
 from .types import (DOUBLE, FLOAT, INT, LLONG, PtrType, Type, UINT, ULLONG, VOID, fold_binary, is_arith, is_double,
@@ -48,6 +51,10 @@ class CallSema:
             return self.function_call(e, fs, name)
         if name.startswith("make_") and name[5:] in self.vectors:
             return self.make_vector(e, self.vectors[name[5:]])
+        if name in FLOAT_OVERLOADS:
+            t = float_overload(self, e, name, FLOAT_FUNCS, MATH_FUNCS)
+            if t is not None:
+                return t
         if name in UNSUPPORTED_FUNCS:
             raise self.error(e, UNSUPPORTED_FUNCS[name])
         if name in BUILTIN_FUNCS:
@@ -62,6 +69,10 @@ class CallSema:
             raise self.error(e, f"cannot call kernel '{name}' from device code (kernel "
                                 "launches are not supported)")
         shown = len(fs.param_types) - checked
+        defaults = getattr(fs, "defaults", [])
+        missing = len(fs.param_types) - len(e.args)
+        if 0 < missing <= len(defaults) and all(x is not None for x in defaults[len(defaults) - missing:]):
+            e.args = e.args + [copy.deepcopy(x) for x in defaults[len(defaults) - missing:]]
         if len(e.args) != len(fs.param_types):
             raise self.error(e, f"function '{name}' expects {shown} "
                                 f"argument{'s' if shown != 1 else ''}, got {len(e.args) - checked}")
@@ -113,6 +124,24 @@ class CallSema:
             raise self.error(e, f"'{name}' expects {n} argument{'s' if n != 1 else ''}, "
                                 f"got {len(e.args)}")
 
+    def narrow_reduce(self, e: A.Call, name: str, t: Type) -> Type:
+        """`cg::reduce` on a tile of 1, 2 or 4 threads of a float, double or 64-bit value: the
+        same butterfly through frontend/coopwide.py's `__qg_narrow_reduce` (SHFL.XOR of any
+        arithmetic type), instead of the integer instruction sequence."""
+        if not is_arith(t):
+            raise self.error(e.args[0], f"cg::reduce of '{t}' is not supported (a number is reduced)")
+        op = {"__qg_reduce_add": 0, "__qg_reduce_max": 1, "__qg_reduce_min": 2}[name]
+        width = e.args[1].const if e.args[1].ty is not None else None
+        if width is None:
+            self.rvalue(e.args[1])
+            width = e.args[1].const
+        targs = [A.IntLit(e.line, e.col, str(width)), A.IntLit(e.line, e.col, str(op))]
+        call = A.Call(e.line, e.col, A.Name(e.line, e.col, "__qg_narrow_reduce", targs=targs), [e.args[0]])
+        e.__class__ = call.__class__
+        e.__dict__.clear()
+        e.__dict__.update(call.__dict__)
+        return self.check_Call(e)
+
     def warp_call(self, e: A.Call, name: str) -> Type:
         """Warp intrinsics: masks are 4 bits (0xffffffff is every lane); a shuffle's width is a constant."""
         counts = WARP_FUNCS[name]
@@ -122,6 +151,10 @@ class CallSema:
                                 f"got {len(e.args)}")
         if name == "__match_all_sync":
             self.match_all_pred(e)
+        if name.startswith("__qg_reduce"):
+            t = self.probe_type(e.args[0])
+            if is_floating(t) or is_wide(t) or not is_arith(t):
+                return self.narrow_reduce(e, name, t)
         for i, a in enumerate(e.args[:2] if name == "__match_all_sync" else e.args, start=1):
             t = self.rvalue(a)
             if not is_arith(t):
@@ -138,9 +171,11 @@ class CallSema:
         if name.startswith("__shfl"):
             if len(e.args) == 4:
                 w = e.args[3].const
-                if w is None or w <= 0 or w & (w - 1):
-                    raise self.error(e.args[3], f"the width of '{name}' must be a constant power of two "
+                if w is not None and (w <= 0 or w & (w - 1)):
+                    raise self.error(e.args[3], f"the width of '{name}' must be a power of two "
                                                 f"(1, 2 or {SPEC.warp_size}; larger widths mean the whole warp)")
+                if w is None and (is_wide(e.args[3].ty) or not is_int(e.args[3].ty)):
+                    raise self.error(e.args[3], f"the width of '{name}' must be an int")
             if is_floating(e.args[1].ty) or is_wide(e.args[1].ty):
                 return e.args[1].ty
             return UINT if e.args[1].ty == UINT else INT
@@ -201,7 +236,7 @@ class CallSema:
                 if not is_int(t):
                     raise self.error(a, f"argument {i} of '{name}' must be an integer (got '{t}')")
             return ret
-        if name == "__syncthreads":
+        if name == "__syncthreads" or name in FENCES:
             self.nargs(e, name, 0)
             return VOID
         if name in FLOAT_FUNCS:
@@ -240,6 +275,9 @@ class CallSema:
         if name in ("llmin", "llmax", "ullmin", "ullmax", "llabs"):  # CUDA's 64-bit spellings
             forced = ULLONG if name.startswith("u") else LLONG
             e.callee = name = name[2:] if name.startswith("ll") else name[3:]
+        if name in UNSIGNED_MINMAX:
+            forced, e.callee = UINT, UNSIGNED_MINMAX[name]
+            name = e.callee
         if name in ("min", "max"):
             self.nargs(e, name, 2)
             a, b = (self.rvalue(x) for x in e.args)

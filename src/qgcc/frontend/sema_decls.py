@@ -13,7 +13,7 @@ from . import ast as A
 from .builtin_names import BASE_TYPES, TYPE_WORDS
 from .structs import is_struct
 from .symbols import FuncSym, SpecInfo, VarSym
-from .types import LLONG, PtrType, Type, ULLONG, VoidType, is_arith, is_int, is_ptr, words, wrap
+from .types import LLONG, PtrType, Type, ULLONG, VoidType, is_arith, is_float, is_int, is_ptr, words, wrap
 
 
 class DeclSema:
@@ -230,8 +230,13 @@ class DeclSema:
                 self.declare(self.constant_declaration(info, it))
                 continue
             if "__device__" in st:
-                raise self.error(st["__device__"], "__device__ variables are not supported; pass "
-                                                   "data through kernel parameters")
+                self.declare(self.device_variable(info, it))
+                continue
+            if info.const and not it.decl.pointers and is_float(info.base) and it.init is not None:
+                # `const float RISKFREE = 0.02f;`, `const float c[3] = {...};`: read-only cells,
+                # laid out and filled like a __constant__ variable (sema_stmts.constant_declaration)
+                self.declare(self.constant_declaration(info, it))
+                continue
             if it.decl.arrays:
                 raise self.error(it.decl, "global arrays are not supported; pass a pointer "
                                           "parameter or use a __shared__ array")
@@ -402,7 +407,21 @@ class DeclSema:
                 fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=word,
                                         hidden=p.name is None, ref=p.ref is not None))
                 word += 1 if isinstance(t, PtrType) else words(t)
+        self.default_arguments(fs, params, kind)
         return fs
+
+    def default_arguments(self, fs: FuncSym, params: list, kind: str) -> None:
+        """`__device__ float lerp(float a, float b, float t = 0.5f)`: a call may leave out the
+        trailing parameters that have defaults (each default is checked where it is used, as a
+        copy of its expression).  A kernel's defaults are for its host-side launches and change
+        nothing here.  C++'s rule: once a parameter has a default, every later one has one."""
+        defaults = [p.default for p in params]
+        for i, p in enumerate(params):
+            if p.default is None and any(x is not None for x in defaults[:i]):
+                raise self.error(p, f"parameter '{p.name or i + 1}' needs a default argument (the "
+                                    "parameters before it have one)")
+        if kind != "global" and any(x is not None for x in defaults):
+            fs.defaults = defaults
 
     def function_body(self, fs: FuncSym, fd: A.FunctionDef) -> None:
         self.check_body(fs, fd, {})

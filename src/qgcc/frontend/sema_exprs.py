@@ -30,15 +30,22 @@ class ExprSema:
         assignment, argument, return, cast): only a float destination accepts an
         unsuffixed (double) floating constant, because elsewhere C would compute
         in double, which the machine does not have."""
-        t = self.check(e)
+        t = e.ty if getattr(e, "pretyped", False) else self.check(e)
         if isinstance(t, ArrayType):
             e.arr = t
             if len(t.dims) > 1:
-                raise self.error(e, f"2-D array cannot be used as a value (type '{t}'); index it")
-            t = PtrType(t.elem, t.const)
+                raise self.error(e, f"{len(t.dims)}-D array cannot be used as a value (type '{t}'); index it")
+            t = PtrType(t.elem, t.const and not self.in_constant_memory(e))
             e.ty = t
         if isinstance(t, VoidType) and not allow_void:
             raise self.error(e, "void value used in an expression")
+        return t
+
+    def probe_type(self, e: A.Expr) -> Type:
+        """Type e as a value once, before the callee is chosen (frontend/overloads.py); a later
+        rvalue() of e reuses the type instead of checking e again."""
+        t = self.rvalue(e)
+        e.pretyped = True
         return t
 
     def check(self, e: A.Expr) -> Type:
@@ -52,6 +59,8 @@ class ExprSema:
         if isinstance(src, VoidType):
             raise self.error(e, "void value used in an expression")
         if is_struct(dst) or is_struct(src):
+            if src != dst and is_struct(src) and not is_struct(dst) and self.conversion(e, src, dst, ctx):
+                return
             if src != dst:
                 raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
             return
@@ -247,7 +256,7 @@ class ExprSema:
                                     f"'{e.operand.sym.name}' (locals live in registers)")
             if kind != "mem":
                 raise self.error(e, "cannot take the address of this expression")
-            return PtrType(t, self.mem_const(e.operand))
+            return PtrType(t, self.mem_const(e.operand) and not self.in_constant_memory(e.operand))
         t = self.rvalue(e.operand, dst=FLOAT if op in ("-", "+") else None)
         if is_struct(t) and op in ("-", "+"):  # `-v`: the struct's unary operator
             r = self.operator_call(e, op, e.operand, [])
@@ -303,6 +312,15 @@ class ExprSema:
         if isinstance(e, A.Call) and isinstance(e.callee, FuncSym) and e.callee.ret_ref:
             return "mem"
         return None
+
+    def in_constant_memory(self, e: A.Expr) -> bool:
+        """Whether e is (an element or member of) a __constant__ variable.  CUDA does not make
+        them const-qualified: `unsigned *p = &c_Table[i][0];` and `unsigned *p = c_Table[i];`
+        are allowed (writing through p is undefined there; here it changes the cell for the
+        rest of the launch), while assigning to the variable itself stays an error."""
+        while isinstance(e, (A.Index, A.Member)) and not (isinstance(e, A.Member) and e.arrow):
+            e = e.base
+        return isinstance(e, A.Name) and getattr(e.sym, "space", None) == "constant"
 
     def mem_const(self, e: A.Expr) -> bool:
         """Whether a memory lvalue is read-only (through a pointer to const)."""
@@ -486,6 +504,8 @@ class ExprSema:
     def check_Cast(self, e: A.Cast) -> Type:
         t = self.type_of_syntax(e.type, "cast")
         e.target = t
+        if e.kind == "functional" and is_struct(t) and self.value_initialisation(e, t):
+            return self.make_vector(e, t)
         st = self.rvalue(e.operand, allow_void=isinstance(t, VoidType), dst=t)
         if isinstance(t, VoidType):
             if e.kind in ("reinterpret_cast", "const_cast"):

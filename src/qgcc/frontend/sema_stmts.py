@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from ..spec import SPEC
 from . import ast as A, doubleconst, floatconst
-from .structs import is_struct
+from .structs import cells, is_struct
 from .symbols import SpecInfo, VarSym
 from .types import (ArrayType, PtrType, Type, VoidType, is_arith, is_double, is_float, is_int, is_scalar, is_wide,
-                    wrap)
+                    promote, wrap)
+
+SWITCH_DEPTH = 1000  # a switch's share of Sema.loop_depth: break needs > 0, continue a loop
 
 
 class StmtSema:
@@ -51,14 +53,58 @@ class StmtSema:
             self.scopes.pop()
         elif isinstance(s, A.Break):
             if self.loop_depth == 0:
-                raise self.error(s, "'break' statement not in a loop")
+                raise self.error(s, "'break' statement not in a loop or switch")
         elif isinstance(s, A.Continue):
-            if self.loop_depth == 0:
+            if self.loop_depth % SWITCH_DEPTH == 0:
                 raise self.error(s, "'continue' statement not in a loop")
+        elif isinstance(s, A.Switch):
+            self.switch_stmt(s)
+        elif isinstance(s, A.Case):
+            raise self.error(s, "'case' label not directly in the braces of a switch statement (qgcc "
+                                "takes labels at the top level of the switch body)" if s.value is not None
+                             else "'default' label not directly in the braces of a switch statement")
         elif isinstance(s, A.Return):
             self.return_stmt(s)
         else:  # pragma: no cover
             raise AssertionError(type(s))
+
+    def switch_stmt(self, s: A.Switch) -> None:
+        """`switch (x) { case 1: ... break; default: ... }`: an integer condition (promoted), case
+        values that are integer constants converted to its type, distinct, and one default.
+        Inside, `break` leaves the switch (loop_depth counts a switch as SWITCH_DEPTH, so that
+        `continue` still needs a loop)."""
+        t = self.rvalue(s.cond)
+        if not is_int(t):
+            raise self.error(s.cond, f"switch quantity is not an integer (type '{t}')")
+        if is_wide(t):
+            raise self.error(s.cond, f"switch on a 64-bit value ('{t}') is not supported; switch on an int")
+        s.opty = promote(t)
+        seen: dict[int, A.Case] = {}
+        default = None
+        self.scopes.append({})
+        self.loop_depth += SWITCH_DEPTH
+        try:
+            for item in s.body:
+                if not isinstance(item, A.Case):
+                    self.stmt(item)
+                    continue
+                if item.value is None:
+                    if default is not None:
+                        raise self.error(item, f"multiple default labels in one switch (the first on "
+                                               f"line {default.line})")
+                    default = item
+                    continue
+                vt = self.rvalue(item.value)
+                if item.value.const is None or not is_int(vt):
+                    raise self.error(item.value, "case label does not reduce to an integer constant")
+                item.key = wrap(item.value.const, s.opty)
+                if item.key in seen:
+                    raise self.error(item.value, f"duplicate case value {item.key} (first on line "
+                                                 f"{seen[item.key].line})")
+                seen[item.key] = item
+        finally:
+            self.loop_depth -= SWITCH_DEPTH
+            self.scopes.pop()
 
     def sub_stmt(self, s) -> None:
         # A declaration as the whole body of if/while gets its own scope.
@@ -132,6 +178,8 @@ class StmtSema:
         info = self.spec_info(d.specs)
         st = info.storage
         for bad in ("__global__", "__device__", "static", "__constant__"):
+            if bad == "static" and "__shared__" in st:
+                continue  # `static __shared__ T s[N];`: shared memory is static storage already
             if bad in st:
                 msg = ("static local variables are not supported" if bad == "static"
                        else "__constant__ variables must be declared at file scope"
@@ -172,6 +220,8 @@ class StmtSema:
                 it.init = self.scalar_init(it.init, decl.name)
             if shared:
                 sym = self.shared_declaration(info, it)
+            elif decl.name in getattr(self.func, "addressed", ()) and not decl.pointers and is_arith(info.base):
+                sym = self.addressed_local(info, it)
             else:
                 if decl.arrays:
                     raise self.error(decl, f"arrays of pointers are not supported ('{decl.name}')")
@@ -190,6 +240,19 @@ class StmtSema:
             self.declare(sym)
             ds.syms.append(sym)
 
+    def addressed_local(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """A local scalar whose address is taken: one cell of the thread's frame (like a local
+        array of one element), initialised where it is declared (0 without an initialiser)."""
+        decl = it.decl
+        sym = VarSym(decl.name, info.base, "shared", decl.line, decl.col, readonly=info.const, space="local")
+        sym.init_cells = []
+        sym.init_braced = True
+        if it.init is not None:
+            self.rvalue(it.init, dst=info.base)
+            self.convert_check(it.init, info.base, "initialisation")
+            sym.init_cells = [(0, it.init, info.base)]
+        return sym
+
     def check_shared(self, info: SpecInfo, it: A.InitDeclarator) -> None:
         """What static and extern __shared__ declarations share: no initialiser, no pointer,
         an arithmetic element type."""
@@ -205,8 +268,8 @@ class StmtSema:
     def shared_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
         decl = it.decl
         self.check_shared(info, it)
-        if len(decl.arrays) > 2:
-            raise self.error(decl, "__shared__ arrays have at most 2 dimensions")
+        if len(decl.arrays) > 3:  # (PMPP's 3-D stencil tiles; row-major like the 2-D ones)
+            raise self.error(decl, "__shared__ arrays have at most 3 dimensions")
         dims = tuple(self.array_dim(e, decl.name, decl) for e in decl.arrays)
         ty: Type = ArrayType(info.base, dims, info.const) if dims else info.base
         return VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=info.const)
@@ -290,6 +353,16 @@ class StmtSema:
         return VarSym(decl.name, ArrayType(info.base, (0,), info.const), "shared", decl.line, decl.col,
                       readonly=info.const, space="dynamic")
 
+    def device_variable(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`__device__ unsigned int count = 0;` (or an array): global cells laid out and filled
+        like a __constant__ variable (from its initialiser, or --const at launch), but writable
+        (stores, atomics, a non-const pointer to it)."""
+        sym = self.constant_declaration(info, it)
+        sym.readonly = False
+        if isinstance(sym.ty, ArrayType):
+            sym.ty = ArrayType(sym.ty.elem, sym.ty.dims, info.const)
+        return sym
+
     def constant_declaration(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
         """`__constant__ T name[N] = {...};` (or a scalar): read-only global cells that the
         launcher fills from the initialiser, or from a --const array."""
@@ -298,9 +371,7 @@ class StmtSema:
             raise self.error(decl, "__constant__ pointers are not supported; declare a __constant__ "
                                    "array or scalar")
         if is_struct(info.base):
-            raise self.error(decl, f"__constant__ structs are not supported ('{decl.name}'); declare "
-                                   "a __constant__ array per member, or pass a pointer to a buffer "
-                                   "of structs")
+            return self.constant_struct(info, it)
         if not is_arith(info.base):
             raise self.error(decl, f"__constant__ variable '{decl.name}' has type '{info.base}'")
         if is_double(info.base):
@@ -330,6 +401,43 @@ class StmtSema:
         sym = VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=True, space="constant",
                      address=self.constant_cells, init=cells)
         self.constant_cells += size
+        self.constants.append(sym)
+        return sym
+
+    def constant_struct(self, info: SpecInfo, it: A.InitDeclarator) -> VarSym:
+        """`__constant__ Sphere s[20];`, `__constant__ float3 c[1] = {...};`: the structs' cells,
+        in the struct layout (docs/subset.md, "Structs"), filled from a brace initialiser of
+        constants or set at launch (--const with a structured array of the members).  The
+        Program keeps them as unsigned cells (`Constant.ctype` 'unsigned', one dimension)."""
+        decl = it.decl
+        st = info.base
+        self.complete(st, decl)
+        if any(getattr(f.ty, "kind", None) == "double" for f in st.fields):
+            raise self.error(decl, f"__constant__ structs with double members are not supported ('{decl.name}')")
+        if len(decl.arrays) > 2:
+            raise self.error(decl, "__constant__ arrays have at most 2 dimensions")
+        dims = tuple(self.array_dim(x, decl.name, decl) for x in decl.arrays)
+        ty: Type = ArrayType(st, dims, True) if dims else st
+        values = [0] * cells(ty)
+        if it.init is not None:
+            if not isinstance(it.init, A.BraceInit):
+                raise self.error(it.init, f"'{decl.name}' must be initialised with braces")
+            for cell, e, t in self.aggregate(ty, it.init, decl.name):
+                if is_struct(t):
+                    raise self.error(e, f"an initialiser of __constant__ '{decl.name}' must be constants")
+                v = self.constant_cell(e, t, decl.name)
+                if e.const is None and e.fconst is None and e.dconst is None:
+                    raise self.error(e, f"__constant__ '{decl.name}' needs a constant initialiser")
+                if is_wide(t):
+                    values[cell], values[cell + 1] = v & 0xFFFFFFFF, v >> 32
+                else:
+                    values[cell] = v & 0xFFFFFFFF
+        if self.constant_cells + len(values) > SPEC.global_words:
+            raise self.error(decl, f"__constant__ variables need {self.constant_cells + len(values)} cells; "
+                                   f"global memory has {SPEC.global_words}")
+        sym = VarSym(decl.name, ty, "shared", decl.line, decl.col, readonly=True, space="constant",
+                     address=self.constant_cells, init=values)
+        self.constant_cells += len(values)
         self.constants.append(sym)
         return sym
 

@@ -18,11 +18,32 @@ from .symbols import FuncSym, VarSym
 from .types import PtrType, Type, is_arith, is_int, wrap
 
 
+
+def address_taken(node) -> set[str]:
+    """Names whose address a function body takes (`&n`): those locals live in the thread's
+    frame instead of a register (sema_stmts.local_declaration), so `hit(ox, oy, &n)` works."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, A.Unary) and n.op == "&" and isinstance(n.operand, A.Name):
+            out.add(n.operand.name)
+        if isinstance(n, A.Call) and isinstance(n.func, A.Name) and n.func.name == "__match_all_sync":
+            stack.extend(n.args[:2])  # its `&pred` names a register (sema_calls.match_all_pred)
+            continue
+        if isinstance(n, list):
+            stack.extend(n)
+        elif isinstance(n, A.Node):
+            stack.extend(v for v in vars(n).values() if isinstance(v, (A.Node, list)))
+    return out
+
 class TemplateSema:
     """Templates and the call graph (a mixin of `sema.Sema`)."""
 
     def template_declaration(self, t: A.TemplateDef) -> None:
         name = t.name
+        if t.struct is not None and t.struct.targs is not None:
+            return self.class_specialisation(t)
         if t.struct is not None:
             if name in self.class_templates or name in self.typedefs:
                 raise self.error(t.struct, f"redefinition of '{name}'")
@@ -161,6 +182,7 @@ class TemplateSema:
     def check_body(self, fs: FuncSym, fd: A.FunctionDef, consts: dict) -> None:
         """Check a function's body with its parameters (and a template's constants) in scope."""
         self.func, self.loop_depth = fs, 0
+        fs.addressed = address_taken(fd.body)
         self.scopes = [dict(consts)]
         for p in fs.params:
             if not p.hidden:
@@ -225,7 +247,7 @@ class TemplateSema:
             if p.kind == "value":
                 try:
                     n = {"true": 1, "false": 0}.get(text)
-                    values.append(wrap(int(text, 0) if n is None else n,
+                    values.append(wrap(int(re.sub(r"(?i)(ull|llu|ul|lu|ll|u|l)$", "", text), 0) if n is None else n,
                                        self.spec_info(p.specs, "template parameter").base))
                 except ValueError:
                     raise self.error(1, 1, f"kernel '{request}': '{text}' is not an integer for "

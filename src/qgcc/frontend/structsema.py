@@ -15,7 +15,7 @@ from ..spec import SPEC
 from . import ast as A
 from .structs import StructType, cell_only, cells, is_struct
 from .symbols import FuncSym, SpecInfo, VarSym
-from .types import FLOAT, UINT, ArrayType, PtrType, Type, VoidType, is_arith, is_float, is_int, is_ptr
+from .types import FLOAT, UCHAR, UINT, ArrayType, PtrType, Type, VoidType, is_arith, is_float, is_int, is_ptr
 
 
 def _syms():
@@ -28,6 +28,9 @@ def _become(node: A.Expr, new: A.Expr) -> None:
     node.__class__ = new.__class__
     node.__dict__.clear()
     node.__dict__.update(new.__dict__)
+
+
+EMPTY_MEMBER = "<no members>"  # not an identifier: no source can name it
 
 
 class StructSema:
@@ -63,7 +66,7 @@ class StructSema:
             info = self.spec_info(d.specs, "member declaration")
             for k, sp in info.storage.items():
                 raise self.error(sp, f"'{k}' is not allowed on a struct member")
-            if info.const:
+            if info.const and not all(it.decl.pointers for it in d.items):
                 raise self.error(d, "const struct members are not supported")
             for it in d.items:
                 decl = it.decl
@@ -71,7 +74,7 @@ class StructSema:
                 if it.init is not None:
                     raise self.error(it.init, f"default member initialisers are not supported "
                                               f"('{decl.name}'); initialise the struct with braces")
-                ty, _ = self.apply_pointers(info.base, decl.pointers, False, decl)
+                ty, _ = self.apply_pointers(info.base, decl.pointers, info.const, decl)  # `const float *p`
                 if isinstance(ty, VoidType):
                     raise self.error(decl, f"member '{decl.name}' has type void")
                 if ty is st:
@@ -94,7 +97,9 @@ class StructSema:
                 seen[decl.name] = decl.line
                 members.append((decl.name, ty, decl.line, decl.col))
         if not members:
-            raise self.error(sd, f"'{st}' has no data members (empty structs are not supported)")
+            # C++ gives an empty struct a size (1 byte); here it is one cell that nothing reads,
+            # so the SharedMemory<T> idiom (a struct that only has member functions) works.
+            members.append((EMPTY_MEMBER, UCHAR, sd.line, sd.col))
         st.layout(members)
         if cells(st) > SPEC.global_words:
             raise self.error(sd, f"'{st}' needs {cells(st)} cells; global memory has {SPEC.global_words}")
@@ -167,11 +172,12 @@ class StructSema:
         display = f"{spec.text}<{', '.join(str(v) for v in values)}>"
         st = StructType(display, t.struct.keyword)
         self.class_instances[key] = st
-        sd = copy.deepcopy(t.struct)
-        sd.tag = display
+        special = self.class_specialisations.get(key)
+        sd = copy.deepcopy(special or t.struct)
+        sd.tag, sd.targs = display, None
         binds: dict[str, tuple[Type, bool]] = {spec.text: (st, False), display: (st, False)}
         consts = {}
-        for p, v in zip(t.params, values):
+        for p, v in zip(t.params if special is None else [], values):
             if p.kind == "type":
                 binds[p.name] = (v, False)
             else:
@@ -185,6 +191,27 @@ class StructSema:
         finally:
             self.func, self.scopes, self.typedefs, self.method_env = saved
         return st
+
+    def class_specialisation(self, t: A.TemplateDef) -> None:
+        """`template <> struct SharedMemory<double> {...}`: the struct used for that argument list
+        instead of the class template's text (checked when that instance is first used, as C++
+        instantiates it)."""
+        sd, name = t.struct, t.name
+        primary = self.class_templates.get(name)
+        if primary is None:
+            raise self.error(sd, f"explicit specialisation of '{name}', which is not a class template "
+                                 "declared before it")
+        values = self.template_args(primary, sd.targs, sd)
+        for p in primary.params[len(values):]:
+            if p.default is None:
+                raise self.error(sd, f"too few template arguments for '{name}' (give '{p.name}')")
+            values.append(self.template_default(primary, p, values))
+        key = (name, tuple(values))
+        if key in self.class_specialisations:
+            raise self.error(sd, f"redefinition of '{name}<{', '.join(str(v) for v in values)}>'")
+        if key in self.class_instances:
+            raise self.error(sd, f"explicit specialisation of '{name}' after its instance was used")
+        self.class_specialisations[key] = sd
 
     def temp(self, ty: Type, at: A.Node) -> VarSym:
         """A struct temporary (a call's result, a `?:`): cells in the thread's local frame."""
@@ -334,7 +361,7 @@ class StructSema:
             if not is_struct(bt):
                 raise self.error(m, f"member function '.{m.name}' called on a value of type '{bt}', "
                                     "which is not a struct")
-            st, const = bt, self.mem_const(m.base)
+            st, const = bt, self.mem_const(m.base) and not self.in_constant_memory(m.base)
             this = A.Unary(m.line, m.col, "&", m.base)
             this.ty = PtrType(st, const)
         cands = st.methods.get(m.name)
@@ -390,6 +417,41 @@ class StructSema:
         if len(top) > 1:
             raise self.error(e, f"call of overloaded '{name}' with ({shown}) is ambiguous")
         return top[0]
+
+    def conversion(self, e: A.Expr, st: StructType, dst: Type, ctx: str) -> bool:
+        """A struct converted to a non-struct type through its conversion operator (`operator T *()`,
+        as the SharedMemory<T> idiom defines one): e becomes the call `e.operator T *()`.  The
+        operator returning exactly dst is preferred, then one whose result converts to it; of two
+        that differ only by `const` on `this`, the non-const one (False: the struct has none)."""
+        cands = [fs for name, fss in st.methods.items() if name.startswith("operator ") for fs in fss]
+        if not cands:
+            return False
+        exact = [fs for fs in cands if fs.ret == dst]
+        pick = exact or [fs for fs in cands if is_ptr(fs.ret) and is_ptr(dst) and fs.ret.elem == dst.elem
+                         and dst.const] or [fs for fs in cands if is_arith(fs.ret) and is_arith(dst)]
+        if not pick:
+            return False
+        pick.sort(key=lambda fs: fs.param_types[0].const)
+        name = pick[0].name.split("::")[-1]
+        inner = copy.copy(e)
+        _become(e, A.Call(e.line, e.col, A.Member(e.line, e.col, inner, name), []))
+        t = self.method_call(e)
+        e.ty = t
+        self.convert_check(e, dst, ctx)
+        return True
+
+    def value_initialisation(self, e: A.Cast, st: StructType) -> bool:
+        """`S()`: a temporary S with every member zero (C++ value-initialisation of an aggregate),
+        as `T *p = SharedMemory<T>();` writes it; e becomes that temporary (False: not `S()`)."""
+        op = e.operand  # the parser gives `S()` a 0 at the cast's own place
+        if not (isinstance(op, A.IntLit) and (op.line, op.col) == (e.line, e.col)):
+            return False
+        if any(not is_arith(f.ty) for f in st.fields):
+            return False
+        zeros = [A.IntLit(e.line, e.col, "0") for _ in st.fields]
+        call = A.Call(e.line, e.col, A.Name(e.line, e.col, f"make_{st}"), zeros)
+        _become(e, call)
+        return True
 
     def make_vector(self, e: A.Call, st: StructType) -> Type:
         """`make_float3(x, y, z)`: a temporary vector, each argument converted to the member type."""

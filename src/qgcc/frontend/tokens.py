@@ -22,9 +22,6 @@ from .types import BUILTIN_TYPEDEFS
 
 # Reserved words of CUDA C++ that the subset does not have, with the message naming them.
 UNSUPPORTED_KEYWORDS: dict[str, str] = {
-    "switch": "'switch' statements are not supported; use if/else",
-    "case": "'case' labels are not supported ('switch' is not supported)",
-    "default": "'default' labels are not supported ('switch' is not supported)",
     "goto": "'goto' is not supported",
     "union": "'union' types are not supported",
     "enum": "'enum' types are not supported; use const int or #define",
@@ -66,6 +63,16 @@ _REGEX_TERMINAL_NAMES = {
 # The half-precision types of cuda_fp16.h: ordinary names unless that header is included.
 HALF_TYPES = ("half", "__half", "half2", "__half2")
 # Operators a struct may overload: `operator` and the operator become one OPERATOR_NAME token.
+# The std:: names that are the built-in functions of the same name (tokens._std).
+STD_NAMES = frozenset({"min", "max", "abs", "fabs", "fmin", "fmax", "sqrt", "cbrt", "exp", "exp2", "log", "log2",
+                       "log10", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+                       "tanh", "floor", "ceil", "trunc", "round", "rint", "fmod", "remainder", "hypot", "copysign",
+                       "fdim", "fma", "expm1", "log1p", "ldexp", "isnan", "isinf", "isfinite", "signbit",
+                       "sqrtf", "expf", "logf", "powf", "sinf", "cosf", "fabsf", "fminf", "fmaxf", "floorf",
+                       "ceilf"})
+# type words that can follow `operator` in a conversion operator (`operator const T *()`)
+CONVERSION_WORDS = frozenset({"const", "unsigned", "signed", "int", "char", "bool", "float", "double", "long",
+                              "void", "volatile", "struct"})
 OVERLOADABLE = frozenset({"+", "-", "*", "/", "%", "+=", "-=", "*=", "/=", "==", "!=", "<", ">",
                           "<=", ">=", "=", "[]"})
 # Functional casts: the type keywords that may be called like a function, and the tokens after
@@ -107,7 +114,15 @@ def _terminal_text(name: str) -> str | None:
     return None
 
 
+# CUDA's texture and surface types: named, since the machine has no texture unit.
+TEXTURE_TYPES = {"texture": "texture references", "surface": "surface references",
+                 "cudaTextureObject_t": "texture objects", "cudaSurfaceObject_t": "surface objects"}
+
+
 def _unknown_type(name: str) -> str:
+    if name in TEXTURE_TYPES:
+        return (f"{TEXTURE_TYPES[name]} ('{name}') are not supported (there is no texture unit); pass the "
+                f"array as a pointer and index it (tex1Dfetch(t, i) is p[i])")
     hint = (" (half precision needs cuda_fp16.h, which qgcc does not support; use float)"
             if name in HALF_TYPES else "")
     return f"unknown type name '{name}'{hint}"
@@ -183,6 +198,26 @@ class _Stream:
             shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}"
             raise self.ctx.error(line, col, f"unexpected character '{shown}'") from None
 
+    def _std(self, toks):
+        """`std::fmax(a, b)`, `std::min(i, j)`: the C++ standard library's math functions are
+        the built-ins of the same name (CUDA's headers put them in std as well), so the `std::`
+        before one of STD_NAMES is dropped; `using namespace std;` declares nothing here."""
+        buf: list = []
+        for tok in toks:
+            buf.append(tok)
+            if len(buf) < 4:
+                continue
+            a, b, c, d = buf[-4:]
+            if (a.value == "std" and a.type not in ("STRLIT", "CHARLIT") and b.value == ":" == c.value
+                    and (b.line, b.column + 1) == (c.line, c.column) and d.type == "NAME" and d.value in STD_NAMES):
+                del buf[-4:-1]
+            elif (a.value == "using" and b.value == "namespace" and c.value == "std" and d.value == ";"
+                  and "STRLIT" not in (a.type, b.type, c.type) and "CHARLIT" not in (a.type, b.type, c.type)):
+                del buf[-4:]
+            while len(buf) > 3:
+                yield buf.pop(0)
+        yield from buf
+
     def _drop_hints(self, toks):
         """`__launch_bounds__(...)`, `__attribute__((...))` and `__align__(n)` are hints (inlining,
         alignment, warnings) that change no result here: dropped, with their arguments."""
@@ -214,6 +249,9 @@ class _Stream:
                 if text in ("[", "("):
                     close = next(it, None)
                     text += close.value if close is not None else ""
+                if text not in OVERLOADABLE and (op.type == "NAME" or text in CONVERSION_WORDS):
+                    yield from self._conversion_operator(tok, op, it)
+                    continue
                 if text not in OVERLOADABLE:
                     raise self.ctx.error(op.line, op.column, f"'operator{text}' is not supported "
                                          "(a struct may define operator" + ", operator".join(
@@ -224,11 +262,27 @@ class _Stream:
                 continue
             yield tok
 
+    def _conversion_operator(self, tok, first, it):
+        """`operator T *()`: a conversion operator becomes a member function returning `T *`
+        whose name is OPERATOR_NAME 'operator T *' (sema calls it where the struct converts)."""
+        typ = [first]
+        for t in it:
+            if t.value == "(":
+                break
+            typ.append(t)
+        else:
+            raise self.ctx.error(tok.line, tok.column, "expected '(' after the type of a conversion operator")
+        yield from typ
+        yield Token("OPERATOR_NAME", "operator " + " ".join(x.value for x in typ), start_pos=tok.start_pos,
+                    line=tok.line, column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
+                    end_pos=tok.end_pos)
+        yield t
+
     def tokens(self):
         exp = Expander(self.pp.lookup, lambda t, msg: self.ctx.error(t.line, t.column, msg))
         prev = None
         cg = Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(self._operators(self._drop_hints(exp.expand(self._placed())))):  # one token of lookahead, for '::'
+        for tok in cg.run(self._operators(self._drop_hints(self._std(exp.expand(self._placed()))))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
@@ -243,6 +297,8 @@ class _Stream:
                 cls = self._classify(prev)
                 if tok.value == "(" and tok.type == "LPAR" and self._functional_cast(cls):
                     cls = self._retype(cls, "FCAST_TYPE")
+                elif tok.value == "<" and self._template_value_init(cls):
+                    cls = self._retype(cls, "FCAST_TYPE")
                 yield cls
             prev = tok
         if prev is not None:
@@ -255,6 +311,13 @@ class _Stream:
             return Token("MORETHAN", ">", start_pos=pos, line=tok.line, column=col, end_line=tok.line,
                          end_column=col + 1, end_pos=pos + 1)
         return gt(tok.column, tok.start_pos), gt(tok.column + 1, tok.start_pos + 1)
+
+    def _template_value_init(self, tok: Token) -> bool:
+        """`T *p = SharedMemory<T>();`, `return Vec<int>();`: a class template instance written as
+        a value right after '=' or 'return' (elsewhere `Vec<int>` stays a type: casts, sizeof,
+        template arguments)."""
+        return (tok.type == "TYPE_NAME" and tok.value in self.class_templates and not self.angles
+                and self.prev2 in ("=", "return"))
 
     def _functional_cast(self, tok: Token) -> bool:
         """`float(i)`, `T(x)`: a type followed by '(' where an expression goes (after an operator,
@@ -302,6 +365,11 @@ class _Stream:
             return None
         # the templated declaration: learn its name, and forget the type parameters at its end
         after_tag, t["tag"] = t.get("tag"), None
+        if after_tag and v == "<" and not t["names"] and not t["values"]:
+            # `template <> struct S<double> {...}`: an explicit specialisation (sema_templates.py)
+            self.angles += 1
+            self.angle_depths.append(self.depth)
+            return self._retype(tok, "TLT")
         if after_tag and v == "<":
             kind = "explicit" if not t["names"] and not t["values"] else "partial"
             raise self.ctx.error(tok.line, tok.column, f"{kind} specialisation of class template "
@@ -410,6 +478,9 @@ class _Stream:
             self.typedefs.add(v)
             self.struct_state, self.struct_tag = "tag", v
             return
+        if st in ("tag", "targs") and (tok.type == "TLT" or st == "targs"):
+            self.struct_state = "tag" if tok.type == "TGT" else "targs"  # `struct S<double> {`
+            return
         self.struct_state = None
         if st == "tag" and tok.type == "COLON":
             raise self.ctx.error(tok.line, tok.column, f"inheritance is not supported "
@@ -473,6 +544,8 @@ class _Stream:
                 self.decl = None
             return
         if tok.type == "NAME" and d[5] and d[3] == 0 and d[2] == 0:
+            if self.prev is not None and self.prev.type in ("STRUCT", "CLASS"):
+                return  # `typedef struct tag {...} Name;`: the tag, not the declarator
             names.append(v)  # the first name of each declarator
             d[5] = False
         elif v in ("(", "{") and tok.type != "STRLIT":

@@ -120,6 +120,10 @@ def constant_image(program: Program, values: dict[str, np.ndarray] | None) -> np
         if c.name in values:
             arr = np.asarray(values[c.name])
             want = np.dtype(ELEM_DTYPES[c.ctype])
+            if arr.dtype.names is not None and c.ctype == "unsigned" and arr.nbytes == 4 * c.length:
+                # a __constant__ array of structs is kept as its cells: a structured array whose
+                # members are 4-byte numbers (docs/subset.md, "Structs") is those cells
+                arr = np.ascontiguousarray(arr).view(np.uint32).reshape(-1)
             if arr.dtype != want or arr.size != c.length:
                 raise UsageError(f"--const {c.name}: {c.describe()} needs {c.length} {want} "
                                  f"value{'s' if c.length != 1 else ''}; got {arr.dtype} of shape "
