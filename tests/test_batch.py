@@ -30,9 +30,13 @@ from qgcc.trace import Fault
 needs_c = pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
 
 KERNEL = ("__global__ void k(int *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
-          "if (i < n) a[i] = a[i] * 3 + i; }")
+          "if (i < n) a[i] = a[i] * 3 + i; }\n"
+          "__global__ void sums(int *a, int n) { int i = threadIdx.x; "
+          "for (int j = 0; j < n; j++) if (i < 8) a[i] += j ^ i; }")
 # (grid, block, n): launches of different lengths in network steps, so the members halt at different steps.
 SHAPES = [(1, 1, 0), (1, 2, 1), (1, 4, 3)]
+# (kernel, grid, block, n): both kernels of the program, of different lengths, in one batch.
+MIXED = [(0, 1, 1, 0), (1, 1, 2, 2), (0, 1, 4, 3), (1, 1, 3, 1)]
 _LINKED: list = []
 
 
@@ -43,10 +47,10 @@ def program():
     return _LINKED[0]
 
 
-def launch(grid, block, n, a=None):
+def launch(grid, block, n, a=None, kernel=0):
     prog, cm = program()
     a = np.arange(8, dtype=np.int32) * 5 - 11 if a is None else a
-    return make_launch(prog, prog.kernels[0], (grid, 1, 1), (block, 1, 1), {"n": n}, {"a": a.copy()},
+    return make_launch(prog, prog.kernels[kernel], (grid, 1, 1), (block, 1, 1), {"n": n}, {"a": a.copy()},
                        network=cm)
 
 
@@ -66,20 +70,21 @@ def alone(host: Host, net, lau) -> list[tuple[bytes, list[str]]]:
     return out
 
 
-def stacked_equals_alone(cm, launches) -> list[int]:
+def stacked_equals_alone(cm, launches, lowp=True) -> list[int]:
     """Run `launches` stacked and each alone on the C step; every hidden state and every
     recurrent state of every member must be the same bits at every step, a member that has
     halted must stay frozen, and its running bit must drop at its halt step.  Returns
-    the members' lengths in steps."""
+    the members' lengths in steps.  `lowp`: the device's form of the products (bfloat16
+    parts, engines/lowp.py), here computed on the CPU."""
     host = Host(cm, neural_layers(cm, "cpu"))
     want = [alone(host, host.net, lau) for lau in launches]
     halt = cm.fields["phase"][PHASES.index("halt")]
-    batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"])
+    batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"], lowp=lowp)
     for slot, lau in enumerate(launches):
         batch.load(slot, *host.initial(lau))
     for step in range(max(len(w) for w in want)):
-        bits, inexact = batch.run()
-        assert not inexact.any()
+        bits, flags = batch.run()
+        assert not flags.any()
         for slot, w in enumerate(want):
             h_want, states_want = w[min(step, len(w) - 1)]  # after its halt: frozen at its last step
             h = batch.hidden(slot)
@@ -93,11 +98,14 @@ def stacked_equals_alone(cm, launches) -> list[int]:
 
 
 @needs_c
-def test_every_member_equals_its_launch_run_alone_at_every_step_and_halted_members_stay_frozen():
+def test_every_member_of_a_batch_of_two_kernels_equals_its_launch_alone_at_every_step_and_halted_members_stay_frozen():
+    """Launches of both kernels of one program, of four different lengths, stacked: one-hot
+    rows gathered and scattered, bfloat16 parts for the +-1 products (the CUDA form)."""
     prog, cm = program()
-    lengths = [emulate(launch(*s)).network_steps for s in SHAPES]  # the execution model's step counts
-    assert len(set(lengths)) == len(SHAPES)
-    assert stacked_equals_alone(cm, [launch(*s) for s in SHAPES]) == lengths
+    launches = [launch(g, b, n, kernel=k) for k, g, b, n in MIXED]
+    lengths = [emulate(launch(g, b, n, kernel=k)).network_steps for k, g, b, n in MIXED]
+    assert len(set(lengths)) == len(MIXED)
+    assert stacked_equals_alone(cm, launches) == lengths
 
 
 @needs_c

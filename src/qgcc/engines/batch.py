@@ -38,14 +38,15 @@ class _Slot:
 
 
 class BatchRunner:
-    def __init__(self, network: LinkedNetwork, width: int, device: str = "cpu", chunk: int | None = None):
+    def __init__(self, network: LinkedNetwork, width: int, device: str = "cpu", chunk: int | None = None,
+                 lowp: bool | None = None):
         from .neural_batch import BatchedLayers
 
         self.host = Host(network, None)
         fields = network.fields
         chunk = chunk or (16 if device == "cuda" else 1)
         self.layers = BatchedLayers(network.layers, width, self.host._all_dims,
-                                    fields["phase"][PHASES.index("halt")], fields["fault"], device, chunk)
+                                    fields["phase"][PHASES.index("halt")], fields["fault"], device, chunk, lowp=lowp)
         self.width, self.chunk = width, chunk
 
     def run(self, launches: list[Launch], max_steps: int, on_step=None) -> list[NeuralResult | Fault]:
@@ -63,14 +64,16 @@ class BatchRunner:
                     h, init = host.initial(launch)
                     layers.load(b, h, init)
                     slots[b] = _Slot(i, launch, Tracker(host, launch, max_steps, on_step, host.decode(h)), t0)
-            bits, inexact = layers.run()
+            bits, flags = layers.run()
             values = host.decode_bits(bits)  # (K, B, fields)
             for b, slot in enumerate(slots):
                 if slot is None:
                     continue
-                if inexact[b]:
-                    raise StepError(f"launch {slot.index + 1} of the batch: a residual entry is not "
-                                    "exactly +-8 (the batched step's exactness premise)")
+                if flags[b]:
+                    from .neural_batch import flag_text
+
+                    raise StepError(f"launch {slot.index + 1} of the batch: {flag_text(int(flags[b]))} "
+                                    "(a premise of the batched step's exactness)")
                 outcome = self._advance(b, slot, values[:, b].tolist(), names)
                 if outcome is not None:
                     results[slot.index] = outcome

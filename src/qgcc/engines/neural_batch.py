@@ -2,25 +2,29 @@
 batch dimension through the same layers (docs/engines.md, "Batched launches").
 
 Each slot of the batch holds one launch: its hidden state (a row of `h`) and its
-recurrent states (a slice of every layer's state tensor).  A step runs the torch path's
-operations (neural_torch) on all rows at once, so every projection is a matrix-matrix
-product over the stored nonzero blocks.  By the exactness argument every sum is an exact
-integer, so a row's numbers do not depend on the other rows or on how the device orders
-its additions: each slot computes exactly what the launch computes alone.
+recurrent states (a slice of every layer's state tensor).  Every projection is one
+matrix-matrix product over the stored nonzero blocks; by the exactness argument every
+sum is an exact integer, so a row's numbers do not depend on the other rows or on how the
+device orders its additions: each slot computes exactly what the launch computes alone.
 
-A slot that is not running (free, halted or faulted) is frozen: its new hidden and
-recurrent states are discarded by `torch.where`, so they keep their bits, and whatever it
-computes never reaches another row (rows only meet in products as separate outputs).
+One-hot rows: keys and queries are one-hot (the C step's premise, checked here on the
+device), so the delta rule reads and rewrites one row of each head's state and a query
+reads one row.  The step gathers those rows by index, updates them and scatters them back
+(moving O(rows touched) bytes, not the whole 128 x 128 state), with the C step's own
+formulas, so every state stays bit-identical to the C step's.  A layer whose decay is not
+exactly 1 (every row changes) takes the full-state form.
 
-Decoding on the device: after every step the signs of the host's fields are gathered by
-one index into a (K, B, fields) buffer, and the halt/fault flags clear the slot's running
-bit on the device; the host reads that buffer once per K steps (`run`), with no transfer
-between layers.  The residual premise (exactly +-8 after every sublayer) is checked on
-the device too, for running slots, into a flag the host reads with the fields.
+Exact reduced precision (engines/lowp.py): the projections whose input is exactly +-1
+(gate/up, the mixer's in_proj) run with bfloat16 operands and float32 accumulation where
+that is exact, checked at load; down_proj and out_proj stay float32.
 
-On CUDA the K steps are captured once in a CUDA graph over these static buffers and
-replayed; on the CPU they run eagerly.  The graph path is reached only when the device is
-CUDA (`graph=True` on the CPU is a ValueError) and has not been run on hardware yet.
+A slot that is not running (free, halted or faulted) is frozen: its new hidden state and
+rows are discarded, so they keep their bits.  After every step the signs of the host's
+fields are gathered by one index into a (K, B, fields) buffer, the halt/fault flags clear
+the slot's running bit, and the premises are checked into a per-slot flag word; the host
+reads both once per K steps, with no transfer between layers.  On CUDA the K steps are
+captured once in a CUDA graph over these static buffers and replayed; on the CPU they
+run eagerly (`graph=True` on the CPU is a ValueError).
 """
 
 from __future__ import annotations
@@ -31,63 +35,160 @@ import torch.nn.functional as F
 
 from ..link.weights import LayerWeights
 from ..qwen35 import QWEN35_2B as qwen
+from .lowp import ExactProjection
 from .neural_torch import EPS, FastLayer, _rms
 
 HD = qwen.head_dim
+QSCALE = float(np.float32(np.sqrt(np.float64(HD))))  # the C step's (float)sqrt(128.0)
+# Premise flags (a slot's OR of them): the C step's checks, evaluated on the device.
+NOT_PM8, INEXACT_ACT, NOT_ONE_HOT, INEXACT_NORM = 1, 2, 4, 8
+FLAG_TEXT = {NOT_PM8: "a residual entry is not exactly +-8",
+             INEXACT_ACT: "a SiLU/sigmoid argument is outside its exact range",
+             NOT_ONE_HOT: "a key or query is not one-hot with a power-of-two entry",
+             INEXACT_NORM: "a read's mean square is not a power of four"}
+
+
+def flag_text(flags: int) -> str:
+    return "; ".join(t for bit, t in FLAG_TEXT.items() if flags & bit)
+
+
+def _exact(x: torch.Tensor) -> torch.Tensor:
+    """Where SiLU and sigmoid are exact in any library: 0, >= 17, <= -89."""
+    return (x >= 17.0) | (x <= -89.0) | (x == 0.0)
+
+
+def _silu_exact(x: torch.Tensor) -> torch.Tensor:
+    """SiLU at its exact arguments, as the C step evaluates it (x, -0, x / 2 at +-0)."""
+    return torch.where(x >= 17.0, x, torch.where(x <= -89.0, torch.full_like(x, -0.0), x * 0.5))
+
+
+def _sigmoid_exact(x: torch.Tensor) -> torch.Tensor:
+    return torch.where(x >= 17.0, torch.ones_like(x), torch.where(x <= -89.0, torch.zeros_like(x),
+                                                                  torch.full_like(x, 0.5)))
+
+
+def _pow2(a: torch.Tensor) -> torch.Tensor:
+    """a is a nonzero normal power of two (mantissa bits zero)."""
+    bits = a.view(torch.int32)
+    return (a != 0) & ((bits & 0x7FFFFF) == 0) & (((bits >> 23) & 0xFF) != 0)
+
+
+def _pow4(a: torch.Tensor) -> torch.Tensor:
+    """a > 0 is a power of four (mantissa zero, even unbiased exponent)."""
+    bits = a.view(torch.int32)
+    return (a > 0) & ((bits & 0x7FFFFF) == 0) & ((((bits >> 23) & 0xFF) - 127) % 2 == 0)
+
+
+def _one_hot(pre: torch.Tensor):
+    """(index of the hot entry clamped to 0, there is one, its normalised value, bad) per
+    head, as the C step's one_hot: exactly one entry >= 17 and a power of two."""
+    hot = pre >= 17.0
+    count = hot.sum(-1)
+    idx = hot.to(torch.int8).argmax(-1)
+    a = pre.gather(-1, idx[..., None])[..., 0]
+    one = count == 1
+    bad = (count > 1) | (one & ~_pow2(a))
+    value = a * (1.0 / torch.sqrt(a * a + EPS))
+    return idx, one, value, bad
+
+
+class _RowLayer:
+    """One layer's weights in the form the batched step uses: the mixer's in_proj rows
+    (q | k | v | z | b of the used heads) as one exact projection of the +-1 input, gate | up
+    as another, out_proj and down_proj in float32 (their inputs are not +-1)."""
+
+    def __init__(self, lw: LayerWeights, device: torch.device, lowp: bool, index: int):
+        L = self.L = FastLayer(lw, device)
+        self.notes: list[str] = []
+        nh = self.nh = len(L.heads)
+        self.span = nh * HD
+        self.units = L.units
+        if nh:
+            W = torch.cat([L.Wqkv, L.Wz, L.Wb]).cpu().numpy()
+            self.mix = ExactProjection(W, device, lowp, f"layer {index} in_proj")
+            self.notes += self.mix.notes
+        self.gu = ExactProjection(torch.cat([L.Wg, L.Wu]).cpu().numpy(), device, lowp, f"layer {index} gate/up")
+        self.notes += self.gu.notes
+        # Decay exactly 1 (in_proj_a zero, A_log underflowing): a one-hot key rewrites one row.
+        self.rows = bool(nh) and isinstance(L.decay, str)
+
+    def projections(self) -> list[ExactProjection]:
+        return ([self.mix] if self.nh else []) + [self.gu]
 
 
 class BatchedLayers:
     """`width` slots of the compiled layers, stepped together K steps at a time.
 
     `dims` are the hidden dimensions whose signs the host decodes (Host._all_dims);
-    `halt_dim` is phase.halt's dimension and `fault_dims` the fault field's.
+    `halt_dim` is phase.halt's dimension and `fault_dims` the fault field's.  `lowp`:
+    bfloat16 products where exact (default on CUDA; on the CPU the same parts in float32).
     """
 
     def __init__(self, layers: list[LayerWeights], width: int, dims: np.ndarray, halt_dim: int,
-                 fault_dims: list[int], device: str = "cpu", chunk: int = 1, graph: bool | None = None):
+                 fault_dims: list[int], device: str = "cpu", chunk: int = 1, graph: bool | None = None,
+                 lowp: bool | None = None):
         self.device = torch.device(device)
         self.width, self.chunk = width, chunk
         if graph is None:
             graph = self.device.type == "cuda"
         if graph and self.device.type != "cuda":
             raise ValueError("CUDA graphs need --device cuda")
+        if lowp is None:
+            lowp = self.device.type == "cuda"
         if self.device.type == "cpu":
             torch.set_num_threads(1)  # as neural_torch: extra threads only contend on these sizes
         if self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
-        self.layers = [FastLayer(lw, self.device) for lw in layers]
+        self.layers = [_RowLayer(lw, self.device, lowp, i) for i, lw in enumerate(layers)]
+        self.notes = [n for L in self.layers for n in L.notes]
         dev = self.device
         self.h = torch.full((width, qwen.hidden), -8.0, device=dev)
         # Only the heads a layer uses change; the others keep their initial rows (host side).
-        self.states = [torch.zeros(width, len(L.heads), HD, HD, device=dev) if L.heads else None
-                       for L in self.layers]
+        self.states = [torch.zeros(width, R.nh, HD, HD, device=dev) if R.nh else None for R in self.layers]
         self._fixed: list[dict[int, np.ndarray]] = [{} for _ in range(width)]
         self.running = torch.zeros(width, dtype=torch.bool, device=dev)
-        self.inexact = torch.zeros(width, dtype=torch.bool, device=dev)
+        self.flags = torch.zeros(width, dtype=torch.int32, device=dev)
         self.bits = torch.zeros(chunk, width, len(dims), dtype=torch.bool, device=dev)
         self._dims = torch.as_tensor(np.asarray(dims), dtype=torch.long, device=dev)
         self._halt = int(halt_dim)
         self._fault = torch.as_tensor(list(fault_dims), dtype=torch.long, device=dev)
+        # Row r of head h of slot b in a layer's state viewed as (B * nh * 128, 128).
+        self._base = {nh: (torch.arange(width, device=dev)[:, None] * nh + torch.arange(nh, device=dev)) * HD
+                      for nh in {R.nh for R in self.layers if R.nh}}
         self._graph = None
         if graph:
             self._capture()
+
+    # ---- what it holds ----
+    def slot_bytes(self) -> int:
+        """Device bytes that belong to one slot: its hidden row, states, fields and flags."""
+        states = sum(S[0].numel() * S.element_size() for S in self.states if S is not None)
+        return states + self.h[0].numel() * 4 + self.bits[:, 0].numel() + 2 + 4
+
+    def weight_bytes(self) -> int:
+        return sum(p.W.numel() * p.W.element_size() for R in self.layers for p in R.projections()) + \
+            sum(t.numel() * t.element_size() for R in self.layers for t in (R.L.Wd,) + ((R.L.Wo,) if R.nh else ()))
 
     # ---- slots ----
     def load(self, slot: int, h: np.ndarray, recurrent_init: dict[int, np.ndarray]) -> None:
         """Start a launch in `slot`: its first input and initial recurrent states (as Host.initial)."""
         self.h[slot] = torch.from_numpy(np.ascontiguousarray(h, np.float32)).to(self.device)
         self._fixed[slot] = {}
-        for i, (L, S) in enumerate(zip(self.layers, self.states)):
+        for i, (R, S) in enumerate(zip(self.layers, self.states)):
             s0 = recurrent_init.get(i)
-            full = np.zeros((qwen.linear_heads, HD, HD), np.float32) if s0 is None else \
-                np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)
-            nh = len(L.heads)
+            nh = R.nh
             if S is not None:
-                S[slot] = torch.from_numpy(np.ascontiguousarray(full[:nh])).to(self.device)
-            if np.any(full[nh:].view(np.uint32)):
-                self._fixed[slot][i] = full[nh:].copy()
-        self.inexact[slot] = False
+                if s0 is None:
+                    S[slot].zero_()
+                else:
+                    part = np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)[:nh]
+                    S[slot] = torch.from_numpy(np.ascontiguousarray(part)).to(self.device)
+            if s0 is not None:
+                rest = np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)[nh:]
+                if np.any(rest.view(np.uint32)):
+                    self._fixed[slot][i] = rest.copy()
+        self.flags[slot] = 0
         self.running[slot] = True
 
     def stop(self, slot: int) -> None:
@@ -112,38 +213,79 @@ class BatchedLayers:
     @torch.no_grad()
     def run(self) -> tuple[np.ndarray, np.ndarray]:
         """K steps of every running slot: (the gathered field signs (K, B, fields) as uint8,
-        the slots whose residual left +-8 (B,) bool), in one transfer."""
+        each slot's premise flags (B,), nonzero when a premise failed), in one transfer."""
         if self._graph is not None:
             self._graph.replay()
         else:
             self._steps()
-        out = torch.cat([self.bits.reshape(-1), self.inexact]).to("cpu", torch.uint8).numpy()
         k = self.bits.numel()
-        return out[:k].reshape(self.bits.shape), out[k:].astype(bool)
+        out = torch.cat([self.bits.reshape(-1).to(torch.uint8), self.flags.view(torch.uint8)]).cpu().numpy()
+        return out[:k].reshape(self.bits.shape), out[k:].view(np.int32)
 
     def _steps(self) -> None:
         for i in range(self.chunk):
             self._step()
             self.bits[i] = self.h[:, self._dims] > 0
 
+    def _flag(self, bad: torch.Tensor, code: int) -> None:
+        """OR `code` into the flags of running slots where `bad` (B,) holds."""
+        self.flags.bitwise_or_(torch.where(self.running & bad, code, 0).to(torch.int32))
+
     def _check(self, h: torch.Tensor) -> None:
-        self.inexact |= self.running & (h.abs() != 8.0).any(-1)
+        self._flag((h.abs() != 8.0).any(-1), NOT_PM8)
 
     def _step(self) -> None:
-        run = self.running
         x = self.h
-        for L, S in zip(self.layers, self.states):
-            if L.heads:
-                x = self._mix(L, x, S)
+        for R, S in zip(self.layers, self.states):
+            if R.nh:
+                x = self._mix_rows(R, x, S) if R.rows else self._mix_full(R.L, x, S)
                 self._check(x)
-            x = self._mlp(L, x)
+            x = self._mlp(R, x)
             self._check(x)
-        self.h.copy_(torch.where(run[:, None], x, self.h))
+        self.h.copy_(torch.where(self.running[:, None], x, self.h))
         done = (self.h[:, self._halt] > 0) | (self.h[:, self._fault] > 0).any(-1)
         self.running &= ~done
 
-    def _mix(self, L: FastLayer, h: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
-        """FastLayer.mix with a leading batch dimension; the state is replaced only where running."""
+    def _mix_rows(self, R: _RowLayer, h: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
+        """The mixer through one-hot rows, with the C step's formulas (neural_c.c, mixer)."""
+        L, B, nh, span = R.L, h.shape[0], R.nh, R.span
+        x = _rms(h, L.in_norm)[:, L.mix_in]
+        pre = R.mix(x)
+        qkv = pre[:, :3 * span] * L.conv_last
+        q_pre, k_pre, v_pre = qkv.reshape(B, 3, nh, HD).unbind(1)
+        z_pre = pre[:, 3 * span:4 * span].reshape(B, nh, HD)
+        b_pre = pre[:, 4 * span:]
+        beta = _sigmoid_exact(b_pre)
+        qh, qone, qv, qbad = _one_hot(q_pre)
+        kh, kone, kv, kbad = _one_hot(k_pre)
+        act_bad = ~(_exact(b_pre).all(-1) & _exact(q_pre).all(-1).all(-1) & _exact(k_pre).all(-1).all(-1))
+        act_bad |= (~_exact(v_pre) & kone[..., None]).any(-1).any(-1)
+        self._flag(act_bad, INEXACT_ACT)
+        self._flag((qbad | kbad).any(-1), NOT_ONE_HOT)
+        flat = S.view(-1, HD)
+        base = self._base[nh]
+        # The key's row: delta = (v - row * k) * beta; row + k * delta.  Written back unchanged
+        # where there is no key or the slot is frozen.
+        kidx = (base + kh).reshape(-1)
+        row = flat.index_select(0, kidx).reshape(B, nh, HD)
+        kvx = kv[..., None]
+        delta = (_silu_exact(v_pre) - row * kvx) * beta[..., None]
+        new = torch.where((kone & self.running[:, None])[..., None], row + kvx * delta, row)
+        flat.index_copy_(0, kidx, new.reshape(-1, HD))
+        # The query's row (after the write), gated RMSNorm and the z gate.
+        o = flat.index_select(0, (base + qh).reshape(-1)).reshape(B, nh, HD) * (qv / QSCALE)[..., None]
+        ss = (o * o).sum(-1)
+        var = ss / float(HD) + EPS
+        on = qone & (ss != 0)
+        self._flag((on & ~_pow4(var)).any(-1), INEXACT_NORM)
+        self._flag((~_exact(z_pre) & on[..., None]).any(-1).any(-1), INEXACT_ACT)
+        y = ((o * (1.0 / torch.sqrt(var))[..., None]) * L.gnorm) * _silu_exact(z_pre)
+        y = torch.where(on[..., None], y, torch.zeros_like(y))
+        return h.index_add(1, L.mix_out, y.reshape(B, span) @ L.Wo.T)
+
+    def _mix_full(self, L: FastLayer, h: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
+        """The stock mixer over whole states (a decay other than 1 changes every row); the
+        state is replaced only where running."""
         B, nh = h.shape[0], len(L.heads)
         x = _rms(h, L.in_norm)[:, L.mix_in]
         mixed = F.silu((x @ L.Wqkv.T) * L.conv_last)
@@ -152,11 +294,10 @@ class BatchedLayers:
         k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + EPS)
         q = q / (HD ** 0.5)
         beta = torch.sigmoid(x @ L.Wb.T)
-        Sd = S
         if L.decay is None:
             g = -L.A_log.float().exp() * F.softplus((x @ L.Wa.T) + L.dt_bias)
             Sd = S * g.exp()[..., None, None]
-        elif not isinstance(L.decay, str):
+        else:
             Sd = S * L.decay[:, None, None]
         flat = Sd.reshape(B * nh, HD, HD)  # the (launch, head) pairs as one bmm batch
         kv_mem = torch.bmm(k.reshape(B * nh, 1, HD), flat).reshape(B, nh, HD)
@@ -171,9 +312,14 @@ class BatchedLayers:
         o = o * F.silu(z)
         return h.index_add(1, L.mix_out, o.reshape(B, -1) @ L.Wo.T)
 
-    def _mlp(self, L: FastLayer, h: torch.Tensor) -> torch.Tensor:
+    def _mlp(self, R: _RowLayer, h: torch.Tensor) -> torch.Tensor:
+        """SwiGLU as the C step evaluates it: silu(gate) at its exact arguments times up."""
+        L, U = R.L, R.units
         x = _rms(h, L.post_norm)[:, L.mlp_in]
-        act = F.silu(x @ L.Wg.T) * (x @ L.Wu.T)
+        pre = R.gu(x)
+        gate = pre[:, :U]
+        self._flag(~_exact(gate).all(-1), INEXACT_ACT)
+        act = _silu_exact(gate) * pre[:, U:]
         return h.index_add(1, L.mlp_out, act @ L.Wd.T)
 
     def _capture(self) -> None:
