@@ -20,31 +20,20 @@ from qgcc.engines.host import HALT, Host
 from qgcc.engines.neural import neural_layers
 from qgcc.engines.neural_batch import BatchedLayers
 from qgcc.engines.neural_c import library
-from qgcc.frontend import compile_source
 from qgcc.link.layout import PHASES
-from qgcc.link.linker import link
 from qgcc.ref.emulator import run as emulate
 from qgcc.runtime.launch import make_launch
 from qgcc.trace import Fault
 
 needs_c = pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
 
-KERNEL = ("__global__ void k(int *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
-          "if (i < n) a[i] = a[i] * 3 + i; }\n"
-          "__global__ void sums(int *a, int n) { int i = threadIdx.x; "
-          "for (int j = 0; j < n; j++) if (i < 8) a[i] += j ^ i; }")
+from lockstep import MIXED, MIXED_KERNELS as KERNEL, linked  # noqa: E402  (three kernels of one program)
 # (grid, block, n): launches of different lengths in network steps, so the members halt at different steps.
 SHAPES = [(1, 1, 0), (1, 2, 1), (1, 4, 3)]
-# (kernel, grid, block, n): both kernels of the program, of different lengths, in one batch.
-MIXED = [(0, 1, 1, 0), (1, 1, 2, 2), (0, 1, 4, 3), (1, 1, 3, 1)]
-_LINKED: list = []
 
 
 def program():
-    if not _LINKED:
-        prog = compile_source(KERNEL, "k.cu")
-        _LINKED.append((prog, link(prog)))
-    return _LINKED[0]
+    return linked("mixed", KERNEL)
 
 
 def launch(grid, block, n, a=None, kernel=0):
@@ -142,6 +131,25 @@ def test_a_batch_with_more_launches_than_slots_gives_each_launch_its_own_result_
             assert np.array_equal(got.memory, want.memory) and got.stats == want.stats
             assert got.network_steps == want.network_steps
     assert sum(isinstance(r, Fault) for r in results) == 2
+
+
+@needs_c
+@pytest.mark.slow
+def test_untraced_batches_count_divergence_barriers_atomics_loads_and_stores_like_a_launch_alone():
+    """Without trace records the runner sums every slot's statistics at once (engines.bulk);
+    they, the network steps and the buffers are what the C step's loop gives each launch."""
+    prog, cm = program()
+    host = Host(cm, neural_layers(cm, "cpu"))
+    specs = [(2, 1, 4, 5), (1, 1, 3, 2), (2, 1, 8, 3), (0, 1, 4, 3), (2, 1, 6, 1)]
+    results = BatchRunner(cm, 3, lowp=True).run([launch(g, b, n, kernel=k) for k, g, b, n in specs], 500)
+    stats = []
+    for (k, g, b, n), got in zip(specs, results):
+        want = host.run(launch(g, b, n, kernel=k), 500)
+        assert np.array_equal(got.memory, want.memory) and got.stats == want.stats
+        assert got.network_steps == want.network_steps
+        stats.append(got.stats)
+    assert all(sum(getattr(s, key) for s in stats) > 0
+               for key in ("divergent_steps", "barrier_waits", "atomics", "loads", "stores"))
 
 
 @needs_c

@@ -120,5 +120,5 @@ class ExactProjection:
             return y
         out = y[:, :self.rows]
         for offset, rows in self.extra:
-            out = out.index_add(1, rows, y[:, offset:offset + len(rows)])
+            out.index_add_(1, rows, y[:, offset:offset + len(rows)])
         return out

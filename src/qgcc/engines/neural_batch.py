@@ -52,11 +52,6 @@ def flag_text(flags: int) -> str:
     return "; ".join(t for bit, t in FLAG_TEXT.items() if flags & bit)
 
 
-def _exact(x: torch.Tensor) -> torch.Tensor:
-    """Where SiLU and sigmoid are exact in any library: 0, >= 17, <= -89."""
-    return (x >= 17.0) | (x <= -89.0) | (x == 0.0)
-
-
 def _silu_exact(x: torch.Tensor) -> torch.Tensor:
     """SiLU at its exact arguments, as the C step evaluates it (x, -0, x / 2 at +-0)."""
     return torch.where(x >= 17.0, x, torch.where(x <= -89.0, torch.full_like(x, -0.0), x * 0.5))
@@ -79,13 +74,16 @@ def _pow4(a: torch.Tensor) -> torch.Tensor:
     return (a > 0) & ((bits & 0x7FFFFF) == 0) & ((((bits >> 23) & 0xFF) - 127) % 2 == 0)
 
 
+def _inexact(x: torch.Tensor) -> torch.Tensor:
+    """Arguments where SiLU/sigmoid are not exact: strictly between -89 and 17, not 0."""
+    return (x > -89.0) & (x < 17.0) & (x != 0.0)
+
+
 def _one_hot(pre: torch.Tensor):
-    """(index of the hot entry clamped to 0, there is one, its normalised value, bad) per
-    head, as the C step's one_hot: exactly one entry >= 17 and a power of two."""
-    hot = pre >= 17.0
-    count = hot.sum(-1)
-    idx = hot.to(torch.int8).argmax(-1)
-    a = pre.gather(-1, idx[..., None])[..., 0]
+    """(index of the hot entry, there is one, its normalised value, bad) per head, as the C
+    step's one_hot: exactly one entry >= 17, a power of two (then it is the maximum)."""
+    count = (pre >= 17.0).sum(-1)
+    a, idx = pre.max(-1)
     one = count == 1
     bad = (count > 1) | (one & ~_pow2(a))
     value = a * (1.0 / torch.sqrt(a * a + EPS))
@@ -111,6 +109,15 @@ class _RowLayer:
         self.notes += self.gu.notes
         # Decay exactly 1 (in_proj_a zero, A_log underflowing): a one-hot key rewrites one row.
         self.rows = bool(nh) and isinstance(L.decay, str)
+        # RMSNorm weights 0: with the residual exactly +-8 (checked) the normalised input is
+        # h / 8 exactly, one multiply; conv taps 1: the stock multiply is the identity.
+        self.norm_zero = not bool(L.in_norm.any()) and not bool(L.post_norm.any())
+        self.conv_one = bool(nh) and bool(torch.all(L.conv_last == 1.0))
+
+    def normed(self, h: torch.Tensor, weight: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        if self.norm_zero:
+            return h[:, cols] * 0.125
+        return _rms(h, weight)[:, cols]
 
     def projections(self) -> list[ExactProjection]:
         return ([self.mix] if self.nh else []) + [self.gu]
@@ -122,11 +129,13 @@ class BatchedLayers:
     `dims` are the hidden dimensions whose signs the host decodes (Host._all_dims);
     `halt_dim` is phase.halt's dimension and `fault_dims` the fault field's.  `lowp`:
     bfloat16 products where exact (default on CUDA; on the CPU the same parts in float32).
+    `decode` = (each dim's power of two, each field's first position in `dims`): the fields'
+    values are then computed on the device, and `run` returns them instead of the signs.
     """
 
     def __init__(self, layers: list[LayerWeights], width: int, dims: np.ndarray, halt_dim: int,
                  fault_dims: list[int], device: str = "cpu", chunk: int = 1, graph: bool | None = None,
-                 lowp: bool | None = None):
+                 lowp: bool | None = None, decode: tuple[np.ndarray, np.ndarray] | None = None):
         self.device = torch.device(device)
         self.width, self.chunk = width, chunk
         if graph is None:
@@ -149,8 +158,15 @@ class BatchedLayers:
         self._fixed: list[dict[int, np.ndarray]] = [{} for _ in range(width)]
         self.running = torch.zeros(width, dtype=torch.bool, device=dev)
         self.flags = torch.zeros(width, dtype=torch.int32, device=dev)
-        self.bits = torch.zeros(chunk, width, len(dims), dtype=torch.bool, device=dev)
         self._dims = torch.as_tensor(np.asarray(dims), dtype=torch.long, device=dev)
+        self._decode = None
+        if decode is None:
+            self.bits = torch.zeros(chunk, width, len(dims), dtype=torch.bool, device=dev)
+        else:
+            pows, starts = (np.asarray(a, np.int64) for a in decode)
+            ends = np.append(starts[1:], len(dims))
+            self._decode = tuple(torch.as_tensor(a, device=dev) for a in (pows, starts, ends))
+            self.bits = torch.zeros(chunk, width, len(starts), dtype=torch.int64, device=dev)
         self._halt = int(halt_dim)
         self._fault = torch.as_tensor(list(fault_dims), dtype=torch.long, device=dev)
         # Row r of head h of slot b in a layer's state viewed as (B * nh * 128, 128).
@@ -164,7 +180,7 @@ class BatchedLayers:
     def slot_bytes(self) -> int:
         """Device bytes that belong to one slot: its hidden row, states, fields and flags."""
         states = sum(S[0].numel() * S.element_size() for S in self.states if S is not None)
-        return states + self.h[0].numel() * 4 + self.bits[:, 0].numel() + 2 + 4
+        return states + self.h[0].numel() * 4 + self.bits[:, 0].numel() * self.bits.element_size() + 1 + 4
 
     def weight_bytes(self) -> int:
         return sum(p.W.numel() * p.W.element_size() for R in self.layers for p in R.projections()) + \
@@ -218,6 +234,10 @@ class BatchedLayers:
             self._graph.replay()
         else:
             self._steps()
+        if self._decode is not None:  # int64 values, then the flags widened to int64
+            out = torch.cat([self.bits.reshape(-1), self.flags.to(torch.int64)]).cpu().numpy()
+            k = self.bits.numel()
+            return out[:k].reshape(self.bits.shape), out[k:].astype(np.int32)
         k = self.bits.numel()
         out = torch.cat([self.bits.reshape(-1).to(torch.uint8), self.flags.view(torch.uint8)]).cpu().numpy()
         return out[:k].reshape(self.bits.shape), out[k:].view(np.int32)
@@ -225,23 +245,36 @@ class BatchedLayers:
     def _steps(self) -> None:
         for i in range(self.chunk):
             self._step()
-            self.bits[i] = self.h[:, self._dims] > 0
+            signs = self.h[:, self._dims] > 0
+            if self._decode is None:
+                self.bits[i] = signs
+            else:  # each field's sum of its set bits' powers: differences of one running sum
+                pows, starts, ends = self._decode
+                run = F.pad((signs.to(torch.int64) * pows).cumsum(-1), (1, 0))
+                self.bits[i] = run[:, ends] - run[:, starts]
 
     def _flag(self, bad: torch.Tensor, code: int) -> None:
-        """OR `code` into the flags of running slots where `bad` (B,) holds."""
-        self.flags.bitwise_or_(torch.where(self.running & bad, code, 0).to(torch.int32))
+        """Note that the slots where `bad` (B,) holds broke premise `code` in this step."""
+        self._bad[code].logical_or_(bad)
 
-    def _check(self, h: torch.Tensor) -> None:
-        self._flag((h.abs() != 8.0).any(-1), NOT_PM8)
+    def _check(self, h: torch.Tensor, dims: torch.Tensor | None = None) -> None:
+        """The residual is exactly +-8: everywhere, or in `dims` (the only ones a sublayer
+        changed; the others were checked before)."""
+        x = h if dims is None else h[:, dims]
+        self._flag((x.abs() != 8.0).any(-1), NOT_PM8)
 
     def _step(self) -> None:
+        self._bad = {code: torch.zeros_like(self.running) for code in FLAG_TEXT}
         x = self.h
+        self._check(x)
         for R, S in zip(self.layers, self.states):
             if R.nh:
                 x = self._mix_rows(R, x, S) if R.rows else self._mix_full(R.L, x, S)
-                self._check(x)
+                self._check(x, R.L.mix_out)
             x = self._mlp(R, x)
-            self._check(x)
+            self._check(x, R.L.mlp_out)
+        for code, bad in self._bad.items():  # premises of running slots only
+            self.flags.bitwise_or_((bad & self.running).to(torch.int32) * code)
         self.h.copy_(torch.where(self.running[:, None], x, self.h))
         done = (self.h[:, self._halt] > 0) | (self.h[:, self._fault] > 0).any(-1)
         self.running &= ~done
@@ -249,17 +282,17 @@ class BatchedLayers:
     def _mix_rows(self, R: _RowLayer, h: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
         """The mixer through one-hot rows, with the C step's formulas (neural_c.c, mixer)."""
         L, B, nh, span = R.L, h.shape[0], R.nh, R.span
-        x = _rms(h, L.in_norm)[:, L.mix_in]
+        x = R.normed(h, L.in_norm, L.mix_in)
         pre = R.mix(x)
-        qkv = pre[:, :3 * span] * L.conv_last
+        qkv = pre[:, :3 * span] if R.conv_one else pre[:, :3 * span] * L.conv_last
         q_pre, k_pre, v_pre = qkv.reshape(B, 3, nh, HD).unbind(1)
         z_pre = pre[:, 3 * span:4 * span].reshape(B, nh, HD)
         b_pre = pre[:, 4 * span:]
         beta = _sigmoid_exact(b_pre)
         qh, qone, qv, qbad = _one_hot(q_pre)
         kh, kone, kv, kbad = _one_hot(k_pre)
-        act_bad = ~(_exact(b_pre).all(-1) & _exact(q_pre).all(-1).all(-1) & _exact(k_pre).all(-1).all(-1))
-        act_bad |= (~_exact(v_pre) & kone[..., None]).any(-1).any(-1)
+        act_bad = _inexact(b_pre).any(-1) | _inexact(qkv[:, :2 * span]).any(-1)
+        act_bad |= (_inexact(v_pre) & kone[..., None]).flatten(1).any(-1)
         self._flag(act_bad, INEXACT_ACT)
         self._flag((qbad | kbad).any(-1), NOT_ONE_HOT)
         flat = S.view(-1, HD)
@@ -278,7 +311,7 @@ class BatchedLayers:
         var = ss / float(HD) + EPS
         on = qone & (ss != 0)
         self._flag((on & ~_pow4(var)).any(-1), INEXACT_NORM)
-        self._flag((~_exact(z_pre) & on[..., None]).any(-1).any(-1), INEXACT_ACT)
+        self._flag((_inexact(z_pre) & on[..., None]).flatten(1).any(-1), INEXACT_ACT)
         y = ((o * (1.0 / torch.sqrt(var))[..., None]) * L.gnorm) * _silu_exact(z_pre)
         y = torch.where(on[..., None], y, torch.zeros_like(y))
         return h.index_add(1, L.mix_out, y.reshape(B, span) @ L.Wo.T)
@@ -315,10 +348,10 @@ class BatchedLayers:
     def _mlp(self, R: _RowLayer, h: torch.Tensor) -> torch.Tensor:
         """SwiGLU as the C step evaluates it: silu(gate) at its exact arguments times up."""
         L, U = R.L, R.units
-        x = _rms(h, L.post_norm)[:, L.mlp_in]
+        x = R.normed(h, L.post_norm, L.mlp_in)
         pre = R.gu(x)
         gate = pre[:, :U]
-        self._flag(~_exact(gate).all(-1), INEXACT_ACT)
+        self._flag(_inexact(gate).any(-1), INEXACT_ACT)
         act = _silu_exact(gate) * pre[:, U:]
         return h.index_add(1, L.mlp_out, act @ L.Wd.T)
 
