@@ -37,7 +37,7 @@ import lockstep  # noqa: E402
 from qgcc.engines.batch import BatchRunner  # noqa: E402
 from qgcc.engines.host import HALT  # noqa: E402
 from qgcc.engines.neural import NeuralEngine  # noqa: E402
-from qgcc.engines.neural_batch import BatchedLayers  # noqa: E402
+from qgcc.engines.neural_batch import BatchedLayers, row_layers  # noqa: E402
 from qgcc.link.layout import PHASES  # noqa: E402
 from qgcc.runtime.launch import make_launch  # noqa: E402
 
@@ -50,16 +50,18 @@ def sample_launch(name):
 
 
 def launches_of(name):
-    """(network, a function giving fresh copies of the launches the name stands for)."""
-    if name == "mixed":
+    """(network, a function giving fresh copies of the launches the name stands for):
+    "mixed" is lockstep.MIXED (two kernels, four lengths), "mixed2" and "mixed1" its first two and one."""
+    if name.startswith("mixed"):
         cm = lockstep.linked("mixed", lockstep.MIXED_KERNELS)[1]
-        return cm, lambda: [lockstep.mixed_launch(*m) for m in lockstep.MIXED]
+        todo = {"mixed": lockstep.MIXED, "mixed2": lockstep.MIXED[:2], "mixed1": lockstep.MIXED[:1]}[name]
+        return cm, lambda: [lockstep.mixed_launch(*m) for m in todo]
     return lockstep.linked(name)[1], lambda: [sample_launch(name)]
 
 
 class Check:
-    def __init__(self, dev: str, chunk: int):
-        self.dev, self.chunk, self.bad = dev, chunk, 0
+    def __init__(self, dev: str, chunk: int, repeat: int = 3):
+        self.dev, self.chunk, self.bad, self.repeat = dev, chunk, 0, repeat
         self.figures: dict[str, str] = {}
 
     def sync(self):
@@ -70,8 +72,8 @@ class Check:
         cm, _ = launches_of(name)
         cpu = NeuralEngine("cpu").host(cm)
         halt = cm.fields["phase"][PHASES.index("halt")]
-        layers = BatchedLayers(cm.layers, 1, cpu._all_dims, halt, cm.fields["fault"], self.dev, graph=False,
-                               lowp=True)
+        layers = BatchedLayers(row_layers(cm, self.dev, True), 1, cpu._all_dims, halt, cm.fields["fault"],
+                               self.dev, graph=False)
         projs = [p for R in layers.layers for p in R.projections()]
         lowp = [p for p in projs if p.lowp]
         parts = sum(p.parts for p in lowp)
@@ -89,8 +91,8 @@ class Check:
         launches = make()
         cpu = NeuralEngine("cpu").host(cm)
         halt = cm.fields["phase"][PHASES.index("halt")]
-        dev = BatchedLayers(cm.layers, len(launches), cpu._all_dims, halt, cm.fields["fault"], self.dev, chunk=1,
-                            lowp=True)
+        dev = BatchedLayers(row_layers(cm, self.dev, True), len(launches), cpu._all_dims, halt, cm.fields["fault"],
+                            self.dev, chunk=1)
         alone, hs, states = [], [], []
         for b, lau in enumerate(launches):
             h, init = cpu.initial(lau)
@@ -128,13 +130,14 @@ class Check:
         cm, make = launches_of(name)
         host = NeuralEngine("cpu").host(cm)
         best_c = None
-        for _ in range(3):
+        for _ in range(self.repeat):
             t = time.perf_counter(); want = host.run(make()[0]); dt = time.perf_counter() - t
             best_c = dt if best_c is None else min(best_c, dt)
         runner = BatchRunner(cm, 1, self.dev, chunk=self.chunk, lowp=True)
-        runner.run(make()[:1], 10 ** 6)  # warm-up
+        if self.repeat > 1:
+            runner.run(make()[:1], 10 ** 6)  # warm-up
         best_d = None
-        for _ in range(2):
+        for _ in range(max(1, self.repeat - 1)):
             self.sync(); t = time.perf_counter()
             res = runner.run(make()[:1], 10 ** 6)[0]
             self.sync(); dt = time.perf_counter() - t
@@ -195,18 +198,20 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk", type=int, default=16)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--short", action="store_true",
-                    help="only the mixed program's small launches (lockstep, one launch, widths 1 and 3)")
+                    help="only the mixed program's shortest launch: in lockstep, alone and "
+                         "at widths 1 and 2, each timed once (what CI runs on the CPU)")
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("bench/gpu_check.py: no CUDA device here (--device cpu runs the same code path on the CPU)")
         return 2
+    first = "mixed"
     if args.short:
-        args.samples, args.batch_samples, args.one, args.sizes = "", "mixed", "mixed", "1,3"
-    chk = Check(args.device, args.chunk)
+        args.samples, args.batch_samples, args.one, args.sizes, first = "", "mixed1", "mixed1", "1,2", "mixed1"
+    chk = Check(args.device, args.chunk, 1 if args.short else 3)
     print(f"device: {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu (no graphs)'}, "
           f"torch {torch.__version__}", flush=True)
-    chk.precision("mixed" if args.short else args.one)
-    for name in ["mixed"] + [s for s in args.samples.split(",") if s]:
+    chk.precision(first if args.short else args.one)
+    for name in [first] + [s for s in args.samples.split(",") if s]:
         chk.lockstep(name)
     chk.one_launch(args.one)
     for name in [s for s in args.batch_samples.split(",") if s]:

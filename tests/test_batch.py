@@ -169,3 +169,19 @@ def test_cuda_graphs_are_asked_for_only_on_cuda():
     prog, cm = program()
     with pytest.raises(ValueError, match="CUDA graphs need --device cuda"):
         BatchedLayers(cm.layers, 2, np.arange(3), 0, [1], device="cpu", graph=True)
+
+
+@needs_c
+def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_exact(capsys):
+    """bench/gpu_check.py --device cpu --short: precision, a lockstep batch of two kernels,
+    one launch, and batches through the runner, all against the C step."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "gpu_check.py"
+    spec = importlib.util.spec_from_file_location("gpu_check", path)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    assert check.main(["--device", "cpu", "--short"]) == 0
+    out = capsys.readouterr().out
+    assert "bit-identical: True" in out and "every check exact" in out and "results equal: False" not in out

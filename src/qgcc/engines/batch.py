@@ -43,13 +43,16 @@ class _Slot:
 class BatchRunner:
     def __init__(self, network: LinkedNetwork, width: int, device: str = "cpu", chunk: int | None = None,
                  lowp: bool | None = None):
-        from .neural_batch import BatchedLayers
+        from .neural_batch import BatchedLayers, row_layers
 
         self.host = Host(network, None)
         fields = network.fields
         chunk = chunk or (16 if device == "cuda" else 1)
         host = self.host
-        self.layers = BatchedLayers(network.layers, width, host._all_dims, fields["phase"][PHASES.index("halt")],
+        if lowp is None:
+            lowp = device == "cuda"
+        self.layers = BatchedLayers(row_layers(network, device, lowp), width, host._all_dims,
+                                    fields["phase"][PHASES.index("halt")],
                                     fields["fault"], device, chunk, lowp=lowp,
                                     decode=(host._all_pow, host._starts))
         self.width, self.chunk = width, chunk

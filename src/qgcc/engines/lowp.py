@@ -20,34 +20,29 @@ index maps and additions as the device.
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 EXACT_LIMIT = 2 ** 24
 
 
-def _bf16(a: np.ndarray) -> np.ndarray:
-    return torch.from_numpy(np.ascontiguousarray(a, np.float32)).bfloat16().float().numpy()
-
-
-def bf16_parts(W: np.ndarray) -> tuple[list[np.ndarray] | None, str]:
-    """W as a sum of bfloat16-representable parts (the first dense, the rest mostly zero), or
-    None and the reason when that is not exact."""
-    rest = np.asarray(W, np.float32)
+def bf16_parts(W: torch.Tensor) -> tuple[list[torch.Tensor] | None, str]:
+    """W (float32, on its device) as a sum of bfloat16-representable parts (the first dense,
+    the rest mostly zero), or None and the reason when that is not exact."""
+    rest = W
     parts = []
     for _ in range(3):
-        p = _bf16(rest)
-        if not np.all(np.isfinite(p)):
+        p = rest.bfloat16().float()  # round to nearest, ties to even
+        if not bool(torch.isfinite(p).all()):
             return None, "a weight overflows bfloat16"
         parts.append(p)
-        rest = (rest - p).astype(np.float32)
-        if not rest.any():
+        rest = rest - p  # exact: what rounding to 8 significant bits left
+        if not bool(rest.any()):
             break
-    if rest.any():
+    if bool(rest.any()):
         return None, "a weight needs more than three bfloat16 parts (a float32 subnormal)"
-    for p in parts:
-        if np.any(np.abs(p.astype(np.float64)).sum(1) >= EXACT_LIMIT):
-            return None, "a part row's absolute sum reaches 2^24"
+    # The later parts are at most 2^-8 of a weight each; the first can round a weight up.
+    if bool((parts[0].abs().sum(1, dtype=torch.float64) >= EXACT_LIMIT).any()):
+        return None, "a part row's absolute sum reaches 2^24"
     return parts, ""
 
 
@@ -75,8 +70,8 @@ class ExactProjection:
 
     `lowp`: bfloat16 parts where exact (above), else float32.  `notes` says which."""
 
-    def __init__(self, W: np.ndarray, device: torch.device, lowp: bool, name: str = ""):
-        W = np.ascontiguousarray(W, np.float32)
+    def __init__(self, W: torch.Tensor, device: torch.device, lowp: bool, name: str = ""):
+        W = W.to(device=device, dtype=torch.float32).contiguous()
         self.rows = W.shape[0]
         self.device = device
         self.notes: list[str] = []
@@ -86,7 +81,7 @@ class ExactProjection:
             parts, why = None, "this torch has no bfloat16 -> float32 product on CUDA"
         if parts is None:
             self.lowp = False
-            self.W = torch.from_numpy(W).to(device)
+            self.W = W
             if lowp:
                 self.notes.append(f"{name}: float32 ({why})")
             self.parts = 1
@@ -94,12 +89,12 @@ class ExactProjection:
         self.lowp = True
         blocks, offset = [parts[0]], self.rows
         for p in parts[1:]:
-            rows = np.flatnonzero(p.any(1))
+            rows = torch.nonzero(p.any(1))[:, 0]
             blocks.append(p[rows])
-            self.extra.append((offset, torch.from_numpy(rows).to(device)))
+            self.extra.append((offset, rows))
             offset += len(rows)
         self.parts = len(parts)
-        stacked = torch.from_numpy(np.concatenate(blocks)).to(device)
+        stacked = torch.cat(blocks)
         # On CUDA the bfloat16 tensor itself; on the CPU float32 copies of the same values.
         self.W = stacked.bfloat16() if device.type == "cuda" else stacked
 

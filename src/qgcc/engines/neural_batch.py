@@ -102,10 +102,9 @@ class _RowLayer:
         self.span = nh * HD
         self.units = L.units
         if nh:
-            W = torch.cat([L.Wqkv, L.Wz, L.Wb]).cpu().numpy()
-            self.mix = ExactProjection(W, device, lowp, f"layer {index} in_proj")
+            self.mix = ExactProjection(torch.cat([L.Wqkv, L.Wz, L.Wb]), device, lowp, f"layer {index} in_proj")
             self.notes += self.mix.notes
-        self.gu = ExactProjection(torch.cat([L.Wg, L.Wu]).cpu().numpy(), device, lowp, f"layer {index} gate/up")
+        self.gu = ExactProjection(torch.cat([L.Wg, L.Wu]), device, lowp, f"layer {index} gate/up")
         self.notes += self.gu.notes
         # Decay exactly 1 (in_proj_a zero, A_log underflowing): a one-hot key rewrites one row.
         self.rows = bool(nh) and isinstance(L.decay, str)
@@ -113,6 +112,10 @@ class _RowLayer:
         # h / 8 exactly, one multiply; conv taps 1: the stock multiply is the identity.
         self.norm_zero = not bool(L.in_norm.any()) and not bool(L.post_norm.any())
         self.conv_one = bool(nh) and bool(torch.all(L.conv_last == 1.0))
+        # The projections hold these now (the full-state mixer still reads its own).
+        L.Wg = L.Wu = None
+        if self.rows:
+            L.Wqkv = L.Wz = L.Wb = None
 
     def normed(self, h: torch.Tensor, weight: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
         if self.norm_zero:
@@ -123,6 +126,15 @@ class _RowLayer:
         return ([self.mix] if self.nh else []) + [self.gu]
 
 
+def row_layers(network, device: str, lowp: bool) -> list[_RowLayer]:
+    """A network's layers in the batched step's form, built once per device and precision
+    (kept with the network, like its hosts): runners of several widths share them."""
+    key = ("row-layers", str(torch.device(device)), bool(lowp))
+    if key not in network.hosts:
+        network.hosts[key] = [_RowLayer(lw, torch.device(device), lowp, i) for i, lw in enumerate(network.layers)]
+    return network.hosts[key]
+
+
 class BatchedLayers:
     """`width` slots of the compiled layers, stepped together K steps at a time.
 
@@ -131,9 +143,10 @@ class BatchedLayers:
     bfloat16 products where exact (default on CUDA; on the CPU the same parts in float32).
     `decode` = (each dim's power of two, each field's first position in `dims`): the fields'
     values are then computed on the device, and `run` returns them instead of the signs.
+    `layers` are LayerWeights, or the prepared layers of `row_layers` (then `lowp` is theirs).
     """
 
-    def __init__(self, layers: list[LayerWeights], width: int, dims: np.ndarray, halt_dim: int,
+    def __init__(self, layers: list[LayerWeights] | list[_RowLayer], width: int, dims: np.ndarray, halt_dim: int,
                  fault_dims: list[int], device: str = "cpu", chunk: int = 1, graph: bool | None = None,
                  lowp: bool | None = None, decode: tuple[np.ndarray, np.ndarray] | None = None):
         self.device = torch.device(device)
@@ -149,7 +162,8 @@ class BatchedLayers:
         if self.device.type == "cuda":
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
-        self.layers = [_RowLayer(lw, self.device, lowp, i) for i, lw in enumerate(layers)]
+        self.layers = [lw if isinstance(lw, _RowLayer) else _RowLayer(lw, self.device, lowp, i)
+                       for i, lw in enumerate(layers)]
         self.notes = [n for L in self.layers for n in L.notes]
         dev = self.device
         self.h = torch.full((width, qwen.hidden), -8.0, device=dev)
