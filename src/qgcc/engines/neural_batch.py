@@ -22,9 +22,10 @@ A slot that is not running (free, halted or faulted) is frozen: its new hidden s
 rows are discarded, so they keep their bits.  After every step the signs of the host's
 fields are gathered by one index into a (K, B, fields) buffer, the halt/fault flags clear
 the slot's running bit, and the premises are checked into a per-slot flag word; the host
-reads both once per K steps, with no transfer between layers.  On CUDA the K steps are
-captured once in a CUDA graph over these static buffers and replayed; on the CPU they
-run eagerly (`graph=True` on the CPU is a ValueError).
+reads both once per K steps, with no transfer between layers.  On CUDA one step is
+captured once as a CUDA graph over these static buffers and replayed K times per read
+(the fields land in the row a device counter names); on the CPU the steps run eagerly
+(`graph=True` on the CPU is a ValueError).
 """
 
 from __future__ import annotations
@@ -186,6 +187,10 @@ class BatchedLayers:
         # Row r of head h of slot b in a layer's state viewed as (B * nh * 128, 128).
         self._base = {nh: (torch.arange(width, device=dev)[:, None] * nh + torch.arange(nh, device=dev)) * HD
                       for nh in {R.nh for R in self.layers if R.nh}}
+        self._t = torch.zeros(1, dtype=torch.long, device=dev)  # the chunk's next row
+        self._pinned = None
+        if self.device.type == "cuda" and decode is not None:
+            self._pinned = torch.empty(self.bits.numel() + width, dtype=torch.int64, pin_memory=True)
         self._graph = None
         if graph:
             self._capture()
@@ -244,28 +249,38 @@ class BatchedLayers:
     def run(self) -> tuple[np.ndarray, np.ndarray]:
         """K steps of every running slot: (the gathered field signs (K, B, fields) as uint8,
         each slot's premise flags (B,), nonzero when a premise failed), in one transfer."""
-        if self._graph is not None:
-            self._graph.replay()
-        else:
-            self._steps()
+        self._t.zero_()
+        for _ in range(self.chunk):
+            if self._graph is not None:
+                self._graph.replay()
+            else:
+                self._one()
         if self._decode is not None:  # int64 values, then the flags widened to int64
-            out = torch.cat([self.bits.reshape(-1), self.flags.to(torch.int64)]).cpu().numpy()
+            out = torch.cat([self.bits.reshape(-1), self.flags.to(torch.int64)])
+            if self._pinned is not None:  # one copy into page-locked memory, then one wait
+                self._pinned.copy_(out, non_blocking=True)
+                torch.cuda.current_stream(self.device).synchronize()
+                out = self._pinned
+            out = out.cpu().numpy()
             k = self.bits.numel()
             return out[:k].reshape(self.bits.shape), out[k:].astype(np.int32)
         k = self.bits.numel()
         out = torch.cat([self.bits.reshape(-1).to(torch.uint8), self.flags.view(torch.uint8)]).cpu().numpy()
         return out[:k].reshape(self.bits.shape), out[k:].view(np.int32)
 
-    def _steps(self) -> None:
-        for i in range(self.chunk):
-            self._step()
-            signs = self.h[:, self._dims] > 0
-            if self._decode is None:
-                self.bits[i] = signs
-            else:  # each field's sum of its set bits' powers: differences of one running sum
-                pows, starts, ends = self._decode
-                run = F.pad((signs.to(torch.int64) * pows).cumsum(-1), (1, 0))
-                self.bits[i] = run[:, ends] - run[:, starts]
+    def _one(self) -> None:
+        """One step, its fields written at row `_t` of the chunk's buffer (a device counter,
+        so that one captured step serves every row)."""
+        self._step()
+        signs = self.h[:, self._dims] > 0
+        if self._decode is None:
+            row = signs
+        else:  # each field's sum of its set bits' powers: differences of one running sum
+            pows, starts, ends = self._decode
+            run = F.pad((signs.to(torch.int64) * pows).cumsum(-1), (1, 0))
+            row = run[:, ends] - run[:, starts]
+        self.bits.index_copy_(0, self._t, row[None])
+        self._t.add_(1)
 
     def _flag(self, bad: torch.Tensor, code: int) -> None:
         """Note that the slots where `bad` (B,) holds broke premise `code` in this step."""
@@ -370,15 +385,15 @@ class BatchedLayers:
         return h.index_add(1, L.mlp_out, act @ L.Wd.T)
 
     def _capture(self) -> None:
-        """Record K steps as one CUDA graph over the static buffers (all slots frozen, so the
-        warm-up runs change no state), then replay it for every `run`."""
+        """Record one step as a CUDA graph over the static buffers (all slots frozen, so the
+        warm-up changes no state), replayed K times for every `run`: capturing one step
+        rather than K keeps the start-up short."""
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.no_grad(), torch.cuda.stream(side):
-            for _ in range(2):  # warm-up: cuBLAS handles and workspaces exist before capture
-                self._steps()
+            self._one()  # warm-up: cuBLAS handles and workspaces exist before capture
         torch.cuda.current_stream(self.device).wait_stream(side)
         self._graph = torch.cuda.CUDAGraph()
         with torch.no_grad(), torch.cuda.graph(self._graph):
-            self._steps()
+            self._one()
         torch.cuda.synchronize(self.device)
