@@ -87,6 +87,7 @@ class ExactProjection:
         self.device = device
         self.notes: list[str] = []
         self.extra: list[tuple[int, torch.Tensor]] = []  # (offset in the product, rows of the part)
+        self.Wx: torch.Tensor | None = None
         parts, why = bf16_parts(W) if lowp else (None, "")
         if lowp and device.type == "cuda" and not cuda_bf16_mm_ok(device):
             parts, why = None, "this torch has no bfloat16 -> float32 product on CUDA"
@@ -98,19 +99,26 @@ class ExactProjection:
             self.parts = 1
             return
         self.lowp = True
-        blocks, offset = [parts[0]], self.rows
+        self.parts = len(parts)
+        # The first part as one matrix (its product is the contiguous output), the others
+        # stacked into a second: (offset in that product, the rows they add to).
+        blocks, offset = [], 0
         for rows, block in parts[1:]:
             blocks.append(block)
             self.extra.append((offset, rows))
             offset += len(rows)
-        self.parts = len(parts)
-        stacked = torch.cat(blocks)
-        # On CUDA the bfloat16 tensor itself; on the CPU float32 copies of the same values.
-        self.W = stacked.bfloat16() if device.type == "cuda" else stacked
+        cast = (lambda t: t.bfloat16()) if device.type == "cuda" else (lambda t: t)  # the CPU: float32 copies
+        self.W = cast(parts[0])
+        self.Wx = cast(torch.cat(blocks)) if blocks else None
 
     @property
     def elements(self) -> int:
-        return self.W.numel()
+        return self.W.numel() + (0 if self.Wx is None else self.Wx.numel())
+
+    @property
+    def nbytes(self) -> int:
+        wx = self.Wx
+        return self.W.numel() * self.W.element_size() + (0 if wx is None else wx.numel() * wx.element_size())
 
     def __call__(self, x: torch.Tensor, xb: torch.Tensor | None = None) -> torch.Tensor:
         """`x` the float32 input; `xb` the same values in bfloat16 (shared by the projections
@@ -118,12 +126,13 @@ class ExactProjection:
         if not self.lowp:
             return x @ self.W.t()
         if self.device.type == "cuda":
-            y = torch.mm(xb if xb is not None else x.bfloat16(), self.W.t(), out_dtype=torch.float32)
+            xb = xb if xb is not None else x.bfloat16()
+            product = lambda W: torch.mm(xb, W.t(), out_dtype=torch.float32)  # noqa: E731
         else:
-            y = x @ self.W.t()
-        if not self.extra:
-            return y
-        out = y[:, :self.rows]
-        for offset, rows in self.extra:
-            out.index_add_(1, rows, y[:, offset:offset + len(rows)])
-        return out
+            product = lambda W: x @ W.t()  # noqa: E731
+        y = product(self.W)
+        if self.Wx is not None:
+            more = product(self.Wx)
+            for offset, rows in self.extra:
+                y.index_add_(1, rows, more[:, offset:offset + len(rows)])
+        return y

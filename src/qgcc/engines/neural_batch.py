@@ -54,8 +54,9 @@ def flag_text(flags: int) -> str:
 
 
 def _silu_exact(x: torch.Tensor) -> torch.Tensor:
-    """SiLU at its exact arguments, as the C step evaluates it (x, -0, x / 2 at +-0)."""
-    return torch.where(x >= 17.0, x, torch.where(x <= -89.0, torch.full_like(x, -0.0), x * 0.5))
+    """SiLU at its exact arguments, as the C step evaluates it: x from 17 up, -0 from -89
+    down, x / 2 == x at +-0; x * 0 gives both of the last two (a negative times +0 is -0)."""
+    return torch.where(x >= 17.0, x, x * 0.0)
 
 
 def _sigmoid_exact(x: torch.Tensor) -> torch.Tensor:
@@ -64,20 +65,30 @@ def _sigmoid_exact(x: torch.Tensor) -> torch.Tensor:
 
 
 def _pow2(a: torch.Tensor) -> torch.Tensor:
-    """a is a nonzero normal power of two (mantissa bits zero)."""
-    bits = a.view(torch.int32)
-    return (a != 0) & ((bits & 0x7FFFFF) == 0) & (((bits >> 23) & 0xFF) != 0)
+    """As the C step's is_pow2: a != 0 and frexp(|a|)'s mantissa is 0.5."""
+    m, _ = torch.frexp(a.abs())
+    return (a != 0) & (m == 0.5)
 
 
 def _pow4(a: torch.Tensor) -> torch.Tensor:
-    """a > 0 is a power of four (mantissa zero, even unbiased exponent)."""
-    bits = a.view(torch.int32)
-    return (a > 0) & ((bits & 0x7FFFFF) == 0) & ((((bits >> 23) & 0xFF) - 127) % 2 == 0)
+    """As the C step's is_pow4: a > 0, frexp's mantissa 0.5 and (exponent - 1) even."""
+    m, e = torch.frexp(a)
+    return (a > 0) & (m == 0.5) & ((e - 1) % 2 == 0)
+
+
+_EDGES: dict[torch.device, torch.Tensor] = {}
 
 
 def _inexact(x: torch.Tensor) -> torch.Tensor:
-    """Arguments where SiLU/sigmoid are not exact: strictly between -89 and 17, not 0."""
-    return (x > -89.0) & (x < 17.0) & (x != 0.0)
+    """Arguments where SiLU/sigmoid are not exact: strictly between -89 and 0 or 0 and 17.
+    Counting the edges at or below x (-89 + ulp, 0, the least positive float, 17) gives an
+    odd count exactly there, in one pass."""
+    edges = _EDGES.get(x.device)
+    if edges is None:
+        edges = _EDGES[x.device] = torch.tensor(
+            [np.nextafter(np.float32(-89), np.float32(0)), 0.0, np.nextafter(np.float32(0), np.float32(1)), 17.0],
+            dtype=torch.float32, device=x.device)
+    return (torch.bucketize(x, edges, right=True) & 1).bool()
 
 
 def _one_hot(pre: torch.Tensor):
@@ -202,7 +213,7 @@ class BatchedLayers:
         return states + self.h[0].numel() * 4 + self.bits[:, 0].numel() * self.bits.element_size() + 1 + 4
 
     def weight_bytes(self) -> int:
-        return sum(p.W.numel() * p.W.element_size() for R in self.layers for p in R.projections()) + \
+        return sum(p.nbytes for R in self.layers for p in R.projections()) + \
             sum(t.numel() * t.element_size() for R in self.layers for t in (R.L.Wd,) + ((R.L.Wo,) if R.nh else ()))
 
     # ---- slots ----
@@ -320,8 +331,11 @@ class BatchedLayers:
         beta = _sigmoid_exact(b_pre)
         qh, qone, qv, qbad = _one_hot(q_pre)
         kh, kone, kv, kbad = _one_hot(k_pre)
-        act_bad = _inexact(b_pre).any(-1) | _inexact(qkv[:, :2 * span]).any(-1)
-        act_bad |= (_inexact(v_pre) & kone[..., None]).flatten(1).any(-1)
+        # Which arguments are outside the exact range, in one pass over the whole projection:
+        # q, k and b always count, v where a key writes, z where a query reads (below).
+        bad = _inexact(pre if R.conv_one else torch.cat([qkv, pre[:, 3 * span:]], 1))
+        act_bad = bad[:, :2 * span].any(-1) | bad[:, 4 * span:].any(-1)
+        act_bad |= (bad[:, 2 * span:3 * span].reshape(B, nh, HD) & kone[..., None]).flatten(1).any(-1)
         self._flag(act_bad, INEXACT_ACT)
         self._flag((qbad | kbad).any(-1), NOT_ONE_HOT)
         flat = S.view(-1, HD)
@@ -340,7 +354,7 @@ class BatchedLayers:
         var = ss / float(HD) + EPS
         on = qone & (ss != 0)
         self._flag((on & ~_pow4(var)).any(-1), INEXACT_NORM)
-        self._flag((_inexact(z_pre) & on[..., None]).flatten(1).any(-1), INEXACT_ACT)
+        self._flag((bad[:, 3 * span:4 * span].reshape(B, nh, HD) & on[..., None]).flatten(1).any(-1), INEXACT_ACT)
         y = ((o * (1.0 / torch.sqrt(var))[..., None]) * L.gnorm) * _silu_exact(z_pre)
         y = torch.where(on[..., None], y, torch.zeros_like(y))
         return h.index_add(1, L.mix_out, y.reshape(B, span) @ L.Wo.T)
@@ -380,7 +394,7 @@ class BatchedLayers:
         x = R.normed(h, L.post_norm, L.mlp_in)
         pre = R.gu(x)
         gate = pre[:, :U]
-        self._flag(_inexact(gate).any(-1), INEXACT_ACT)
+        self._flag(_inexact(pre)[:, :U].any(-1), INEXACT_ACT)  # the whole (contiguous) output, gate part
         act = _silu_exact(gate) * pre[:, U:]
         return h.index_add(1, L.mlp_out, act @ L.Wd.T)
 
