@@ -73,7 +73,7 @@ class Check:
         cpu = NeuralEngine("cpu").host(cm)
         halt = cm.fields["phase"][PHASES.index("halt")]
         layers = BatchedLayers(row_layers(cm, self.dev, True), 1, cpu._all_dims, halt, cm.fields["fault"],
-                               self.dev, graph=False)
+                               self.dev, graph=False, level=cm.value_level)
         projs = [p for R in layers.layers for p in R.projections()]
         lowp = [p for p in projs if p.lowp]
         parts = sum(p.parts for p in lowp)
@@ -92,7 +92,7 @@ class Check:
         cpu = NeuralEngine("cpu").host(cm)
         halt = cm.fields["phase"][PHASES.index("halt")]
         dev = BatchedLayers(row_layers(cm, self.dev, True), len(launches), cpu._all_dims, halt, cm.fields["fault"],
-                            self.dev, chunk=1)
+                            self.dev, chunk=1, level=cm.value_level)
         alone, hs, states = [], [], []
         for b, lau in enumerate(launches):
             h, init = cpu.initial(lau)

@@ -64,11 +64,12 @@ def stacked_equals_alone(cm, launches, lowp=True) -> list[int]:
     recurrent state of every member must be the same bits at every step, a member that has
     halted must stay frozen, and its running bit must drop at its halt step.  Returns
     the members' lengths in steps.  `lowp`: the device's form of the products (bfloat16
-    parts, engines/lowp.py), here computed on the CPU."""
+    parts, engines/lowp.py), here computed on the CPU; the states are held as rail bits."""
     host = Host(cm, neural_layers(cm, "cpu"))
     want = [alone(host, host.net, lau) for lau in launches]
     halt = cm.fields["phase"][PHASES.index("halt")]
-    batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"], lowp=lowp)
+    batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"], lowp=lowp,
+                          level=cm.value_level)
     for slot, lau in enumerate(launches):
         batch.load(slot, *host.initial(lau))
     for step in range(max(len(w) for w in want)):
@@ -185,3 +186,29 @@ def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_e
     assert check.main(["--device", "cpu", "--short"]) == 0
     out = capsys.readouterr().out
     assert "bit-identical: True" in out and "every check exact" in out and "results equal: False" not in out
+
+
+def test_rail_bits_give_back_every_state_entry_and_refuse_any_other_value():
+    """States are held as bits of +0 / V (neural_batch.Rails): a round trip is the same
+    float32 bits, and a value that is neither (-0 included) is reported, never stored."""
+    import torch
+
+    from qgcc.engines.neural_batch import Rails
+
+    level = 181.01934814453125
+    rails = Rails(level, torch.device("cpu"))
+    rng = np.random.default_rng(3)
+    rows = np.where(rng.random((3, 5, 128)) < 0.3, np.float32(level), np.float32(0.0)).astype(np.float32)
+    packed = torch.from_numpy(rails.pack_numpy(rows))
+    assert packed.shape == (3, 5, 16) and packed.dtype == torch.uint8
+    back = rails.unpack(packed).numpy()
+    assert back.view(np.uint32).tobytes() == rows.view(np.uint32).tobytes()
+    again, off = rails.pack(torch.from_numpy(rows))
+    assert torch.equal(again, packed) and not off.any()
+    for wrong in (-0.0, 16.0, level * 2):
+        bad = rows.copy()
+        bad[1, 2, 77] = wrong
+        _, off = rails.pack(torch.from_numpy(bad))
+        assert off.nonzero().tolist() == [[1, 2, 77]]
+        with pytest.raises(ValueError, match="neither"):
+            rails.pack_numpy(bad)

@@ -54,7 +54,7 @@ class BatchRunner:
         self.layers = BatchedLayers(row_layers(network, device, lowp), width, host._all_dims,
                                     fields["phase"][PHASES.index("halt")],
                                     fields["fault"], device, chunk, lowp=lowp,
-                                    decode=(host._all_pow, host._starts))
+                                    decode=(host._all_pow, host._starts), level=network.value_level)
         self.width, self.chunk = width, chunk
 
     def run(self, launches: list[Launch], max_steps: int, on_step=None) -> list[NeuralResult | Fault]:

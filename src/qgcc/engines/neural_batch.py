@@ -42,8 +42,9 @@ from .neural_torch import EPS, FastLayer, _rms
 HD = qwen.head_dim
 QSCALE = float(np.float32(np.sqrt(np.float64(HD))))  # the C step's (float)sqrt(128.0)
 # Premise flags (a slot's OR of them): the C step's checks, evaluated on the device.
-NOT_PM8, INEXACT_ACT, NOT_ONE_HOT, INEXACT_NORM = 1, 2, 4, 8
-FLAG_TEXT = {NOT_PM8: "a residual entry is not exactly +-8",
+NOT_PM8, INEXACT_ACT, NOT_ONE_HOT, INEXACT_NORM, NOT_RAIL = 1, 2, 4, 8, 16
+FLAG_TEXT = {NOT_RAIL: "a state row would hold a value other than +0 or the rail level",
+             NOT_PM8: "a residual entry is not exactly +-8",
              INEXACT_ACT: "a SiLU/sigmoid argument is outside its exact range",
              NOT_ONE_HOT: "a key or query is not one-hot with a power-of-two entry",
              INEXACT_NORM: "a read's mean square is not a power of four"}
@@ -89,6 +90,37 @@ def _inexact(x: torch.Tensor) -> torch.Tensor:
             [np.nextafter(np.float32(-89), np.float32(0)), 0.0, np.nextafter(np.float32(0), np.float32(1)), 17.0],
             dtype=torch.float32, device=x.device)
     return (torch.bucketize(x, edges, right=True) & 1).bool()
+
+
+class Rails:
+    """A state row as 128 bits: every recurrent-state entry of the exact encoding is +0 or
+    the rail level V (docs/protocol.md), so a row is 16 bytes instead of 512.  Writing any
+    other value is a premise failure (flag NOT_RAIL), never a silent change; reading gives
+    the float32 entries back bit for bit."""
+
+    def __init__(self, level: float, device: torch.device):
+        self.level = float(np.float32(level))
+        self.bits = int(np.float32(level).view(np.int32))
+        self.shift = torch.arange(8, dtype=torch.uint8, device=device)
+
+    def unpack(self, packed: torch.Tensor) -> torch.Tensor:
+        """(..., 16) uint8 -> (..., 128) float32 of +0 and V."""
+        on = ((packed[..., None] >> self.shift) & 1).flatten(-2).bool()
+        return torch.where(on, self.level, 0.0)
+
+    def pack(self, row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(..., 128) float32 -> ((..., 16) uint8, entries that are neither +0 nor V)."""
+        raw = row.view(torch.int32)
+        on = raw == self.bits
+        bad = ~on & (raw != 0)
+        packed = (on.reshape(*on.shape[:-1], 16, 8).to(torch.uint8) << self.shift).sum(-1).to(torch.uint8)
+        return packed, bad
+
+    def pack_numpy(self, rows: np.ndarray) -> np.ndarray:
+        raw = np.ascontiguousarray(rows, np.float32).view(np.int32)
+        if np.any((raw != self.bits) & (raw != 0)):
+            raise ValueError("an initial state entry is neither +0 nor the rail level")
+        return np.packbits(raw == self.bits, axis=-1, bitorder="little")
 
 
 def _one_hot(pre: torch.Tensor):
@@ -156,11 +188,14 @@ class BatchedLayers:
     `decode` = (each dim's power of two, each field's first position in `dims`): the fields'
     values are then computed on the device, and `run` returns them instead of the signs.
     `layers` are LayerWeights, or the prepared layers of `row_layers` (then `lowp` is theirs).
+    `level`: the rail level of the exact encoding (LinkedNetwork.value_level); given, the
+    states of the one-hot-row layers are held as bits (`Rails`), 16 bytes a row.
     """
 
     def __init__(self, layers: list[LayerWeights] | list[_RowLayer], width: int, dims: np.ndarray, halt_dim: int,
                  fault_dims: list[int], device: str = "cpu", chunk: int = 1, graph: bool | None = None,
-                 lowp: bool | None = None, decode: tuple[np.ndarray, np.ndarray] | None = None):
+                 lowp: bool | None = None, decode: tuple[np.ndarray, np.ndarray] | None = None,
+                 level: float | None = None):
         self.device = torch.device(device)
         self.width, self.chunk = width, chunk
         if graph is None:
@@ -180,7 +215,11 @@ class BatchedLayers:
         dev = self.device
         self.h = torch.full((width, qwen.hidden), -8.0, device=dev)
         # Only the heads a layer uses change; the others keep their initial rows (host side).
-        self.states = [torch.zeros(width, R.nh, HD, HD, device=dev) if R.nh else None for R in self.layers]
+        self.rails = Rails(level, dev) if level is not None else None
+        self.packed = [bool(R.nh and R.rows and self.rails is not None) for R in self.layers]
+        self.states = [None if not R.nh else
+                       torch.zeros(width, R.nh, HD, HD // 8, dtype=torch.uint8, device=dev) if packed else
+                       torch.zeros(width, R.nh, HD, HD, device=dev) for R, packed in zip(self.layers, self.packed)]
         self._fixed: list[dict[int, np.ndarray]] = [{} for _ in range(width)]
         self.running = torch.zeros(width, dtype=torch.bool, device=dev)
         self.flags = torch.zeros(width, dtype=torch.int32, device=dev)
@@ -229,6 +268,8 @@ class BatchedLayers:
                     S[slot].zero_()
                 else:
                     part = np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)[:nh]
+                    if self.packed[i]:
+                        part = self.rails.pack_numpy(part)
                     S[slot] = torch.from_numpy(np.ascontiguousarray(part)).to(self.device)
             if s0 is not None:
                 rest = np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)[nh:]
@@ -250,7 +291,7 @@ class BatchedLayers:
         S = self.states[layer]
         nh = 0 if S is None else S.shape[1]
         if S is not None:
-            full[:nh] = S[slot].cpu().numpy()
+            full[:nh] = (self.rails.unpack(S[slot]) if self.packed[layer] else S[slot]).cpu().numpy()
         if layer in self._fixed[slot]:
             full[nh:] = self._fixed[slot][layer]
         return full
@@ -307,9 +348,9 @@ class BatchedLayers:
         self._bad = {code: torch.zeros_like(self.running) for code in FLAG_TEXT}
         x = self.h
         self._check(x)
-        for R, S in zip(self.layers, self.states):
+        for R, S, packed in zip(self.layers, self.states, self.packed):
             if R.nh:
-                x = self._mix_rows(R, x, S) if R.rows else self._mix_full(R.L, x, S)
+                x = self._mix_rows(R, x, S, packed) if R.rows else self._mix_full(R.L, x, S)
                 self._check(x, R.L.mix_out)
             x = self._mlp(R, x)
             self._check(x, R.L.mlp_out)
@@ -319,7 +360,7 @@ class BatchedLayers:
         done = (self.h[:, self._halt] > 0) | (self.h[:, self._fault] > 0).any(-1)
         self.running &= ~done
 
-    def _mix_rows(self, R: _RowLayer, h: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
+    def _mix_rows(self, R: _RowLayer, h: torch.Tensor, S: torch.Tensor, packed: bool) -> torch.Tensor:
         """The mixer through one-hot rows, with the C step's formulas (neural_c.c, mixer)."""
         L, B, nh, span = R.L, h.shape[0], R.nh, R.span
         x = R.normed(h, L.in_norm, L.mix_in)
@@ -338,18 +379,26 @@ class BatchedLayers:
         act_bad |= (bad[:, 2 * span:3 * span].reshape(B, nh, HD) & kone[..., None]).flatten(1).any(-1)
         self._flag(act_bad, INEXACT_ACT)
         self._flag((qbad | kbad).any(-1), NOT_ONE_HOT)
-        flat = S.view(-1, HD)
+        flat = S.view(-1, S.shape[-1])
         base = self._base[nh]
+        read = (lambda idx: self.rails.unpack(flat.index_select(0, idx))) if packed else \
+            (lambda idx: flat.index_select(0, idx))
         # The key's row: delta = (v - row * k) * beta; row + k * delta.  Written back unchanged
         # where there is no key or the slot is frozen.
         kidx = (base + kh).reshape(-1)
-        row = flat.index_select(0, kidx).reshape(B, nh, HD)
+        row = read(kidx).reshape(B, nh, HD)
         kvx = kv[..., None]
         delta = (_silu_exact(v_pre) - row * kvx) * beta[..., None]
-        new = torch.where((kone & self.running[:, None])[..., None], row + kvx * delta, row)
-        flat.index_copy_(0, kidx, new.reshape(-1, HD))
+        write = kone & self.running[:, None]
+        new = torch.where(write[..., None], row + kvx * delta, row)
+        if packed:
+            bits, off = self.rails.pack(new)
+            self._flag((off & write[..., None]).flatten(1).any(-1), NOT_RAIL)
+            flat.index_copy_(0, kidx, bits.reshape(-1, bits.shape[-1]))
+        else:
+            flat.index_copy_(0, kidx, new.reshape(-1, HD))
         # The query's row (after the write), gated RMSNorm and the z gate.
-        o = flat.index_select(0, (base + qh).reshape(-1)).reshape(B, nh, HD) * (qv / QSCALE)[..., None]
+        o = read((base + qh).reshape(-1)).reshape(B, nh, HD) * (qv / QSCALE)[..., None]
         ss = (o * o).sum(-1)
         var = ss / float(HD) + EPS
         on = qone & (ss != 0)
