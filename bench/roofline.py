@@ -8,7 +8,7 @@ Counts (per step of one launch, "slot-step"):
   dense elements      the compacted blocks the batched step multiplies (engines/neural_batch.py):
                       bfloat16 parts of the +-1 projections, float32 down_proj/out_proj
   state rows          one-hot rows the delta rule reads and rewrites and the query reads:
-                      3 rows of 512 bytes per used head
+                      3 rows per used head, 16 bytes each as rail bits (512 as float32)
   activations         the projections' outputs written and read once, the hidden row read and
                       written once per sublayer (what an unfused step must move)
 and the floors they set on a device with the given copy bandwidth and product rates: bytes
@@ -52,18 +52,19 @@ heads = sum(R.nh for R in layers)
 sublayers = sum(2 if R.nh else 1 for R in layers)
 outs = sum((5 * R.span + R.nh if R.nh else 0) + 2 * R.units for R in layers)
 hidden = 2048 * 4
-rows = 3 * heads * HD * 4
+rows = 3 * heads * HD // 8  # rail bits (neural_batch.Rails)
 acts = 2 * 4 * outs + 2 * hidden * sublayers
 weights_dense = 2 * bf16 + 4 * fp32
 weights_sparse = 8 * nnz
 print(f"sample {args.sample}: {cm.num_layers} layers, {heads} state heads in use "
-      f"({heads * HD * HD * 4 / 2**20:.1f} MiB of recurrent state per launch)")
+      f"({heads * HD * HD / 8 / 2**20:.2f} MiB of recurrent state per launch as rail bits, "
+      f"{heads * HD * HD * 4 / 2**20:.1f} MiB as float32)")
 print(f"  nonzero weights      {nnz / 1e6:8.2f} M  ({weights_sparse / 2**20:.1f} MiB as value + index; "
       f"{2 * nnz / 1e6:.1f} MFLOP per slot-step)")
 print(f"  dense elements       {bf16 / 1e6:8.2f} M bf16 parts + {fp32 / 1e6:.2f} M fp32 "
       f"({weights_dense / 2**20:.0f} MiB read per step; {2 * bf16 / 1e6:.0f} + {2 * fp32 / 1e6:.0f} MFLOP "
       "per slot-step)")
-print(f"  state rows           {rows / 2**10:8.0f} KiB per slot-step (3 rows of 512 B per head)")
+print(f"  state rows           {rows / 2**10:8.1f} KiB per slot-step (3 rows of 16 B per head)")
 print(f"  activations          {acts / 2**20:8.2f} MiB per slot-step (projection outputs and hidden rows, "
       "written and read once)")
 print(f"\n{'width':>6} {'bytes/slot-step':>16} {'memory floor':>13} {'bf16 floor':>11} {'fp32 floor':>11} "
