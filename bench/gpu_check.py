@@ -1,7 +1,7 @@
 """The batched step on a device against the compiled C step on this machine's CPU: exactness,
 then every figure issue #26 names.
 
-    python bench/gpu_check.py [--samples vadd,reduce] [--sizes 64,1024,4096] [--chunk 16]
+    python bench/gpu_check.py [--samples vadd,reduce] [--sizes 64,1024,8192] [--chunk 16]
     python bench/gpu_check.py --device cpu --short     # the whole device code path on the CPU (CI)
 
 1. Precision: how many projections run as exact bfloat16 parts (engines/lowp.py) and which
@@ -192,7 +192,7 @@ class Check:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", default=",".join(sorted(lockstep.CASES)), help="lockstep samples")
-    ap.add_argument("--sizes", default="64,1024,4096")
+    ap.add_argument("--sizes", default="64,1024,8192")
     ap.add_argument("--batch-samples", default="vadd,collatz")
     ap.add_argument("--one", default="vadd", help="the sample of the one-launch comparison")
     ap.add_argument("--chunk", type=int, default=16)

@@ -2,7 +2,7 @@
 # One run on a device machine: bench/gpu_check.py with every figure of issue #26, then the
 # start-up of the README launch on CUDA and where it goes.  Run from the repository root (or a
 # copy of it); wheels of missing packages (lark) in ./whl are installed first when present.
-#   CHECK_S=300 SIZES=64,1024,4096 bash bench/gpu_run.sh 2>&1 | tee gpu_run.log
+#   CHECK_S=300 SIZES=64,1024,8192 bash bench/gpu_run.sh 2>&1 | tee gpu_run.log
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
 if ls whl/*.whl >/dev/null 2>&1; then
@@ -12,7 +12,7 @@ export PYTHONPATH=/tmp/site:$ROOT/src:$ROOT/tests PYTHONUNBUFFERED=1 QGCC_CACHE=
 nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm,clocks.max.sm --format=csv
 nproc; python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
 echo "=== gpu_check"
-timeout "${CHECK_S:-300}" python3 bench/gpu_check.py --sizes "${SIZES:-64,1024,4096}" --chunk 16
+timeout "${CHECK_S:-300}" python3 bench/gpu_check.py --sizes "${SIZES:-64,1024,8192}" --chunk 16
 echo "gpu_check exit $?"
 echo "=== start-up: torch import + CUDA context alone"
 /usr/bin/time -f "%e s wall" python3 -c "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"
