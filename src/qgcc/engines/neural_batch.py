@@ -170,10 +170,22 @@ class _RowLayer:
         return ([self.mix] if self.nh else []) + [self.gu]
 
 
+def exact_cuda_products() -> None:
+    """cuBLAS settings the exactness argument needs: no TF32 (10-bit mantissas) for float32
+    products, and no reduced-precision (bf16/fp16) sums inside bfloat16 products' split-K
+    reductions: every partial sum must stay float32."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+
+
 def row_layers(network, device: str, lowp: bool) -> list[_RowLayer]:
     """A network's layers in the batched step's form, built once per device and precision
     (kept with the network, like its hosts): runners of several widths share them."""
     key = ("row-layers", str(torch.device(device)), bool(lowp))
+    if torch.device(device).type == "cuda":
+        exact_cuda_products()  # before the load-time probe of the bfloat16 product
     if key not in network.hosts:
         network.hosts[key] = [_RowLayer(lw, torch.device(device), lowp, i) for i, lw in enumerate(network.layers)]
     return network.hosts[key]
@@ -207,8 +219,7 @@ class BatchedLayers:
         if self.device.type == "cpu":
             torch.set_num_threads(1)  # as neural_torch: extra threads only contend on these sizes
         if self.device.type == "cuda":
-            torch.backends.cuda.matmul.allow_tf32 = False
-            torch.backends.cudnn.allow_tf32 = False
+            exact_cuda_products()
         self.layers = [lw if isinstance(lw, _RowLayer) else _RowLayer(lw, self.device, lowp, i)
                        for i, lw in enumerate(layers)]
         self.notes = [n for L in self.layers for n in L.notes]
@@ -299,8 +310,10 @@ class BatchedLayers:
     # ---- stepping ----
     @torch.no_grad()
     def run(self) -> tuple[np.ndarray, np.ndarray]:
-        """K steps of every running slot: (the gathered field signs (K, B, fields) as uint8,
-        each slot's premise flags (B,), nonzero when a premise failed), in one transfer."""
+        """K steps of every running slot: (the gathered field signs (K, B, fields) as uint8, or
+        with `decode` the fields' values as int64; each slot's premise flags (B,), nonzero when
+        a premise failed), in one transfer.  On CUDA the values are a view of a page-locked
+        buffer: valid until the next `run`."""
         self._t.zero_()
         for _ in range(self.chunk):
             if self._graph is not None:
