@@ -1,24 +1,31 @@
-"""Every sample on the CPU (the compiled C step) and on CUDA (the batched step in a CUDA graph).
+"""The batched step on a device against the compiled C step on this machine's CPU: exactness,
+then every figure issue #26 names.
 
-    python bench/gpu_check.py [--samples vadd,reduce] [--sizes 1,64,1024] [--chunk 16]
-    python bench/gpu_check.py --device cpu --samples vadd --sizes 1,2   # a dry run of this script
+    python bench/gpu_check.py [--samples vadd,reduce] [--sizes 64,1024,8192] [--chunk 16]
+    python bench/gpu_check.py --device cpu --short     # the whole device code path on the CPU (CI)
 
-1. For each sample's short launch (tests/lockstep.py): the C step and the batched step at
-   width 1, captured as a CUDA graph of one step, in lockstep; every step's hidden state
-   and, at the end, every recurrent state compared as bits.
-2. Steps/s of one launch on the device: the same launch again, the graph holding --chunk
-   steps, the host reading the fields once per chunk (qgcc.engines.batch.BatchRunner).
-3. Launches/s at each batch width in --sizes: that many copies of the vadd and collatz
-   launches through BatchRunner, each result checked against the C step's, and the
-   lane-instructions/s this is (lanes active in each warp instruction, summed).
-4. bfloat16 on the device (--bf16, default vadd,saxpy; "" skips it): each sample's short launch
-   through transformers' own modules in bf16 (`--engine hf --dtype bf16`, bench/bf16.py's
-   launches), trace and memory against the emulator.  bench/bf16.py --device cuda runs
-   every sample this way.
+1. Precision: how many projections run as exact bfloat16 parts (engines/lowp.py) and which
+   fell back to float32, and why; weight bytes on the device.
+2. Lockstep: for each sample's short launch (tests/lockstep.py), and for a batch mixing
+   launches of two kernels of one program with four lengths (lockstep.MIXED), the batched
+   step (one-hot rows, bfloat16 parts, a CUDA graph of one step on CUDA) against the C step
+   running each launch alone: every hidden state at every step, every recurrent state at the
+   end (a member is frozen from its halt on), as bits.
+3. One launch: the C step's steps/s (best of 3) and the device's (qgcc.engines.batch at width
+   1, the graph holding --chunk steps; best of 2, after a warm-up launch).
+4. Batches: --batch-samples' short launches at each width in --sizes, every result checked
+   against the C step's: launches/s, lane-instructions/s (lanes active in each warp
+   instruction, summed), device bytes per slot (the slot's own tensors, and measured: peak
+   allocation less the weights, over the width), and the time to build the runner.
+5. The targets, as measured here.
 
 Exits 1 on any difference.  TF32 is off (BatchedLayers switches it off on CUDA).
 """
-import argparse, sys, time
+from __future__ import annotations
+
+import argparse
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,92 +33,195 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from lockstep import CASES, linked  # noqa: E402
+import lockstep  # noqa: E402
 from qgcc.engines.batch import BatchRunner  # noqa: E402
 from qgcc.engines.host import HALT  # noqa: E402
 from qgcc.engines.neural import NeuralEngine  # noqa: E402
-from qgcc.engines.neural_batch import BatchedLayers  # noqa: E402
+from qgcc.engines.neural_batch import BatchedLayers, row_layers  # noqa: E402
 from qgcc.link.layout import PHASES  # noqa: E402
 from qgcc.runtime.launch import make_launch  # noqa: E402
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--samples", default=",".join(sorted(CASES)))
-ap.add_argument("--sizes", default="1,64,1024")
-ap.add_argument("--batch-samples", default="vadd,collatz")
-ap.add_argument("--chunk", type=int, default=16)
-ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-ap.add_argument("--bf16", default="vadd,saxpy", help="samples to run in bf16 through transformers' modules")
-args = ap.parse_args()
-if args.device == "cuda" and not torch.cuda.is_available():
-    sys.exit("bench/gpu_check.py: no CUDA device here (--device cpu runs the same checks without graphs)")
-dev = args.device
 
-
-def launch_of(name):
-    grid, block, scalars, arrays = CASES[name]
-    prog, cm = linked(name)
+def sample_launch(name):
+    grid, block, scalars, arrays = lockstep.CASES[name]
+    prog, cm = lockstep.linked(name)
     return make_launch(prog, prog.kernels[0], grid, block, scalars, {k: v.copy() for k, v in arrays.items()},
                        network=cm)
 
 
-def sync():
-    if dev == "cuda":
-        torch.cuda.synchronize()
+def launches_of(name):
+    """(network, a function giving fresh copies of the launches the name stands for):
+    "mixed" is lockstep.MIXED (two kernels, four lengths), "mixed2" and "mixed1" its first two and one."""
+    if name.startswith("mixed"):
+        cm = lockstep.linked("mixed", lockstep.MIXED_KERNELS)[1]
+        todo = {"mixed": lockstep.MIXED, "mixed2": lockstep.MIXED[:2], "mixed1": lockstep.MIXED[:1]}[name]
+        return cm, lambda: [lockstep.mixed_launch(*m) for m in todo]
+    return lockstep.linked(name)[1], lambda: [sample_launch(name)]
 
 
-bad = 0
-print(f"device: {torch.cuda.get_device_name() if dev == 'cuda' else 'cpu (no graphs)'}")
-print(f"{'sample':10} {'steps':>6} {'C step/s':>9} {'device/s':>9} {'chunked/s':>10}  equal")
-for name in args.samples.split(","):
-    prog, cm = linked(name)
-    cpu = NeuralEngine("cpu").host(cm)
-    halt = cm.fields["phase"][PHASES.index("halt")]
-    gpu = BatchedLayers(cm.layers, 1, cpu._all_dims, halt, cm.fields["fault"], dev, chunk=1)
-    h, init = cpu.initial(launch_of(name))
-    cpu.net.reset(init)
-    gpu.load(0, h, init)
-    hc = h
-    steps, t_c, t_g, same = 0, 0.0, 0.0, True
-    while cpu.get(hc, "phase") != HALT and cpu.get(hc, "fault") == 0:
-        t = time.perf_counter(); hc = cpu.net.step(hc); t_c += time.perf_counter() - t
-        t = time.perf_counter(); gpu.run(); t_g += time.perf_counter() - t
-        steps += 1
-        if not np.array_equal(hc.view(np.uint32), gpu.hidden(0).view(np.uint32)):
-            print(f"{name}: hidden state differs at step {steps}")
-            same = False
-            break
-    same = same and all(np.array_equal(cpu.net.recurrent_state(L).view(np.uint32),
-                                       gpu.recurrent_state(0, L).view(np.uint32)) for L in range(cm.num_layers))
-    # One launch, K steps per graph replay and per transfer.
-    runner = BatchRunner(cm, 1, dev, chunk=args.chunk)
-    sync(); t = time.perf_counter()
-    res = runner.run([launch_of(name)], 10 ** 6)[0]
-    sync(); t_k = time.perf_counter() - t
-    same = same and np.array_equal(res.memory, cpu.run(launch_of(name)).memory)
-    bad += not same
-    print(f"{name:10} {steps:6d} {steps / t_c:9.0f} {steps / t_g:9.0f} {res.network_steps / t_k:10.0f}  {same}")
+class Check:
+    def __init__(self, dev: str, chunk: int, repeat: int = 3):
+        self.dev, self.chunk, self.bad, self.repeat = dev, chunk, 0, repeat
+        self.figures: dict[str, str] = {}
 
-print(f"\n{'sample':10} {'batch':>6} {'launches/s':>11} {'lane-instr/s':>13}  results equal")
-for name in args.batch_samples.split(","):
-    prog, cm = linked(name)
-    lanes = []
-    want = NeuralEngine("cpu").host(cm).run(launch_of(name), on_step=lambda r: lanes.append(bin(r.active).count("1")))
-    for size in [int(s) for s in args.sizes.split(",")]:
-        runner = BatchRunner(cm, size, dev, chunk=args.chunk)
-        launches = [launch_of(name) for _ in range(size)]
-        sync(); t = time.perf_counter()
-        results = runner.run(launches, 10 ** 6)
-        sync(); wall = time.perf_counter() - t
-        ok = all(not isinstance(r, Exception) and np.array_equal(r.memory, want.memory) and r.stats == want.stats
-                 for r in results)
-        bad += not ok
-        print(f"{name:10} {size:6d} {size / wall:11.1f} {size * sum(lanes) / wall:13.0f}  {ok}")
-        del runner
-        if dev == "cuda":
-            torch.cuda.empty_cache()
-if args.bf16:
-    import subprocess
-    print(f"\nbf16 through transformers' modules on {dev}:", flush=True)
-    bad += subprocess.call([sys.executable, str(ROOT / "bench" / "bf16.py"), "--device", dev,
-                            "--samples", args.bf16]) != 0
-sys.exit(1 if bad else 0)
+    def sync(self):
+        if self.dev == "cuda":
+            torch.cuda.synchronize()
+
+    def precision(self, name):
+        cm, _ = launches_of(name)
+        cpu = NeuralEngine("cpu").host(cm)
+        halt = cm.fields["phase"][PHASES.index("halt")]
+        layers = BatchedLayers(row_layers(cm, self.dev, True), 1, cpu._all_dims, halt, cm.fields["fault"],
+                               self.dev, graph=False, level=cm.value_level)
+        projs = [p for R in layers.layers for p in R.projections()]
+        lowp = [p for p in projs if p.lowp]
+        parts = sum(p.parts for p in lowp)
+        print(f"precision ({name}): {len(lowp)} of {len(projs)} +-1 projections in bfloat16 parts "
+              f"({parts} parts, {sum(p.elements for p in lowp) / 1e6:.1f} M part elements), "
+              f"down_proj/out_proj float32; weights on the device {layers.weight_bytes() / 2**20:.0f} MiB; "
+              f"state heads {sum(R.nh for R in layers.layers)}, slot bytes {layers.slot_bytes():,}")
+        for n in layers.notes:
+            print(f"  fell back: {n}")
+        self.figures["bytes per slot (its tensors)"] = f"{layers.slot_bytes():,}"
+
+    def lockstep(self, name) -> bool:
+        """Every member against the C step alone, every hidden state, final recurrent states."""
+        cm, make = launches_of(name)
+        launches = make()
+        cpu = NeuralEngine("cpu").host(cm)
+        halt = cm.fields["phase"][PHASES.index("halt")]
+        dev = BatchedLayers(row_layers(cm, self.dev, True), len(launches), cpu._all_dims, halt, cm.fields["fault"],
+                            self.dev, chunk=1, level=cm.value_level)
+        alone, hs, states = [], [], []
+        for b, lau in enumerate(launches):
+            h, init = cpu.initial(lau)
+            dev.load(b, h, init)
+            cpu.net.reset(init)
+            seq = []
+            while cpu.get(h, "phase") != HALT and cpu.get(h, "fault") == 0:
+                h = cpu.net.step(h)
+                seq.append(h.view(np.uint32).copy())
+            alone.append(seq)
+            states.append([cpu.net.recurrent_state(L).view(np.uint32).copy() for L in range(cm.num_layers)])
+        same, steps = True, max(len(s) for s in alone)
+        for t in range(steps):
+            _, flags = dev.run()
+            if flags.any():
+                print(f"{name}: premise flag {flags.tolist()} at step {t + 1}")
+                same = False
+                break
+            for b, seq in enumerate(alone):
+                want = seq[min(t, len(seq) - 1)]
+                if not np.array_equal(dev.hidden(b).view(np.uint32), want):
+                    print(f"{name}: member {b} hidden state differs at step {t + 1}")
+                    same = False
+            if not same:
+                break
+        for b in range(len(launches)):
+            same = same and all(np.array_equal(dev.recurrent_state(b, L).view(np.uint32), states[b][L])
+                                for L in range(cm.num_layers))
+        print(f"lockstep {name:10} members {len(launches)} steps {steps:5d} "
+              f"lengths {[len(s) for s in alone]}  bit-identical: {same}")
+        self.bad += not same
+        return same
+
+    def one_launch(self, name):
+        cm, make = launches_of(name)
+        host = NeuralEngine("cpu").host(cm)
+        best_c = None
+        for _ in range(self.repeat):
+            t = time.perf_counter(); want = host.run(make()[0]); dt = time.perf_counter() - t
+            best_c = dt if best_c is None else min(best_c, dt)
+        runner = BatchRunner(cm, 1, self.dev, chunk=self.chunk, lowp=True)
+        if self.repeat > 1:
+            runner.run(make()[:1], 10 ** 6)  # warm-up
+        best_d = None
+        for _ in range(max(1, self.repeat - 1)):
+            self.sync(); t = time.perf_counter()
+            res = runner.run(make()[:1], 10 ** 6)[0]
+            self.sync(); dt = time.perf_counter() - t
+            best_d = dt if best_d is None else min(best_d, dt)
+        ok = np.array_equal(res.memory, want.memory) and res.stats == want.stats
+        self.bad += not ok
+        c_rate, d_rate = want.network_steps / best_c, res.network_steps / best_d
+        print(f"one launch {name:8} steps {want.network_steps:5d}  C step {c_rate:8.0f} steps/s  "
+              f"{self.dev} {d_rate:8.0f} steps/s  ratio {d_rate / c_rate:6.2f}x  results equal: {ok}")
+        self.figures[f"one launch {name}: {self.dev}/C step"] = f"{d_rate / c_rate:.2f}x ({d_rate:.0f} vs {c_rate:.0f} steps/s)"
+
+    def batches(self, name, sizes):
+        cm, make = launches_of(name)
+        lanes = []
+        host = NeuralEngine("cpu").host(cm)
+        wants = [host.run(lau, on_step=lambda r: lanes.append(bin(r.active).count("1"))) for lau in make()]
+        per_round = len(wants)
+        best = (0.0, 0)
+        for size in sizes:
+            if self.dev == "cuda":
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+                m0 = torch.cuda.memory_allocated()
+            t = time.perf_counter()
+            try:
+                runner = BatchRunner(cm, size, self.dev, chunk=self.chunk, lowp=True)
+                build = time.perf_counter() - t
+                todo = [lau for _ in range(-(-size // per_round)) for lau in make()][:size]
+                self.sync(); t = time.perf_counter()
+                results = runner.run(todo, 10 ** 6)
+                self.sync(); wall = time.perf_counter() - t
+            except torch.cuda.OutOfMemoryError as e:
+                print(f"batch {name:8} width {size:6d}  out of device memory ({str(e).splitlines()[0][:120]})")
+                runner = None
+                break
+            ok = all(not isinstance(r, Exception) and np.array_equal(r.memory, wants[i % per_round].memory)
+                     and r.stats == wants[i % per_round].stats for i, r in enumerate(results))
+            self.bad += not ok
+            total_lanes = sum(lanes) * size / per_round
+            rate = total_lanes / wall
+            mem = ""
+            if self.dev == "cuda":
+                peak = torch.cuda.max_memory_allocated() - m0 - runner.layers.weight_bytes()
+                mem = f"  device bytes/slot {peak / size / 2**20:7.2f} MiB"
+            print(f"batch {name:8} width {size:6d}  build {build:6.1f} s  {size / wall:9.1f} launches/s "
+                  f"{rate:12,.0f} lane-instr/s{mem}  results equal: {ok}", flush=True)
+            best = max(best, (rate, size))
+            del runner
+        self.figures[f"batched {name}: best lane-instr/s (width)"] = f"{best[0]:,.0f} ({best[1]})"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--samples", default=",".join(sorted(lockstep.CASES)), help="lockstep samples")
+    ap.add_argument("--sizes", default="64,1024,8192")
+    ap.add_argument("--batch-samples", default="vadd,collatz")
+    ap.add_argument("--one", default="vadd", help="the sample of the one-launch comparison")
+    ap.add_argument("--chunk", type=int, default=16)
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--short", action="store_true",
+                    help="only the mixed program's shortest launch: in lockstep, alone and "
+                         "at widths 1 and 2, each timed once (what CI runs on the CPU)")
+    args = ap.parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("bench/gpu_check.py: no CUDA device here (--device cpu runs the same code path on the CPU)")
+        return 2
+    first = "mixed"
+    if args.short:
+        args.samples, args.batch_samples, args.one, args.sizes, first = "", "mixed1", "mixed1", "1,2", "mixed1"
+    chk = Check(args.device, args.chunk, 1 if args.short else 3)
+    print(f"device: {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu (no graphs)'}, "
+          f"torch {torch.__version__}", flush=True)
+    chk.precision(first if args.short else args.one)
+    for name in [first] + [s for s in args.samples.split(",") if s]:
+        chk.lockstep(name)
+    chk.one_launch(args.one)
+    for name in [s for s in args.batch_samples.split(",") if s]:
+        chk.batches(name, [int(s) for s in args.sizes.split(",")])
+    print("\nfigures:")
+    for k, v in chk.figures.items():
+        print(f"  {k:45} {v}")
+    print(f"  {'every check exact':45} {chk.bad == 0}")
+    return 1 if chk.bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

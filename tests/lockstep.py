@@ -41,6 +41,23 @@ CASES = {
                                                  "C": np.zeros(9, np.int32)}),
 }
 
+# One program of three kernels (a store, a loop, shared memory with a barrier and atomics),
+# for batches that mix launches of different kernels (tests/test_batch.py, bench/gpu_check.py).
+MIXED_KERNELS = ("__global__ void k(int *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
+                 "if (i < n) a[i] = a[i] * 3 + i; }\n"
+                 "__global__ void sums(int *a, int n) { int i = threadIdx.x; "
+                 "for (int j = 0; j < n; j++) if (i < 8) a[i] += j ^ i; }\n"
+                 "__global__ void mix(int *a, int n) { __shared__ int s[8]; int i = threadIdx.x; s[i] = i * n; "
+                 "__syncthreads(); if (i & 1) atomicAdd(&a[0], s[i ^ 1]); else a[i] = s[i] + a[i + 1]; }")
+# (kernel, grid, block, n): launches of two kernels of it, of four different lengths.
+MIXED = [(0, 1, 1, 0), (1, 1, 2, 2), (0, 1, 4, 3), (1, 1, 3, 1)]
+
+
+def mixed_launch(kernel, grid, block, n, a=None):
+    prog, cm = linked("mixed", MIXED_KERNELS)
+    a = np.arange(8, dtype=np.int32) * 5 - 11 if a is None else a
+    return make_launch(prog, prog.kernels[kernel], (grid, 1, 1), (block, 1, 1), {"n": n}, {"a": a.copy()},
+                       network=cm)
 
 
 def linked(name: str, source: str | None = None):

@@ -20,33 +20,26 @@ from qgcc.engines.host import HALT, Host
 from qgcc.engines.neural import neural_layers
 from qgcc.engines.neural_batch import BatchedLayers
 from qgcc.engines.neural_c import library
-from qgcc.frontend import compile_source
 from qgcc.link.layout import PHASES
-from qgcc.link.linker import link
 from qgcc.ref.emulator import run as emulate
 from qgcc.runtime.launch import make_launch
 from qgcc.trace import Fault
 
 needs_c = pytest.mark.skipif(library() is None, reason="no C compiler for the compiled step")
 
-KERNEL = ("__global__ void k(int *a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
-          "if (i < n) a[i] = a[i] * 3 + i; }")
+from lockstep import MIXED, MIXED_KERNELS as KERNEL, linked  # noqa: E402  (three kernels of one program)
 # (grid, block, n): launches of different lengths in network steps, so the members halt at different steps.
 SHAPES = [(1, 1, 0), (1, 2, 1), (1, 4, 3)]
-_LINKED: list = []
 
 
 def program():
-    if not _LINKED:
-        prog = compile_source(KERNEL, "k.cu")
-        _LINKED.append((prog, link(prog)))
-    return _LINKED[0]
+    return linked("mixed", KERNEL)
 
 
-def launch(grid, block, n, a=None):
+def launch(grid, block, n, a=None, kernel=0):
     prog, cm = program()
     a = np.arange(8, dtype=np.int32) * 5 - 11 if a is None else a
-    return make_launch(prog, prog.kernels[0], (grid, 1, 1), (block, 1, 1), {"n": n}, {"a": a.copy()},
+    return make_launch(prog, prog.kernels[kernel], (grid, 1, 1), (block, 1, 1), {"n": n}, {"a": a.copy()},
                        network=cm)
 
 
@@ -66,20 +59,22 @@ def alone(host: Host, net, lau) -> list[tuple[bytes, list[str]]]:
     return out
 
 
-def stacked_equals_alone(cm, launches) -> list[int]:
+def stacked_equals_alone(cm, launches, lowp=True) -> list[int]:
     """Run `launches` stacked and each alone on the C step; every hidden state and every
     recurrent state of every member must be the same bits at every step, a member that has
     halted must stay frozen, and its running bit must drop at its halt step.  Returns
-    the members' lengths in steps."""
+    the members' lengths in steps.  `lowp`: the device's form of the products (bfloat16
+    parts, engines/lowp.py), here computed on the CPU; the states are held as rail bits."""
     host = Host(cm, neural_layers(cm, "cpu"))
     want = [alone(host, host.net, lau) for lau in launches]
     halt = cm.fields["phase"][PHASES.index("halt")]
-    batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"])
+    batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"], lowp=lowp,
+                          level=cm.value_level)
     for slot, lau in enumerate(launches):
         batch.load(slot, *host.initial(lau))
     for step in range(max(len(w) for w in want)):
-        bits, inexact = batch.run()
-        assert not inexact.any()
+        bits, flags = batch.run()
+        assert not flags.any()
         for slot, w in enumerate(want):
             h_want, states_want = w[min(step, len(w) - 1)]  # after its halt: frozen at its last step
             h = batch.hidden(slot)
@@ -93,11 +88,14 @@ def stacked_equals_alone(cm, launches) -> list[int]:
 
 
 @needs_c
-def test_every_member_equals_its_launch_run_alone_at_every_step_and_halted_members_stay_frozen():
+def test_every_member_of_a_batch_of_two_kernels_equals_its_launch_alone_at_every_step_and_halted_members_stay_frozen():
+    """Launches of both kernels of one program, of four different lengths, stacked: one-hot
+    rows gathered and scattered, bfloat16 parts for the +-1 products (the CUDA form)."""
     prog, cm = program()
-    lengths = [emulate(launch(*s)).network_steps for s in SHAPES]  # the execution model's step counts
-    assert len(set(lengths)) == len(SHAPES)
-    assert stacked_equals_alone(cm, [launch(*s) for s in SHAPES]) == lengths
+    launches = [launch(g, b, n, kernel=k) for k, g, b, n in MIXED]
+    lengths = [emulate(launch(g, b, n, kernel=k)).network_steps for k, g, b, n in MIXED]
+    assert len(set(lengths)) == len(MIXED)
+    assert stacked_equals_alone(cm, launches) == lengths
 
 
 @needs_c
@@ -137,6 +135,25 @@ def test_a_batch_with_more_launches_than_slots_gives_each_launch_its_own_result_
 
 
 @needs_c
+@pytest.mark.slow
+def test_untraced_batches_count_divergence_barriers_atomics_loads_and_stores_like_a_launch_alone():
+    """Without trace records the runner sums every slot's statistics at once (engines.bulk);
+    they, the network steps and the buffers are what the C step's loop gives each launch."""
+    prog, cm = program()
+    host = Host(cm, neural_layers(cm, "cpu"))
+    specs = [(2, 1, 4, 5), (1, 1, 3, 2), (2, 1, 8, 3), (0, 1, 4, 3), (2, 1, 6, 1)]
+    results = BatchRunner(cm, 3, lowp=True).run([launch(g, b, n, kernel=k) for k, g, b, n in specs], 500)
+    stats = []
+    for (k, g, b, n), got in zip(specs, results):
+        want = host.run(launch(g, b, n, kernel=k), 500)
+        assert np.array_equal(got.memory, want.memory) and got.stats == want.stats
+        assert got.network_steps == want.network_steps
+        stats.append(got.stats)
+    assert all(sum(getattr(s, key) for s in stats) > 0
+               for key in ("divergent_steps", "barrier_waits", "atomics", "loads", "stores"))
+
+
+@needs_c
 def test_a_batch_of_one_traces_like_a_launch_run_alone():
     """How `qgrun --device cuda` runs a single launch (there in a CUDA graph): the same
     records, flags and buffers as the C step's loop, here with 4 steps per host read."""
@@ -153,3 +170,45 @@ def test_cuda_graphs_are_asked_for_only_on_cuda():
     prog, cm = program()
     with pytest.raises(ValueError, match="CUDA graphs need --device cuda"):
         BatchedLayers(cm.layers, 2, np.arange(3), 0, [1], device="cpu", graph=True)
+
+
+@needs_c
+def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_exact(capsys):
+    """bench/gpu_check.py --device cpu --short: precision, a lockstep batch of two kernels,
+    one launch, and batches through the runner, all against the C step."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "gpu_check.py"
+    spec = importlib.util.spec_from_file_location("gpu_check", path)
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    assert check.main(["--device", "cpu", "--short"]) == 0
+    out = capsys.readouterr().out
+    assert "bit-identical: True" in out and "every check exact" in out and "results equal: False" not in out
+
+
+def test_rail_bits_give_back_every_state_entry_and_refuse_any_other_value():
+    """States are held as bits of +0 / V (neural_batch.Rails): a round trip is the same
+    float32 bits, and a value that is neither (-0 included) is reported, never stored."""
+    import torch
+
+    from qgcc.engines.neural_batch import Rails
+
+    level = 181.01934814453125
+    rails = Rails(level, torch.device("cpu"))
+    rng = np.random.default_rng(3)
+    rows = np.where(rng.random((3, 5, 128)) < 0.3, np.float32(level), np.float32(0.0)).astype(np.float32)
+    packed = torch.from_numpy(rails.pack_numpy(rows))
+    assert packed.shape == (3, 5, 16) and packed.dtype == torch.uint8
+    back = rails.unpack(packed).numpy()
+    assert back.view(np.uint32).tobytes() == rows.view(np.uint32).tobytes()
+    again, off = rails.pack(torch.from_numpy(rows))
+    assert torch.equal(again, packed) and not off.any()
+    for wrong in (-0.0, 16.0, level * 2):
+        bad = rows.copy()
+        bad[1, 2, 77] = wrong
+        _, off = rails.pack(torch.from_numpy(bad))
+        assert off.nonzero().tolist() == [[1, 2, 77]]
+        with pytest.raises(ValueError, match="neither"):
+            rails.pack_numpy(bad)

@@ -767,6 +767,43 @@ def test_batch_runs_every_launch_and_reports_the_first_fault(qgrun, work):
     assert list(np.load(work / "good.npy")[:4]) == [0, 101, 202, 303]
 
 
+def _without_times(report: dict) -> dict:
+    drop = ("wall_time_s", "launches_per_s")
+    return {k: ([{a: b for a, b in r.items() if a not in drop} for r in v] if k == "results" else v)
+            for k, v in report.items() if k not in drop}
+
+
+@pytest.mark.parametrize("engine", [pytest.param("neural", marks=pytest.mark.slow), "ref"])
+def test_batch_jobs_gives_the_same_outputs_json_messages_and_exit_code_as_one_process(qgrun, work, engine):
+    """--jobs N spreads the launches over N forked workers; everything but the timings is
+    byte for byte what one process gives: --out files, --json, stderr and the exit code
+    (here the first fault's, a launch in the middle of the batch)."""
+    lines = [{"grid": g, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": f"zeros:{c}", "n": n},
+              "outs": {"c": f"c{i}.npy"}}
+             for i, (g, n, c) in enumerate([(1, 4, 10), (2, 7, 10), (1, 4, 2), (1, 1, 10), (2, 8, 10)])]
+    _batch(work, lines)
+    seen = {}
+    for jobs in ("1", "3"):
+        r = qgrun("vadd.qg", "--batch", "launches.jsonl", "--jobs", jobs, "--engine", engine, "--json",
+                  f"r{jobs}.json", "--trace", "none")
+        files = {p.name: p.read_bytes() for p in sorted(work.glob("c*.npy"))}
+        for p in work.glob("c*.npy"):
+            p.unlink()
+        report = json.loads((work / f"r{jobs}.json").read_text())
+        seen[jobs] = (r.exit_code, r.stdout, r.stderr, files, _without_times(report))
+    assert seen["1"][0] == int(ExitCode.MEMORY_FAULT) and "launches.jsonl:3: out-of-bounds" in seen["1"][2]
+    assert len(seen["1"][3]) == 4
+    assert seen["3"] == seen["1"]
+
+
+def test_jobs_needs_a_batch_on_the_cpu_without_batch_width(qgrun, work):
+    _batch(work, 2 * [{"grid": 1, "block": 2, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:4", "n": 2}}])
+    r = qgrun("vadd.qg", "--grid", "1", "--block", "2", "--jobs", "2")
+    assert "--jobs needs --batch" in one_line_error(r, "qgrun", int(ExitCode.USAGE))
+    r = qgrun("vadd.qg", "--batch", "launches.jsonl", "--jobs", "2", "--batch-width", "2", "--engine", "neural")
+    assert "the batched step runs in one process" in one_line_error(r, "qgrun", int(ExitCode.USAGE))
+
+
 def test_a_bad_batch_line_is_one_error_and_nothing_runs(qgrun, work):
     ok = json.dumps({"grid": 1, "block": 4, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:10", "n": 4},
                      "outs": {"c": "first.npy"}})

@@ -370,6 +370,39 @@ def _batch_width(requested: int | None, engine: str, device: str, launches: int)
     return max(1, min(requested, launches))
 
 
+def _batch_jobs(requested: int | None, engine: str, device: str, width: int, launches: int) -> int:
+    """How many worker processes run the launches (qgrun --jobs; cli/jobs.py).
+
+    Default: every core this process may use, for launches run one at a time on the CPU;
+    1 on CUDA (one device, one process) and for the hf engine (each process would load its
+    own dense layers, about 9 GB)."""
+    from .jobs import available_cores, can_fork
+
+    if requested is None:
+        requested = available_cores() if device == "cpu" and width == 1 and engine != "hf" else 1
+    elif requested > 1 and device != "cpu":
+        raise UsageError(f"--jobs {requested}: worker processes run launches on the CPU; "
+                         "with --device cuda use --batch-width (or drop --jobs)")
+    elif requested > 1 and width > 1:
+        raise UsageError(f"--jobs {requested} with --batch-width {width}: the batched step runs in "
+                         "one process; use one of them")
+    if not can_fork():
+        return 1
+    return max(1, min(requested, launches))
+
+
+def _prepare_workers(eng, launches, network, device: str, dtype: str):
+    """Link the program and build its layers once, before the workers fork, so that none
+    of them does it again (each gets its own copy)."""
+    if eng.name == "ref":
+        return network
+    from ..engines.network import network_for
+
+    network = network or network_for(launches[0][4])
+    eng.create(device, dtype).host(network)
+    return network
+
+
 def _batch_instances(path: str) -> tuple[str, ...]:
     """The kernel template instances a --batch file names ("kernel": "matmul<8>"), which a .cu is
     compiled with; malformed lines are left to _batch_launches to report."""
@@ -391,13 +424,15 @@ def _batch_instances(path: str) -> tuple[str, ...]:
 
 
 def _run_batch(program_file: str, batch_path: str, engine: str, device: str, trace: str,
-               json_path: str | None, max_steps: int, dtype: str = "fp32", width: int | None = None) -> int:
+               json_path: str | None, max_steps: int, dtype: str = "fp32", width: int | None = None,
+               jobs: int | None = None) -> int:
     """Many launches of one program: loaded and linked once, then run one after another
     through the same layers, or with --batch-width N stacked N at a time as a batch dimension;
     either way each exactly as a single qgrun would run it.  Every line is checked first;
     the --out files of the launches that succeed are written together at the end."""
     from .. import engines
     from .args import check_writable
+    from .jobs import ordered
     from .render import fault_message, make_console, print_batch_summary
 
     eng = engines.get(engine)
@@ -419,13 +454,21 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
     import numpy as np
 
     results, buffers, first_failure = [], {}, 0
+    jobs = _batch_jobs(jobs, eng.name, dev, width, len(launches))
     t_all = time.perf_counter()
     batched = _run_batched(launches, linked.network, width, dev, max_steps) if width > 1 else None
     network = linked.network  # a program compiled on the fly is linked by its first launch, once
-    for i, (no, kernel, grid3, block3, launch, outs) in enumerate(launches):
+    if jobs > 1:
+        network = _prepare_workers(eng, launches, network, dev, dtype)
+
+    def one(i: int) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """Launch i's JSON summary and --out files (in this process or a --jobs worker)."""
+        nonlocal network
+        no, kernel, grid3, block3, launch, outs = launches[i]
         launch.network = launch.network or network
         summary: dict[str, Any] = {"line": no, "kernel": kernel.name, "grid": list(grid3), "block": list(block3),
                                    "status": "ok", "exit_code": 0}
+        files: dict[str, bytes] = {}
         t0 = time.perf_counter()
         try:
             if batched is not None:
@@ -438,17 +481,21 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
         except Fault as fault:
             summary.update(status=fault.kind, exit_code=int(fault.exit_code),
                            fault={"kind": fault.kind, "message": fault_message(fault, program)})
-            first_failure = first_failure or int(fault.exit_code)
         else:
             for key in STAT_KEYS:
                 summary[key] = int(getattr(result.stats, key))
             for name, path in outs.items():
                 buf = io.BytesIO()
                 np.save(buf, launch.read_buffer(result.memory, name), allow_pickle=False)
-                buffers[path] = buf.getvalue()
+                files[path] = buf.getvalue()
         # Batched launches overlap in time: each one's own span, from its start to its end.
         summary["wall_time_s"] = round(time.perf_counter() - t0 if batched is None
                                        else getattr(batched[i], "wall_s", 0.0), 6)
+        return summary, files
+
+    for summary, files in ordered(one, len(launches), jobs):
+        first_failure = first_failure or summary["exit_code"]
+        buffers.update(files)
         results.append(summary)
     wall = time.perf_counter() - t_all
     report = {"engine": eng.name, "device": dev, "batch_width": width, "launches": len(results),
@@ -535,6 +582,9 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
 @click.option("--batch-width", "batch_width", type=click.IntRange(min=1), default=None, metavar="N",
               help="With --batch: step N launches together through the layers as a batch dimension "
                    "(default: up to 1024 on CUDA; 1 on the CPU, where the compiled step is faster per launch).")
+@click.option("--jobs", "jobs", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With --batch: run the launches in N worker processes, each with its own copy of the "
+                   "layers (default: the cores available on the CPU; 1 with --device cuda or --engine hf).")
 @click.option("--timeline", metavar="FILE.svg|FILE.html",
               help="Draw the launch: a row per warp and lane, a column per step (.html: with hover details).")
 @click.option("--trace-out", "trace_out", metavar="FILE.jsonl",
@@ -552,7 +602,8 @@ def main(program_file: str, grid: str, block: str, kernel_name: str | None, args
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int, batch_path: str | None, progress: bool | None, timeline: str | None,
          trace_out: str | None, shared: int, consts: tuple[str, ...], dtype: str = "fp32",
-         batch_width: int | None = None, dump_states: str | None = None, dump_every: int | None = None) -> int:
+         batch_width: int | None = None, dump_states: str | None = None, dump_every: int | None = None,
+         jobs: int | None = None) -> int:
     """Run a kernel of a compiled .qg program or of a checkpoint linked with qgcc --base (a .cu or .qsass is
     compiled on the fly)."""
     try:
@@ -567,9 +618,11 @@ def main(program_file: str, grid: str, block: str, kernel_name: str | None, args
                 raise UsageError(f"--batch takes each launch's {', '.join(used)} from {batch_path}; "
                                  "drop them from the command line")
             return _run_batch(program_file, batch_path, engine, device, trace, json_path, max_steps, dtype,
-                              batch_width)
+                              batch_width, jobs)
         if batch_width is not None:
             raise UsageError("--batch-width needs --batch FILE.jsonl (the launches to step together)")
+        if jobs is not None:
+            raise UsageError("--jobs needs --batch FILE.jsonl (the launches to spread over processes)")
         if dump_every is not None and dump_states is None:
             raise UsageError("--dump-every needs --dump-states FILE.npz")
         for name, value in (("grid", grid), ("block", block)):

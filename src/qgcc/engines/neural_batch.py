@@ -2,25 +2,30 @@
 batch dimension through the same layers (docs/engines.md, "Batched launches").
 
 Each slot of the batch holds one launch: its hidden state (a row of `h`) and its
-recurrent states (a slice of every layer's state tensor).  A step runs the torch path's
-operations (neural_torch) on all rows at once, so every projection is a matrix-matrix
-product over the stored nonzero blocks.  By the exactness argument every sum is an exact
-integer, so a row's numbers do not depend on the other rows or on how the device orders
-its additions: each slot computes exactly what the launch computes alone.
+recurrent states (a slice of every layer's state tensor).  Every projection is one
+matrix-matrix product over the stored nonzero blocks; by the exactness argument every
+sum is an exact integer, so a row's numbers do not depend on the other rows or on how the
+device orders its additions: each slot computes exactly what the launch computes alone.
 
-A slot that is not running (free, halted or faulted) is frozen: its new hidden and
-recurrent states are discarded by `torch.where`, so they keep their bits, and whatever it
-computes never reaches another row (rows only meet in products as separate outputs).
+One-hot rows: keys and queries are one-hot (the C step's premise, checked here on the
+device), so the delta rule reads and rewrites one row of each head's state and a query
+reads one row.  The step gathers those rows by index, updates them and scatters them back
+(moving O(rows touched) bytes, not the whole 128 x 128 state), with the C step's own
+formulas, so every state stays bit-identical to the C step's.  A layer whose decay is not
+exactly 1 (every row changes) takes the full-state form.
 
-Decoding on the device: after every step the signs of the host's fields are gathered by
-one index into a (K, B, fields) buffer, and the halt/fault flags clear the slot's running
-bit on the device; the host reads that buffer once per K steps (`run`), with no transfer
-between layers.  The residual premise (exactly +-8 after every sublayer) is checked on
-the device too, for running slots, into a flag the host reads with the fields.
+Exact reduced precision (engines/lowp.py): the projections whose input is exactly +-1
+(gate/up, the mixer's in_proj) run with bfloat16 operands and float32 accumulation where
+that is exact, checked at load; down_proj and out_proj stay float32.
 
-On CUDA the K steps are captured once in a CUDA graph over these static buffers and
-replayed; on the CPU they run eagerly.  The graph path is reached only when the device is
-CUDA (`graph=True` on the CPU is a ValueError) and has not been run on hardware yet.
+A slot that is not running (free, halted or faulted) is frozen: its new hidden state and
+rows are discarded, so they keep their bits.  After every step the signs of the host's
+fields are gathered by one index into a (K, B, fields) buffer, the halt/fault flags clear
+the slot's running bit, and the premises are checked into a per-slot flag word; the host
+reads both once per K steps, with no transfer between layers.  On CUDA one step is
+captured once as a CUDA graph over these static buffers and replayed K times per read
+(the fields land in the row a device counter names); on the CPU the steps run eagerly
+(`graph=True` on the CPU is a ValueError).
 """
 
 from __future__ import annotations
@@ -31,63 +36,257 @@ import torch.nn.functional as F
 
 from ..link.weights import LayerWeights
 from ..qwen35 import QWEN35_2B as qwen
+from .lowp import ExactProjection
 from .neural_torch import EPS, FastLayer, _rms
 
 HD = qwen.head_dim
+QSCALE = float(np.float32(np.sqrt(np.float64(HD))))  # the C step's (float)sqrt(128.0)
+# Premise flags (a slot's OR of them): the C step's checks, evaluated on the device.
+NOT_PM8, INEXACT_ACT, NOT_ONE_HOT, INEXACT_NORM, NOT_RAIL = 1, 2, 4, 8, 16
+FLAG_TEXT = {NOT_RAIL: "a state row would hold a value other than +0 or the rail level",
+             NOT_PM8: "a residual entry is not exactly +-8",
+             INEXACT_ACT: "a SiLU/sigmoid argument is outside its exact range",
+             NOT_ONE_HOT: "a key or query is not one-hot with a power-of-two entry",
+             INEXACT_NORM: "a read's mean square is not a power of four"}
+
+
+def flag_text(flags: int) -> str:
+    return "; ".join(t for bit, t in FLAG_TEXT.items() if flags & bit)
+
+
+def _silu_exact(x: torch.Tensor) -> torch.Tensor:
+    """SiLU at its exact arguments, as the C step evaluates it: x from 17 up, -0 from -89
+    down, x / 2 == x at +-0; x * 0 gives both of the last two (a negative times +0 is -0)."""
+    return torch.where(x >= 17.0, x, x * 0.0)
+
+
+def _sigmoid_exact(x: torch.Tensor) -> torch.Tensor:
+    return torch.where(x >= 17.0, torch.ones_like(x), torch.where(x <= -89.0, torch.zeros_like(x),
+                                                                  torch.full_like(x, 0.5)))
+
+
+def _pow2(a: torch.Tensor) -> torch.Tensor:
+    """As the C step's is_pow2: a != 0 and frexp(|a|)'s mantissa is 0.5."""
+    m, _ = torch.frexp(a.abs())
+    return (a != 0) & (m == 0.5)
+
+
+def _pow4(a: torch.Tensor) -> torch.Tensor:
+    """As the C step's is_pow4: a > 0, frexp's mantissa 0.5 and (exponent - 1) even."""
+    m, e = torch.frexp(a)
+    return (a > 0) & (m == 0.5) & ((e - 1) % 2 == 0)
+
+
+_EDGES: dict[torch.device, torch.Tensor] = {}
+
+
+def _inexact(x: torch.Tensor) -> torch.Tensor:
+    """Arguments where SiLU/sigmoid are not exact: strictly between -89 and 0 or 0 and 17.
+    Counting the edges at or below x (-89 + ulp, 0, the least positive float, 17) gives an
+    odd count exactly there, in one pass."""
+    edges = _EDGES.get(x.device)
+    if edges is None:
+        edges = _EDGES[x.device] = torch.tensor(
+            [np.nextafter(np.float32(-89), np.float32(0)), 0.0, np.nextafter(np.float32(0), np.float32(1)), 17.0],
+            dtype=torch.float32, device=x.device)
+    return (torch.bucketize(x, edges, right=True) & 1).bool()
+
+
+class Rails:
+    """A state row as 128 bits: every recurrent-state entry of the exact encoding is +0 or
+    the rail level V (docs/protocol.md), so a row is 16 bytes instead of 512.  Writing any
+    other value is a premise failure (flag NOT_RAIL), never a silent change; reading gives
+    the float32 entries back bit for bit."""
+
+    def __init__(self, level: float, device: torch.device):
+        self.level = float(np.float32(level))
+        self.bits = int(np.float32(level).view(np.int32))
+        self.shift = torch.arange(8, dtype=torch.uint8, device=device)
+
+    def unpack(self, packed: torch.Tensor) -> torch.Tensor:
+        """(..., 16) uint8 -> (..., 128) float32 of +0 and V."""
+        on = ((packed[..., None] >> self.shift) & 1).flatten(-2).bool()
+        return torch.where(on, self.level, 0.0)
+
+    def pack(self, row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(..., 128) float32 -> ((..., 16) uint8, entries that are neither +0 nor V)."""
+        raw = row.view(torch.int32)
+        on = raw == self.bits
+        bad = ~on & (raw != 0)
+        packed = (on.reshape(*on.shape[:-1], 16, 8).to(torch.uint8) << self.shift).sum(-1).to(torch.uint8)
+        return packed, bad
+
+    def pack_numpy(self, rows: np.ndarray) -> np.ndarray:
+        raw = np.ascontiguousarray(rows, np.float32).view(np.int32)
+        if np.any((raw != self.bits) & (raw != 0)):
+            raise ValueError("an initial state entry is neither +0 nor the rail level")
+        return np.packbits(raw == self.bits, axis=-1, bitorder="little")
+
+
+def _one_hot(pre: torch.Tensor):
+    """(index of the hot entry, there is one, its normalised value, bad) per head, as the C
+    step's one_hot: exactly one entry >= 17, a power of two (then it is the maximum)."""
+    count = (pre >= 17.0).sum(-1)
+    a, idx = pre.max(-1)
+    one = count == 1
+    bad = (count > 1) | (one & ~_pow2(a))
+    value = a * (1.0 / torch.sqrt(a * a + EPS))
+    return idx, one, value, bad
+
+
+class _RowLayer:
+    """One layer's weights in the form the batched step uses: the mixer's in_proj rows
+    (q | k | v | z | b of the used heads) as one exact projection of the +-1 input, gate | up
+    as another, out_proj and down_proj in float32 (their inputs are not +-1)."""
+
+    def __init__(self, lw: LayerWeights, device: torch.device, lowp: bool, index: int):
+        L = self.L = FastLayer(lw, device)
+        self.notes: list[str] = []
+        nh = self.nh = len(L.heads)
+        self.span = nh * HD
+        self.units = L.units
+        if nh:
+            self.mix = ExactProjection(torch.cat([L.Wqkv, L.Wz, L.Wb]), device, lowp, f"layer {index} in_proj")
+            self.notes += self.mix.notes
+        self.gu = ExactProjection(torch.cat([L.Wg, L.Wu]), device, lowp, f"layer {index} gate/up")
+        self.notes += self.gu.notes
+        # Decay exactly 1 (in_proj_a zero, A_log underflowing): a one-hot key rewrites one row.
+        self.rows = bool(nh) and isinstance(L.decay, str)
+        # RMSNorm weights 0: with the residual exactly +-8 (checked) the normalised input is
+        # h / 8 exactly, one multiply; conv taps 1: the stock multiply is the identity.
+        self.norm_zero = not bool(L.in_norm.any()) and not bool(L.post_norm.any())
+        self.conv_one = bool(nh) and bool(torch.all(L.conv_last == 1.0))
+        # The projections hold these now (the full-state mixer still reads its own).
+        L.Wg = L.Wu = None
+        if self.rows:
+            L.Wqkv = L.Wz = L.Wb = None
+
+    def normed(self, h: torch.Tensor, weight: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        if self.norm_zero:
+            return h[:, cols] * 0.125
+        return _rms(h, weight)[:, cols]
+
+    def projections(self) -> list[ExactProjection]:
+        return ([self.mix] if self.nh else []) + [self.gu]
+
+
+def exact_cuda_products() -> None:
+    """cuBLAS settings the exactness argument needs: no TF32 (10-bit mantissas) for float32
+    products, and no reduced-precision (bf16/fp16) sums inside bfloat16 products' split-K
+    reductions: every partial sum must stay float32."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+
+
+def row_layers(network, device: str, lowp: bool) -> list[_RowLayer]:
+    """A network's layers in the batched step's form, built once per device and precision
+    (kept with the network, like its hosts): runners of several widths share them."""
+    key = ("row-layers", str(torch.device(device)), bool(lowp))
+    if torch.device(device).type == "cuda":
+        exact_cuda_products()  # before the load-time probe of the bfloat16 product
+    if key not in network.hosts:
+        network.hosts[key] = [_RowLayer(lw, torch.device(device), lowp, i) for i, lw in enumerate(network.layers)]
+    return network.hosts[key]
 
 
 class BatchedLayers:
     """`width` slots of the compiled layers, stepped together K steps at a time.
 
     `dims` are the hidden dimensions whose signs the host decodes (Host._all_dims);
-    `halt_dim` is phase.halt's dimension and `fault_dims` the fault field's.
+    `halt_dim` is phase.halt's dimension and `fault_dims` the fault field's.  `lowp`:
+    bfloat16 products where exact (default on CUDA; on the CPU the same parts in float32).
+    `decode` = (each dim's power of two, each field's first position in `dims`): the fields'
+    values are then computed on the device, and `run` returns them instead of the signs.
+    `layers` are LayerWeights, or the prepared layers of `row_layers` (then `lowp` is theirs).
+    `level`: the rail level of the exact encoding (LinkedNetwork.value_level); given, the
+    states of the one-hot-row layers are held as bits (`Rails`), 16 bytes a row.
     """
 
-    def __init__(self, layers: list[LayerWeights], width: int, dims: np.ndarray, halt_dim: int,
-                 fault_dims: list[int], device: str = "cpu", chunk: int = 1, graph: bool | None = None):
+    def __init__(self, layers: list[LayerWeights] | list[_RowLayer], width: int, dims: np.ndarray, halt_dim: int,
+                 fault_dims: list[int], device: str = "cpu", chunk: int = 1, graph: bool | None = None,
+                 lowp: bool | None = None, decode: tuple[np.ndarray, np.ndarray] | None = None,
+                 level: float | None = None):
         self.device = torch.device(device)
         self.width, self.chunk = width, chunk
         if graph is None:
             graph = self.device.type == "cuda"
         if graph and self.device.type != "cuda":
             raise ValueError("CUDA graphs need --device cuda")
+        if lowp is None:
+            lowp = self.device.type == "cuda"
         if self.device.type == "cpu":
             torch.set_num_threads(1)  # as neural_torch: extra threads only contend on these sizes
         if self.device.type == "cuda":
-            torch.backends.cuda.matmul.allow_tf32 = False
-            torch.backends.cudnn.allow_tf32 = False
-        self.layers = [FastLayer(lw, self.device) for lw in layers]
+            exact_cuda_products()
+        self.layers = [lw if isinstance(lw, _RowLayer) else _RowLayer(lw, self.device, lowp, i)
+                       for i, lw in enumerate(layers)]
+        self.notes = [n for L in self.layers for n in L.notes]
         dev = self.device
         self.h = torch.full((width, qwen.hidden), -8.0, device=dev)
         # Only the heads a layer uses change; the others keep their initial rows (host side).
-        self.states = [torch.zeros(width, len(L.heads), HD, HD, device=dev) if L.heads else None
-                       for L in self.layers]
+        self.rails = Rails(level, dev) if level is not None else None
+        self.packed = [bool(R.nh and R.rows and self.rails is not None) for R in self.layers]
+        self.states = [None if not R.nh else
+                       torch.zeros(width, R.nh, HD, HD // 8, dtype=torch.uint8, device=dev) if packed else
+                       torch.zeros(width, R.nh, HD, HD, device=dev) for R, packed in zip(self.layers, self.packed)]
         self._fixed: list[dict[int, np.ndarray]] = [{} for _ in range(width)]
         self.running = torch.zeros(width, dtype=torch.bool, device=dev)
-        self.inexact = torch.zeros(width, dtype=torch.bool, device=dev)
-        self.bits = torch.zeros(chunk, width, len(dims), dtype=torch.bool, device=dev)
+        self.flags = torch.zeros(width, dtype=torch.int32, device=dev)
         self._dims = torch.as_tensor(np.asarray(dims), dtype=torch.long, device=dev)
+        self._decode = None
+        if decode is None:
+            self.bits = torch.zeros(chunk, width, len(dims), dtype=torch.bool, device=dev)
+        else:
+            pows, starts = (np.asarray(a, np.int64) for a in decode)
+            ends = np.append(starts[1:], len(dims))
+            self._decode = tuple(torch.as_tensor(a, device=dev) for a in (pows, starts, ends))
+            self.bits = torch.zeros(chunk, width, len(starts), dtype=torch.int64, device=dev)
         self._halt = int(halt_dim)
         self._fault = torch.as_tensor(list(fault_dims), dtype=torch.long, device=dev)
+        # Row r of head h of slot b in a layer's state viewed as (B * nh * 128, 128).
+        self._base = {nh: (torch.arange(width, device=dev)[:, None] * nh + torch.arange(nh, device=dev)) * HD
+                      for nh in {R.nh for R in self.layers if R.nh}}
+        self._t = torch.zeros(1, dtype=torch.long, device=dev)  # the chunk's next row
+        self._pinned = None
+        if self.device.type == "cuda" and decode is not None:
+            self._pinned = torch.empty(self.bits.numel() + width, dtype=torch.int64, pin_memory=True)
         self._graph = None
         if graph:
             self._capture()
+
+    # ---- what it holds ----
+    def slot_bytes(self) -> int:
+        """Device bytes that belong to one slot: its hidden row, states, fields and flags."""
+        states = sum(S[0].numel() * S.element_size() for S in self.states if S is not None)
+        return states + self.h[0].numel() * 4 + self.bits[:, 0].numel() * self.bits.element_size() + 1 + 4
+
+    def weight_bytes(self) -> int:
+        return sum(p.nbytes for R in self.layers for p in R.projections()) + \
+            sum(t.numel() * t.element_size() for R in self.layers for t in (R.L.Wd,) + ((R.L.Wo,) if R.nh else ()))
 
     # ---- slots ----
     def load(self, slot: int, h: np.ndarray, recurrent_init: dict[int, np.ndarray]) -> None:
         """Start a launch in `slot`: its first input and initial recurrent states (as Host.initial)."""
         self.h[slot] = torch.from_numpy(np.ascontiguousarray(h, np.float32)).to(self.device)
         self._fixed[slot] = {}
-        for i, (L, S) in enumerate(zip(self.layers, self.states)):
+        for i, (R, S) in enumerate(zip(self.layers, self.states)):
             s0 = recurrent_init.get(i)
-            full = np.zeros((qwen.linear_heads, HD, HD), np.float32) if s0 is None else \
-                np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)
-            nh = len(L.heads)
+            nh = R.nh
             if S is not None:
-                S[slot] = torch.from_numpy(np.ascontiguousarray(full[:nh])).to(self.device)
-            if np.any(full[nh:].view(np.uint32)):
-                self._fixed[slot][i] = full[nh:].copy()
-        self.inexact[slot] = False
+                if s0 is None:
+                    S[slot].zero_()
+                else:
+                    part = np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)[:nh]
+                    if self.packed[i]:
+                        part = self.rails.pack_numpy(part)
+                    S[slot] = torch.from_numpy(np.ascontiguousarray(part)).to(self.device)
+            if s0 is not None:
+                rest = np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)[nh:]
+                if np.any(rest.view(np.uint32)):
+                    self._fixed[slot][i] = rest.copy()
+        self.flags[slot] = 0
         self.running[slot] = True
 
     def stop(self, slot: int) -> None:
@@ -103,7 +302,7 @@ class BatchedLayers:
         S = self.states[layer]
         nh = 0 if S is None else S.shape[1]
         if S is not None:
-            full[:nh] = S[slot].cpu().numpy()
+            full[:nh] = (self.rails.unpack(S[slot]) if self.packed[layer] else S[slot]).cpu().numpy()
         if layer in self._fixed[slot]:
             full[nh:] = self._fixed[slot][layer]
         return full
@@ -111,39 +310,120 @@ class BatchedLayers:
     # ---- stepping ----
     @torch.no_grad()
     def run(self) -> tuple[np.ndarray, np.ndarray]:
-        """K steps of every running slot: (the gathered field signs (K, B, fields) as uint8,
-        the slots whose residual left +-8 (B,) bool), in one transfer."""
-        if self._graph is not None:
-            self._graph.replay()
-        else:
-            self._steps()
-        out = torch.cat([self.bits.reshape(-1), self.inexact]).to("cpu", torch.uint8).numpy()
+        """K steps of every running slot: (the gathered field signs (K, B, fields) as uint8, or
+        with `decode` the fields' values as int64; each slot's premise flags (B,), nonzero when
+        a premise failed), in one transfer.  On CUDA the values are a view of a page-locked
+        buffer: valid until the next `run`."""
+        self._t.zero_()
+        for _ in range(self.chunk):
+            if self._graph is not None:
+                self._graph.replay()
+            else:
+                self._one()
+        if self._decode is not None:  # int64 values, then the flags widened to int64
+            out = torch.cat([self.bits.reshape(-1), self.flags.to(torch.int64)])
+            if self._pinned is not None:  # one copy into page-locked memory, then one wait
+                self._pinned.copy_(out, non_blocking=True)
+                torch.cuda.current_stream(self.device).synchronize()
+                out = self._pinned
+            out = out.cpu().numpy()
+            k = self.bits.numel()
+            return out[:k].reshape(self.bits.shape), out[k:].astype(np.int32)
         k = self.bits.numel()
-        return out[:k].reshape(self.bits.shape), out[k:].astype(bool)
+        out = torch.cat([self.bits.reshape(-1).to(torch.uint8), self.flags.view(torch.uint8)]).cpu().numpy()
+        return out[:k].reshape(self.bits.shape), out[k:].view(np.int32)
 
-    def _steps(self) -> None:
-        for i in range(self.chunk):
-            self._step()
-            self.bits[i] = self.h[:, self._dims] > 0
+    def _one(self) -> None:
+        """One step, its fields written at row `_t` of the chunk's buffer (a device counter,
+        so that one captured step serves every row)."""
+        self._step()
+        signs = self.h[:, self._dims] > 0
+        if self._decode is None:
+            row = signs
+        else:  # each field's sum of its set bits' powers: differences of one running sum
+            pows, starts, ends = self._decode
+            run = F.pad((signs.to(torch.int64) * pows).cumsum(-1), (1, 0))
+            row = run[:, ends] - run[:, starts]
+        self.bits.index_copy_(0, self._t, row[None])
+        self._t.add_(1)
 
-    def _check(self, h: torch.Tensor) -> None:
-        self.inexact |= self.running & (h.abs() != 8.0).any(-1)
+    def _flag(self, bad: torch.Tensor, code: int) -> None:
+        """Note that the slots where `bad` (B,) holds broke premise `code` in this step."""
+        self._bad[code].logical_or_(bad)
+
+    def _check(self, h: torch.Tensor, dims: torch.Tensor | None = None) -> None:
+        """The residual is exactly +-8: everywhere, or in `dims` (the only ones a sublayer
+        changed; the others were checked before)."""
+        x = h if dims is None else h[:, dims]
+        self._flag((x.abs() != 8.0).any(-1), NOT_PM8)
 
     def _step(self) -> None:
-        run = self.running
+        self._bad = {code: torch.zeros_like(self.running) for code in FLAG_TEXT}
         x = self.h
-        for L, S in zip(self.layers, self.states):
-            if L.heads:
-                x = self._mix(L, x, S)
-                self._check(x)
-            x = self._mlp(L, x)
-            self._check(x)
-        self.h.copy_(torch.where(run[:, None], x, self.h))
+        self._check(x)
+        for R, S, packed in zip(self.layers, self.states, self.packed):
+            if R.nh:
+                x = self._mix_rows(R, x, S, packed) if R.rows else self._mix_full(R.L, x, S)
+                self._check(x, R.L.mix_out)
+            x = self._mlp(R, x)
+            self._check(x, R.L.mlp_out)
+        for code, bad in self._bad.items():  # premises of running slots only
+            self.flags.bitwise_or_((bad & self.running).to(torch.int32) * code)
+        self.h.copy_(torch.where(self.running[:, None], x, self.h))
         done = (self.h[:, self._halt] > 0) | (self.h[:, self._fault] > 0).any(-1)
         self.running &= ~done
 
-    def _mix(self, L: FastLayer, h: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
-        """FastLayer.mix with a leading batch dimension; the state is replaced only where running."""
+    def _mix_rows(self, R: _RowLayer, h: torch.Tensor, S: torch.Tensor, packed: bool) -> torch.Tensor:
+        """The mixer through one-hot rows, with the C step's formulas (neural_c.c, mixer)."""
+        L, B, nh, span = R.L, h.shape[0], R.nh, R.span
+        x = R.normed(h, L.in_norm, L.mix_in)
+        pre = R.mix(x)
+        qkv = pre[:, :3 * span] if R.conv_one else pre[:, :3 * span] * L.conv_last
+        q_pre, k_pre, v_pre = qkv.reshape(B, 3, nh, HD).unbind(1)
+        z_pre = pre[:, 3 * span:4 * span].reshape(B, nh, HD)
+        b_pre = pre[:, 4 * span:]
+        beta = _sigmoid_exact(b_pre)
+        qh, qone, qv, qbad = _one_hot(q_pre)
+        kh, kone, kv, kbad = _one_hot(k_pre)
+        # Which arguments are outside the exact range, in one pass over the whole projection:
+        # q, k and b always count, v where a key writes, z where a query reads (below).
+        bad = _inexact(pre if R.conv_one else torch.cat([qkv, pre[:, 3 * span:]], 1))
+        act_bad = bad[:, :2 * span].any(-1) | bad[:, 4 * span:].any(-1)
+        act_bad |= (bad[:, 2 * span:3 * span].reshape(B, nh, HD) & kone[..., None]).flatten(1).any(-1)
+        self._flag(act_bad, INEXACT_ACT)
+        self._flag((qbad | kbad).any(-1), NOT_ONE_HOT)
+        flat = S.view(-1, S.shape[-1])
+        base = self._base[nh]
+        read = (lambda idx: self.rails.unpack(flat.index_select(0, idx))) if packed else \
+            (lambda idx: flat.index_select(0, idx))
+        # The key's row: delta = (v - row * k) * beta; row + k * delta.  Written back unchanged
+        # where there is no key or the slot is frozen.
+        kidx = (base + kh).reshape(-1)
+        row = read(kidx).reshape(B, nh, HD)
+        kvx = kv[..., None]
+        delta = (_silu_exact(v_pre) - row * kvx) * beta[..., None]
+        write = kone & self.running[:, None]
+        new = torch.where(write[..., None], row + kvx * delta, row)
+        if packed:
+            bits, off = self.rails.pack(new)
+            self._flag((off & write[..., None]).flatten(1).any(-1), NOT_RAIL)
+            flat.index_copy_(0, kidx, bits.reshape(-1, bits.shape[-1]))
+        else:
+            flat.index_copy_(0, kidx, new.reshape(-1, HD))
+        # The query's row (after the write), gated RMSNorm and the z gate.
+        o = read((base + qh).reshape(-1)).reshape(B, nh, HD) * (qv / QSCALE)[..., None]
+        ss = (o * o).sum(-1)
+        var = ss / float(HD) + EPS
+        on = qone & (ss != 0)
+        self._flag((on & ~_pow4(var)).any(-1), INEXACT_NORM)
+        self._flag((bad[:, 3 * span:4 * span].reshape(B, nh, HD) & on[..., None]).flatten(1).any(-1), INEXACT_ACT)
+        y = ((o * (1.0 / torch.sqrt(var))[..., None]) * L.gnorm) * _silu_exact(z_pre)
+        y = torch.where(on[..., None], y, torch.zeros_like(y))
+        return h.index_add(1, L.mix_out, y.reshape(B, span) @ L.Wo.T)
+
+    def _mix_full(self, L: FastLayer, h: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
+        """The stock mixer over whole states (a decay other than 1 changes every row); the
+        state is replaced only where running."""
         B, nh = h.shape[0], len(L.heads)
         x = _rms(h, L.in_norm)[:, L.mix_in]
         mixed = F.silu((x @ L.Wqkv.T) * L.conv_last)
@@ -152,11 +432,10 @@ class BatchedLayers:
         k = k * torch.rsqrt((k * k).sum(-1, keepdim=True) + EPS)
         q = q / (HD ** 0.5)
         beta = torch.sigmoid(x @ L.Wb.T)
-        Sd = S
         if L.decay is None:
             g = -L.A_log.float().exp() * F.softplus((x @ L.Wa.T) + L.dt_bias)
             Sd = S * g.exp()[..., None, None]
-        elif not isinstance(L.decay, str):
+        else:
             Sd = S * L.decay[:, None, None]
         flat = Sd.reshape(B * nh, HD, HD)  # the (launch, head) pairs as one bmm batch
         kv_mem = torch.bmm(k.reshape(B * nh, 1, HD), flat).reshape(B, nh, HD)
@@ -171,21 +450,26 @@ class BatchedLayers:
         o = o * F.silu(z)
         return h.index_add(1, L.mix_out, o.reshape(B, -1) @ L.Wo.T)
 
-    def _mlp(self, L: FastLayer, h: torch.Tensor) -> torch.Tensor:
-        x = _rms(h, L.post_norm)[:, L.mlp_in]
-        act = F.silu(x @ L.Wg.T) * (x @ L.Wu.T)
+    def _mlp(self, R: _RowLayer, h: torch.Tensor) -> torch.Tensor:
+        """SwiGLU as the C step evaluates it: silu(gate) at its exact arguments times up."""
+        L, U = R.L, R.units
+        x = R.normed(h, L.post_norm, L.mlp_in)
+        pre = R.gu(x)
+        gate = pre[:, :U]
+        self._flag(_inexact(pre)[:, :U].any(-1), INEXACT_ACT)  # the whole (contiguous) output, gate part
+        act = _silu_exact(gate) * pre[:, U:]
         return h.index_add(1, L.mlp_out, act @ L.Wd.T)
 
     def _capture(self) -> None:
-        """Record K steps as one CUDA graph over the static buffers (all slots frozen, so the
-        warm-up runs change no state), then replay it for every `run`."""
+        """Record one step as a CUDA graph over the static buffers (all slots frozen, so the
+        warm-up changes no state), replayed K times for every `run`: capturing one step
+        rather than K keeps the start-up short."""
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.no_grad(), torch.cuda.stream(side):
-            for _ in range(2):  # warm-up: cuBLAS handles and workspaces exist before capture
-                self._steps()
+            self._one()  # warm-up: cuBLAS handles and workspaces exist before capture
         torch.cuda.current_stream(self.device).wait_stream(side)
         self._graph = torch.cuda.CUDAGraph()
         with torch.no_grad(), torch.cuda.graph(self._graph):
-            self._steps()
+            self._one()
         torch.cuda.synchronize(self.device)

@@ -201,7 +201,7 @@ class CompiledLayers:
                                np.concatenate([gv, uv]), 2 * units)
         L.down = self._cols(dr, dc, dv, units)
         qr, qc, qv = _coo(t["linear_attn.in_proj_qkv.weight"])
-        used = sorted({int(r // HEAD_DIM) % HEADS for r in qr if r < 2 * HEADS * HEAD_DIM})
+        used = sorted(int(h) for h in np.unique((qr[qr < 2 * HEADS * HEAD_DIM] // HEAD_DIM) % HEADS))
         if used != list(range(len(used))):
             raise Unsupported(f"layer {i}: the DeltaNet heads in use are not a prefix")
         nh = len(used)

@@ -69,11 +69,12 @@ class FastLayer:
         self.mlp_out = torch.from_numpy(outp).to(device)
         # DeltaNet heads that have any query or key weight.
         qr, qc, _ = _coo(t["linear_attn.in_proj_qkv.weight"])
-        used = sorted({int(r // qwen.head_dim) % qwen.linear_heads for r in qr if r < 2 * qwen.key_dim})
+        qk = qr[qr < 2 * qwen.key_dim]  # numpy: a layer has ~10^6 nonzeros, a Python loop took seconds
+        used = sorted(int(h) for h in np.unique((qk // qwen.head_dim) % qwen.linear_heads))
         self.heads = used
         if used:
-            idx = np.array([part * qwen.key_dim + h * qwen.head_dim + e for part in range(3) for h in used
-                            for e in range(qwen.head_dim)])
+            idx = (np.arange(3)[:, None, None] * qwen.key_dim + np.array(used)[None, :, None] * qwen.head_dim
+                   + np.arange(qwen.head_dim)[None, None, :]).reshape(-1)
             zrows = np.array([h * qwen.head_dim + e for h in used for e in range(qwen.head_dim)])
             cols = set(qc[np.isin(qr, idx)].tolist())
             for name in ("linear_attn.in_proj_z.weight", "linear_attn.in_proj_b.weight",

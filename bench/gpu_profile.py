@@ -1,0 +1,122 @@
+"""Where a batch's time goes on the device: the runner's phases, then the kernels of one step.
+
+    python bench/gpu_profile.py [--sample vadd] [--widths 1024,8192] [--profile-width 1024]
+
+For each width: the time of building the runner, of loading every slot (Host.initial and
+BatchedLayers.load), of the device steps (graph replays and the transfer, BatchedLayers.run),
+of the bulk bookkeeping (BulkTracker.advance) and the rest, over one batch of the sample's
+short launch; then the device time of one step alone (CUDA events around 16 replays).  Then
+torch's profiler over one eager step at --profile-width: the kernels by device time.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+import lockstep  # noqa: E402
+from qgcc.engines import batch as batch_mod, bulk as bulk_mod, neural_batch  # noqa: E402
+from qgcc.engines.batch import BatchRunner  # noqa: E402
+from qgcc.engines.host import Host  # noqa: E402
+from qgcc.runtime.launch import make_launch  # noqa: E402
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--sample", default="vadd")
+ap.add_argument("--widths", default="1024,8192")
+ap.add_argument("--profile-width", type=int, default=1024)
+ap.add_argument("--device", default="cuda")
+args = ap.parse_args()
+dev = args.device
+grid, block, scalars, arrays = lockstep.CASES[args.sample]
+prog, cm = lockstep.linked(args.sample)
+
+
+def launch():
+    return make_launch(prog, prog.kernels[0], grid, block, scalars, {k: v.copy() for k, v in arrays.items()},
+                       network=cm)
+
+
+def sync():
+    if dev == "cuda":
+        torch.cuda.synchronize()
+
+
+spent = defaultdict(float)
+
+
+def timed(owner, name, key):
+    fn = getattr(owner, name)
+
+    def wrapper(*a, **k):
+        t = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            spent[key] += time.perf_counter() - t
+    setattr(owner, name, wrapper)
+
+
+timed(Host, "initial", "Host.initial")
+timed(neural_batch.BatchedLayers, "load", "BatchedLayers.load")
+timed(neural_batch.BatchedLayers, "run", "BatchedLayers.run (steps + transfer)")
+timed(bulk_mod.BulkTracker, "advance", "BulkTracker.advance")
+timed(batch_mod.BatchRunner, "_advance", "Tracker (ends of launches)")
+timed(Host, "read_cells", "Host.read_cells")
+for width in [int(w) for w in args.widths.split(",")]:
+    spent.clear()
+    t = time.perf_counter()
+    runner = BatchRunner(cm, width, dev, chunk=16)
+    build = time.perf_counter() - t
+    todo = [launch() for _ in range(width)]
+    sync(); t = time.perf_counter()
+    res = runner.run(todo, 10 ** 6)
+    sync(); wall = time.perf_counter() - t
+    steps = res[0].network_steps
+    print(f"\nwidth {width}: build {build:.2f} s; batch of {width} launches of {steps} steps: {wall:.2f} s "
+          f"({width * steps / wall:,.0f} slot-steps/s)")
+    for k, v in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {k:40} {v:8.3f} s")
+    layers = runner.layers
+    if dev == "cuda" and layers._graph is not None:
+        for b in range(width):  # running slots again, so the replays do the real work
+            layers.load(b, *runner.host.initial(launch()))
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        layers._t.zero_()
+        start.record()
+        for _ in range(16):
+            layers._graph.replay()
+        end.record()
+        sync()
+        ms = start.elapsed_time(end) / 16
+        print(f"  one step on the device: {ms:.2f} ms ({width / ms * 1e3:,.0f} slot-steps/s if nothing else ran)")
+    del runner, layers
+    if dev == "cuda":
+        torch.cuda.empty_cache()
+
+from qgcc.engines.neural_batch import BatchedLayers, row_layers  # noqa: E402
+from qgcc.link.layout import PHASES  # noqa: E402
+
+host = Host(cm, None)
+W = args.profile_width
+L = BatchedLayers(row_layers(cm, dev, True), W, host._all_dims, cm.fields["phase"][PHASES.index("halt")],
+                  cm.fields["fault"], dev, chunk=1, graph=False, decode=(host._all_pow, host._starts),
+                  level=cm.value_level)
+for b in range(W):
+    L.load(b, *host.initial(launch()))
+L.run()
+L._t.zero_()
+sync()
+acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if dev == "cuda" else [])
+with torch.profiler.profile(activities=acts) as prof:
+    with torch.no_grad():
+        L._one()
+    sync()
+key = "cuda_time_total" if dev == "cuda" else "cpu_time_total"
+print(f"\none eager step at width {W}, kernels by device time:")
+print(prof.key_averages().table(sort_by=key, row_limit=30, max_name_column_width=60))
