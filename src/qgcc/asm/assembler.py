@@ -161,6 +161,19 @@ class _Line:
             self.error(col, f"expected {what or repr(p)}{found}")
         self.i += 1
 
+    def json_string(self, what: str) -> str:
+        """A quoted operand (a file name, a member path): JSON, so that any character can be written."""
+        t = self.next(what)
+        if t.kind != "string":
+            self.error(t.col, f"expected {what}, found '{t.text}'")
+        try:
+            value = json.loads(t.text)
+        except ValueError:
+            self.error(t.col, "malformed string (use JSON escapes: \\\" \\\\ \\n \\uXXXX)")
+        if not isinstance(value, str):  # pragma: no cover - a JSON string always loads as str
+            self.error(t.col, "malformed string")
+        return value
+
     def accept_punct(self, p: str) -> bool:
         t = self.peek()
         if t is not None and t.kind == "punct" and t.text == p:
@@ -375,15 +388,7 @@ class _Assembler:
         elif d == ".source":
             if self.cur is not None or self.kernels:
                 ln.error(t.col, ".source must come before the first kernel")
-            st = ln.next("a quoted file name")
-            if st.kind != "string":
-                ln.error(st.col, f"expected a quoted file name, found '{st.text}'")
-            try:
-                name = json.loads(st.text)
-            except ValueError:
-                ln.error(st.col, "malformed string (use JSON escapes: \\\" \\\\ \\n \\uXXXX)")
-            if not isinstance(name, str):  # pragma: no cover - a JSON string always loads as str
-                ln.error(st.col, "malformed string")
+            name = ln.json_string("a quoted file name")
             ln.expect_end()
             self.source_name = name
         elif d == ".const":
@@ -427,15 +432,10 @@ class _Assembler:
                 if ln.at_end():
                     break
                 ln.expect_punct(",")
-            pt = ln.next("a quoted member path")
-            if pt.kind != "string":
-                ln.error(pt.col, f"expected a quoted member path such as \"x\", found '{pt.text}'")
-            try:
-                path = json.loads(pt.text)
-            except ValueError:
-                ln.error(pt.col, "malformed string (use JSON escapes: \\\" \\\\ \\n \\uXXXX)")
-            if not isinstance(path, str) or not path:
-                ln.error(pt.col, "a member path is a non-empty string")
+            col = ln.peek().col if ln.peek() is not None else ln.end_col()
+            path = ln.json_string('a quoted member path such as "x"')
+            if not path:
+                ln.error(col, "a member path is a non-empty string")
             tt = ln.next("a member type")
             if tt.kind != "ident" or tt.text not in PARAM_TYPES:
                 ln.error(tt.col, f"unknown member type '{tt.text}' (types: {', '.join(PARAM_TYPES)})")
