@@ -104,7 +104,7 @@ FRONT_END = [
     ("recursion", "__device__ int f(int x) { return f(x); }\n__global__ void k(int *a) { a[0] = f(1); }\n",
      1, 34, "recursion is not supported"),
     ("struct constructor", "struct P { int x; P() {} };\n__global__ void k(int *a) {}\n", 1, 19,
-     "constructors are not supported ('P')"),
+     "constructor 'P::P' must be __device__ (host code is not supported)"),
     ("function pointer", "__global__ void k(int *a) {\n  int (*fp)(int);\n}\n", 2, 9,
      "function pointers are not supported"),
     ("printf", '__global__ void k(int *a) {\n  printf("%d", 1);\n}\n', 2, 3, "'printf' is not supported"),
