@@ -20,6 +20,12 @@ struct Pt {
     __device__ Pt operator+(const Pt &o) const { return Pt(x + o.x, y + o.y); }
 };
 struct Acc { int n = 3; float s = 1.0f; };       // defaults and no constructor
+struct Lock {                                    // host-only constructor and destructor: host code
+    int state;
+    Lock(void) { state = 0; }
+    ~Lock(void) { state = 0; }
+    __device__ int held() const { return state != 0; }
+};
 class Box {
 public:
     int lo, hi;
@@ -27,7 +33,7 @@ public:
     __device__ int width() const { return hi - lo; }
 };
 __device__ Pt mid(Pt a, Pt b) { return Pt((a.x + b.x) / 2, (a.y + b.y) / 2); }
-__global__ void build(int *o, float *f) {
+__global__ void build(int *o, float *f, Lock *lk) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     Pt a(i, 2 * i);                 // direct initialisation
     Pt b = Pt(3, 4);                // a functional cast
@@ -38,7 +44,7 @@ __global__ void build(int *o, float *f) {
     Pt m = mid(a, b) + a;
     o[i * 9 + 0] = a.x; o[i * 9 + 1] = a.y; o[i * 9 + 2] = a.tag; o[i * 9 + 3] = m.x;
     o[i * 9 + 4] = m.y; o[i * 9 + 5] = z.tag + z.x + m.tag; o[i * 9 + 6] = c.n;
-    o[i * 9 + 7] = bx.width() * 100 + by.lo; o[i * 9 + 8] = Box(i, i).hi;
+    o[i * 9 + 7] = bx.width() * 100 + by.lo + lk->held(); o[i * 9 + 8] = Box(i, i).hi;
     f[i] = c.s * 4.0f + a.w * 2.0f + z.w;
 }
 """
@@ -49,8 +55,10 @@ def test_constructors_initialiser_lists_and_default_member_initialisers_match_gx
     """`S s(a, b);`, `S s = S(a, b);`, `return S(...)`, `S s;` with a default constructor or
     defaults, member initialiser lists (run in declaration order) and default arguments."""
     o, f = np.zeros(8 * 9, np.int32), np.zeros(8, np.float32)
-    got = cli_run(qgcc, qgrun, tmp_path, CTORS, "build", 2, 4, {"o": o, "f": f})
-    want = gxx_model(tmp_path, CTORS, "build", 2, 4, [("o", o), ("f", f)])
+    lk = np.zeros(1, np.dtype([("state", np.int32)]))
+    lk["state"] = 1
+    got = cli_run(qgcc, qgrun, tmp_path, CTORS, "build", 2, 4, {"o": o, "f": f, "lk": lk})
+    want = gxx_model(tmp_path, CTORS, "build", 2, 4, [("o", o), ("f", f), ("lk", lk, "Lock")])
     assert got["o"].tolist() == want["o"].tolist()
     assert got["f"].tobytes() == want["f"].tobytes()
 
@@ -66,6 +74,9 @@ def test_constructor_forms_outside_the_subset_are_named():
                  "member initialiser 'a(...)' with 2 arguments is not supported; write one value")
     assert_error("struct S { int a; __device__ S(int x) : b(x) {} };\n" + k, 1, 41,
                  "'b' in the initialiser list of 'S' is not a data member of 'S'")
+    assert_error("struct S { int a; __device__ ~S() {} };\n" + k, 1, 30,
+                 "destructors are not supported ('~S'); a local struct needs no clean-up here, so remove it "
+                 "or make it a member function")
     s = "struct S { int a; __device__ S(int x) : a(x) {} };\n__global__ void k(int *o) { "
     assert_error(s + "S p(1), q(2); }\n", 2, 31,
                  "declare one 'S' per statement when it has constructor arguments ('S p(...);')")

@@ -44,6 +44,7 @@ class _Struct:
     tag: str
     params: list[list[Token]] = field(default_factory=list)  # each constructor's parameter tokens
     default_ctor: bool = False
+    host: Token | None = None  # where a host-only constructor was (dropped)
 
 
 class Lowering:
@@ -171,10 +172,16 @@ class Lowering:
         order: list[str] = []
         ctors = []  # (index in items, lead tokens, params, init list, body tokens or None)
         new_items: list[list] = []
+        host: Token | None = None  # a host-only constructor (dropped: host code)
         for kind, seg in items:
+            if kind == "func" and self.destructor(tag, seg):
+                continue
             if kind == "func" or (kind == "field" and any(_v(x) == "=" and k + 1 < len(seg) and
                                                           _v(seg[k + 1]) == "default" for k, x in enumerate(seg))):
                 c = self.ctor(tag, seg)
+                if c is not None and not any(x.value == "__device__" for x in c[0]):
+                    host = host or next(x for x in seg if x.value == tag)
+                    continue
                 if c is not None:
                     ctors.append((len(new_items), *c))
                     new_items.append([])
@@ -183,8 +190,8 @@ class Lowering:
                 seg = self.field(seg, defaults, order)
             new_items.append(seg)
         if not ctors and not defaults:
-            return body, None
-        st = _Struct(tag)
+            return [x for seg in new_items for x in seg], (_Struct(tag, host=host) if host else None)
+        st = _Struct(tag, host=host)
         if not ctors:
             ctors.append((len(new_items), self.device([], at), [], [], []))
             new_items.append([])
@@ -210,6 +217,23 @@ class Lowering:
             if not self.split_params(params):
                 st.default_ctor = True
         return [x for seg in new_items for x in seg], st
+
+    @staticmethod
+    def host_destructor(tag: str, seg: list) -> bool:
+        """`~S() {...}` without `__device__`: host code (freeing what a host constructor made)."""
+        k = next((k for k, x in enumerate(seg) if x.value not in LEAD), len(seg))
+        return k + 2 < len(seg) and seg[k].value == "~" and seg[k + 1].value == tag
+
+    def destructor(self, tag: str, seg: list) -> bool:
+        """A destructor without `__device__` is host code (freeing what a host constructor made):
+        dropped; a device one is a named error."""
+        if not self.host_destructor(tag, seg):
+            return False
+        k = next(k for k, x in enumerate(seg) if x.value not in LEAD)
+        if any(x.value == "__device__" for x in seg[:k]):
+            raise self.error(seg[k], f"destructors are not supported ('~{tag}'); a local struct needs no "
+                                     f"clean-up here, so remove it or make it a member function")
+        return True
 
     def device(self, lead: list, at: Token) -> list:
         """An implicit or defaulted constructor is `__host__ __device__` in CUDA."""
@@ -259,9 +283,6 @@ class Lowering:
                     j += 1
         if _v(rest[j]) != "{":
             return None  # a declaration only: the parser names it
-        if not any(x.value == "__device__" for x in seg[:k]):
-            raise self.error(seg[k], f"constructor '{tag}::{tag}' must be __device__ (host code is not "
-                                     f"supported)")
         body = rest[j + 1:self.match(rest, j)]
         return seg[:k], params, inits, body
 
@@ -326,6 +347,14 @@ class Lowering:
                 i += 1
                 continue
             nxt = _v(toks[i + 1])
+            if st.host is not None and not st.params:
+                if nxt == "(" or ("block" in ctx and ctx[-1] == "block" and toks[i + 1].type == "NAME"
+                                  and _v(toks[i + 2]) in ("(", ";", "[")):
+                    raise self.error(t, f"constructor '{t.value}::{t.value}' (line {st.host.line}) is host "
+                                        f"code; make it __device__ to construct a '{t.value}' on the device")
+                out.append(t)
+                i += 1
+                continue
             if nxt == "(":  # S(args): a value
                 out.extend(self.emit(_factory(t.value), t))
                 i += 1
