@@ -254,9 +254,6 @@ def test_qgrun_reads_and_writes_buffers_of_structs(qgrun, tmp_path, monkeypatch)
 
 
 NAMED_ERRORS = [
-    ("struct S { int x; };\n__global__ void k(S s) {}", 2, 21,
-     "a kernel parameter cannot be a struct passed by value ('S s'); pass a pointer to a buffer of one "
-     "'S' ('S *s', a .npy with a structured dtype at launch)"),
     ("template <int N> struct S { int x; __device__ S(int a) {} };\n__global__ void k() {}", 1, 47,
      "constructors are not supported ('S'); initialise a struct with braces ('S s = {...};') or assign "
      "its members"),
