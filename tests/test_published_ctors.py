@@ -83,3 +83,45 @@ def test_constructor_forms_outside_the_subset_are_named():
     assert_error(s + "S q; }\n", 2, 31, "'S' has no default constructor; write 'S q(...);' with its arguments")
     assert_error(s + "S q[2]; }\n", 2, 31, "a local array of 'S' (a struct with a constructor) is not "
                                           "supported; construct the elements one by one")
+
+
+# ---------------------------------------------------------------- pointer casts of equal byte layout
+
+CASTS = r"""
+struct Pair { int a; float b; };
+__global__ void views(float *f, unsigned *u, long long *w, int *o) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float4 *f4 = (float4 *)f;                        // four floats at a time
+    int4 *i4 = reinterpret_cast<int4 *>(f4);         // the same bytes as int4
+    uint2 *u2 = (uint2 *)u;
+    unsigned *wu = (unsigned *)w;                    // a long long's words, low first
+    double *d = (double *)w;
+    Pair *pr = (Pair *)f;
+    o[i * 6 + 0] = i4[i / 4].y;
+    o[i * 6 + 1] = (int)(f4[i / 4].w * 4.0f);
+    o[i * 6 + 2] = (int)(u2[i / 2].x ^ u2[i / 2].y);
+    o[i * 6 + 3] = (int)wu[2 * (i % 4) + 1];
+    o[i * 6 + 4] = (int)(d[i % 4] > 0.0) + pr[i % 8].a;
+    o[i * 6 + 5] = (int)((unsigned *)f)[i] >> 3;
+}
+"""
+
+
+@need_gxx
+def test_pointer_casts_between_types_of_the_same_bytes_match_gxx(qgcc, qgrun, tmp_path):
+    """`(float4 *)floats`, `int4 *` from `float4 *`, `(unsigned *)long_longs`, `(double *)`,
+    a struct of 32-bit members over a float buffer: CUDA's bytes, read the same way as g++ reads them."""
+    rng = np.random.default_rng(7)
+    f = rng.standard_normal(16).astype(np.float32)
+    u = rng.integers(0, 2**32, 16, dtype=np.uint64).astype(np.uint32)
+    w = rng.integers(-2**62, 2**62, 8, dtype=np.int64)
+    o = np.zeros(8 * 6, np.int32)
+    got = cli_run(qgcc, qgrun, tmp_path, CASTS, "views", 2, 4, {"f": f, "u": u, "w": w, "o": o})
+    vectors = ("struct float4 { float x, y, z, w; }; struct int4 { int x, y, z, w; };\n"
+               "struct uint2 { unsigned x, y; };\n")  # CUDA's vector_types.h, for the host compiler
+    want = gxx_model(tmp_path, vectors + CASTS, "views", 2, 4, [("f", f), ("u", u), ("w", w), ("o", o)])
+    assert got["o"].tolist() == want["o"].tolist()
+    assert_error("struct C { char c; int x; };\n__global__ void k(int *p) { C *q = (C *)p; }\n", 2, 36,
+                 "casts between pointer types are not supported ('int *' to 'C *'): memory is addressed in "
+                 "32-bit cells, so only pointers to int, unsigned, float, 64-bit scalars and structs of 32-bit "
+                 "members (float4, int2, ...) convert to each other")
