@@ -32,8 +32,15 @@ public:
     __host__ __device__ explicit Box(int c, int r = 2) : hi(c + r), lo(c - r) {}
     __device__ int width() const { return hi - lo; }
 };
+struct Seg {                                     // members whose types have constructors
+    Pt from, to;
+    Acc acc;
+    int id = -1;
+    __device__ Seg(int a, int b) : to(b, a), id(a * b) {}
+};
+struct Holder { Acc acc; int k; };               // no constructor of its own: Acc's defaults still run
 __device__ Pt mid(Pt a, Pt b) { return Pt((a.x + b.x) / 2, (a.y + b.y) / 2); }
-__global__ void build(int *o, float *f, Lock *lk) {
+__global__ void build(int *o, float *f, Lock *lk, int *g) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     Pt a(i, 2 * i);                 // direct initialisation
     Pt b = Pt(3, 4);                // a functional cast
@@ -46,6 +53,13 @@ __global__ void build(int *o, float *f, Lock *lk) {
     o[i * 9 + 4] = m.y; o[i * 9 + 5] = z.tag + z.x + m.tag; o[i * 9 + 6] = c.n;
     o[i * 9 + 7] = bx.width() * 100 + by.lo + lk->held(); o[i * 9 + 8] = Box(i, i).hi;
     f[i] = c.s * 4.0f + a.w * 2.0f + z.w;
+    Seg sg(i, 5);
+    Holder h;
+    Pt br{i, 1};                    // braces call the constructor too (tag = i + 1)
+    g[i * 4 + 0] = sg.from.tag + sg.to.x * 10 + sg.to.tag * 100;
+    g[i * 4 + 1] = sg.acc.n + sg.id;
+    g[i * 4 + 2] = h.acc.n;
+    g[i * 4 + 3] = br.tag;
 }
 """
 
@@ -57,8 +71,10 @@ def test_constructors_initialiser_lists_and_default_member_initialisers_match_gx
     o, f = np.zeros(8 * 9, np.int32), np.zeros(8, np.float32)
     lk = np.zeros(1, np.dtype([("state", np.int32)]))
     lk["state"] = 1
-    got = cli_run(qgcc, qgrun, tmp_path, CTORS, "build", 2, 4, {"o": o, "f": f, "lk": lk})
-    want = gxx_model(tmp_path, CTORS, "build", 2, 4, [("o", o), ("f", f), ("lk", lk, "Lock")])
+    g = np.zeros(8 * 4, np.int32)
+    got = cli_run(qgcc, qgrun, tmp_path, CTORS, "build", 2, 4, {"o": o, "f": f, "lk": lk, "g": g})
+    want = gxx_model(tmp_path, CTORS, "build", 2, 4, [("o", o), ("f", f), ("lk", lk, "Lock"), ("g", g)])
+    assert got["g"].tolist() == want["g"].tolist()
     assert got["o"].tolist() == want["o"].tolist()
     assert got["f"].tobytes() == want["f"].tobytes()
 
@@ -77,7 +93,12 @@ def test_constructor_forms_outside_the_subset_are_named():
     assert_error("struct S { int a; __device__ ~S() {} };\n" + k, 1, 30,
                  "destructors are not supported ('~S'); a local struct needs no clean-up here, so remove it "
                  "or make it a member function")
+    assert_error("__global__ void k(int *o) { struct L { int a = 1; }; L l; o[0] = l.a; }\n", 1, 36,
+                 "constructors and default member initialisers of a struct declared in a function are not "
+                 "supported; declare 'L' at file scope")
     s = "struct S { int a; __device__ S(int x) : a(x) {} };\n__global__ void k(int *o) { "
+    assert_error(s + "for (S t(1); t.a < 3; t.a++) o[0] = 1; }\n", 2, 36,
+                 "declare 'S t(...)' before the statement; a constructor call is not supported in a 'for' header")
     assert_error(s + "S p(1), q(2); }\n", 2, 31,
                  "declare one 'S' per statement when it has constructor arguments ('S p(...);')")
     assert_error(s + "S q; }\n", 2, 31, "'S' has no default constructor; write 'S q(...);' with its arguments")

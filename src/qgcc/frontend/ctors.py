@@ -107,7 +107,7 @@ class Lowering:
 
     def structs_pass(self, toks: list) -> list:
         out: list = []
-        i = 0
+        i = depth = 0
         while i < len(toks):
             t = toks[i]
             if t.type in ("STRUCT", "CLASS") and i + 2 < len(toks) and toks[i + 1].type == "NAME" \
@@ -115,6 +115,10 @@ class Lowering:
                 tag = toks[i + 1].value
                 end = self.match(toks, i + 2)
                 body, st = self.struct_body(tag, toks[i + 3:end], toks[i + 1])
+                if st is not None and depth > 0:
+                    raise self.error(toks[i + 1], f"constructors and default member initialisers of a struct "
+                                                  f"declared in a function are not supported; declare "
+                                                  f"'{tag}' at file scope")
                 out.extend(toks[i:i + 3])
                 out.extend(body)
                 out.append(toks[end])
@@ -130,6 +134,10 @@ class Lowering:
                 for p in st.params:
                     out.extend(self.factory(tag, p, toks[end]))
                 continue
+            if _v(t) == "{":
+                depth += 1
+            elif _v(t) == "}":
+                depth -= 1
             out.append(t)
             i += 1
         return out
@@ -170,6 +178,7 @@ class Lowering:
         items = self.items(body)
         defaults: dict[str, list] = {}
         order: list[str] = []
+        mtypes: dict[str, str] = {}  # member -> the tag of its type, when that type has constructors
         ctors = []  # (index in items, lead tokens, params, init list, body tokens or None)
         new_items: list[list] = []
         host: Token | None = None  # a host-only constructor (dropped: host code)
@@ -187,9 +196,10 @@ class Lowering:
                     new_items.append([])
                     continue
             if kind == "field" and seg and seg[0].value not in NOT_FIELDS and not self.is_method_decl(seg):
-                seg = self.field(seg, defaults, order)
+                seg = self.field(seg, defaults, order, mtypes)
             new_items.append(seg)
-        if not ctors and not defaults:
+        built = {m for m, tg in mtypes.items() if self.structs[tg].default_ctor}  # members to default-construct
+        if not ctors and not defaults and not built:
             return [x for seg in new_items for x in seg], (_Struct(tag, host=host) if host else None)
         st = _Struct(tag, host=host)
         if not ctors:
@@ -201,6 +211,11 @@ class Lowering:
                 if name_tok.value not in order:
                     raise self.error(name_tok, f"'{name_tok.value}' in the initialiser list of '{tag}' is not "
                                                f"a data member of '{tag}'")
+                if name_tok.value in mtypes:  # a member with constructors: built by its factory
+                    joined = [x for k, a in enumerate(args) for x in (self.emit(",", at) if k else []) + a]
+                    given[name_tok.value] = self.emit(f"{_factory(mtypes[name_tok.value])}(", at) + joined \
+                        + self.emit(")", at)
+                    continue
                 if len(args) != 1:
                     raise self.error(name_tok, f"member initialiser '{name_tok.value}(...)' with "
                                                f"{len(args)} arguments is not supported; write one value")
@@ -210,6 +225,8 @@ class Lowering:
                 val = given.get(m, defaults.get(m))
                 if val is not None:
                     text_toks += self.emit(f"this->{m} = (", at) + val + self.emit(");", at)
+                elif m in built:
+                    text_toks += self.emit(f"this->{m}.{CTOR}();", at)
             lead = [x for x in lead if x.value != "explicit"]
             new_items[idx] = (lead + self.emit(f"void {CTOR}(", at) + params
                               + self.emit(") {", at) + text_toks + cbody + self.emit("}", at))
@@ -286,7 +303,7 @@ class Lowering:
         body = rest[j + 1:self.match(rest, j)]
         return seg[:k], params, inits, body
 
-    def field(self, seg: list, defaults: dict, order: list) -> list:
+    def field(self, seg: list, defaults: dict, order: list, mtypes: dict) -> list:
         """A data member declaration without its default initialisers (recorded in defaults)."""
         decls = self.split(seg[:-1] if _v(seg[-1]) == ";" else seg)
         out = []
@@ -301,6 +318,9 @@ class Lowering:
             if names:
                 name_tok = decl[names[-1]]
                 order.append(name_tok.value)
+                tag = next((x.value for x in decls[0] if x.type == "NAME" and x.value in self.structs), None)
+                if tag is not None and not any(_v(x) in ("*", "[") for x in decl):
+                    mtypes[name_tok.value] = tag
                 if cut is not None:
                     val = d[eq + 1:] if eq is not None else d[brace + 1:-1]
                     if any(_v(x) == "[" for x in decl):
@@ -363,7 +383,10 @@ class Lowering:
             if in_body and toks[i + 1].type == "NAME" and toks[i + 1].value != "__qg_r" and i + 2 < len(toks):
                 name = toks[i + 1]
                 after = _v(toks[i + 2])
-                if after == "(":
+                if after in ("(", "{") and out and _v(out[-1]) == "(":
+                    raise self.error(name, f"declare '{t.value} {name.value}(...)' before the statement; a "
+                                           f"constructor call is not supported in a 'for' header")
+                if after in ("(", "{"):  # `S s(1, 2);` and `S s{1, 2};` both call the constructor
                     e = self.match(toks, i + 2)
                     if _v(toks[e + 1]) != ";":
                         raise self.error(name, f"declare one '{t.value}' per statement when it has "
@@ -371,8 +394,9 @@ class Lowering:
                     if out and out[-1].value == "const":
                         out.pop()
                     out.extend([t, name])
-                    out.extend(self.emit(f"; {name.value}.{CTOR}", name))
-                    out.extend(toks[i + 2:e + 1])
+                    out.extend(self.emit(f"; {name.value}.{CTOR}(", name))
+                    out.extend(toks[i + 3:e])
+                    out.extend(self.emit(")", toks[e]))
                     i = e + 1
                     continue
                 shared = any(x.value in ("__shared__", "extern") for x in out[-2:])
@@ -387,6 +411,10 @@ class Lowering:
                     out.extend(self.emit(f"; {name.value}.{CTOR}()", name))
                     i += 2
                     continue
+            if _v(t) == "{":
+                depth += 1
+            elif _v(t) == "}":
+                depth -= 1
             out.append(t)
             i += 1
         return out
