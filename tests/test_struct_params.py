@@ -83,3 +83,11 @@ def test_the_python_api_takes_one_record_and_the_cli_names_wrong_forms(qgcc, qgr
 
 def qgcc_compile():
     return qgcc.compile(PARAMS)
+
+
+def test_a_struct_by_value_counts_one_parameter_word_per_cell():
+    from frontcheck import assert_error
+
+    assert_error("struct B { float v[70]; };\n__global__ void k(B b, int *o) { o[0] = b.v[0]; }\n", 2, 17,
+                 "kernel 'k' has 2 parameters (71 words: a 64-bit one takes two, a struct by value one per "
+                 "cell); the machine allows at most 64")

@@ -343,7 +343,8 @@ class DeclSema:
         nwords = sum(1 if isinstance(t, PtrType) else cells(t) if is_struct(t) else words(t) for t in ptypes)
         if kind == "global" and nwords > SPEC.max_params:
             raise self.error(d, f"kernel '{d.name}' has {len(ptypes)} parameters ({nwords} words: a 64-bit "
-                                f"one takes two); the machine allows at most {SPEC.max_params}"
+                                f"one takes two, a struct by value one per cell); the machine allows at most "
+                                f"{SPEC.max_params}"
                              if nwords > len(ptypes) else
                              f"kernel '{d.name}' has {len(ptypes)} parameters; the machine "
                              f"allows at most {SPEC.max_params}")
