@@ -371,8 +371,8 @@ def test_cxx_casts_follow_c_semantics():
                  "static_cast")
     assert_error(k % "int *p = reinterpret_cast<int *>(ch);", 2, 10,
                  "casts between pointer types are not supported ('char *' to 'int *'): memory is "
-                 "addressed in 32-bit cells, so only 'int *', 'unsigned *' and 'float *' convert "
-                 "to each other")
+                 "addressed in 32-bit cells, so only pointers to int, unsigned, float, 64-bit "
+                 "scalars and structs of 32-bit members (float4, int2, ...) convert to each other")
 
 
 def test_brace_initialisation_of_scalars():

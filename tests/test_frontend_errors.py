@@ -77,7 +77,8 @@ IN_KERNEL = [
     ("int y = (int)a;", 9, "cast from pointer to integer is not supported ('int *' to 'int')"),
     ("char *q = (char *)a;", 11, "casts between pointer types are not supported "
                                  "('int *' to 'char *'): memory is addressed in 32-bit cells, so "
-                                 "only 'int *', 'unsigned *' and 'float *' convert to each other"),
+                                 "only pointers to int, unsigned, float, 64-bit scalars and structs of "
+                                 "32-bit members (float4, int2, ...) convert to each other"),
     ("int *q = (int *)n;", 10, "cast from integer to pointer is not supported ('int' to 'int *')"),
     ("__syncthreads_count(1);", 1, "'__syncthreads_count' is not supported"),
     ("atomicInc(a, 3u);", 11, "first argument of 'atomicInc' must be an 'unsigned int *' pointer (got 'int *')"),

@@ -105,6 +105,14 @@ def check_args(kernel: Kernel, values: dict[str, Any]) -> tuple[dict[str, int], 
                 raise UsageError(f"{name}={_short(value)}: parameter '{name}' is a pointer ({p.describe()}); "
                                  f"give a numpy array of {want} (e.g. np.zeros(n, np.{want}))")
             arrays[name] = check_array(name, "the array", value, p)
+        elif p.struct is not None:  # a struct by value: one record of a structured array
+            if not isinstance(value, np.ndarray) or value.size != 1:
+                from .runtime.structbuf import describe
+
+                raise UsageError(f"{name}={_short(value)}: parameter '{name}' is a struct passed by value "
+                                 f"({p.describe()}); give a numpy structured array of one record with the "
+                                 f"members ({describe(p.struct)})")
+            arrays[name] = check_array(name, "the array", value, p)
         else:
             scalars[name] = _scalar(name, value, p, check_int, parse_float)
     missing = [p for p in kernel.params if p.name not in values]

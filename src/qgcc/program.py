@@ -86,9 +86,13 @@ class Param:
     @property
     def words(self) -> int:
         """Parameter words (LDC slots) the parameter takes: a 64-bit scalar two, low word first."""
+        if self.struct is not None and not self.pointer:
+            return self.struct.words  # a struct by value: one word per cell
         return 2 if not self.pointer and self.ctype in ("llong", "ullong", "double") else 1
 
     def describe(self) -> str:
+        if self.struct is not None and not self.pointer:
+            return f"{'const ' if self.const else ''}{self.struct.name} {self.name}"
         if self.struct is not None:
             return f"{'const ' if self.const else ''}{self.struct.name} * {self.name}"
         c = {"uchar": "unsigned char", "llong": "long long", "ullong": "unsigned long long"}.get(self.ctype, self.ctype)

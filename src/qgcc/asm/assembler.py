@@ -489,8 +489,8 @@ class _Assembler:
             st = ln.next("a struct name")
             if st.text not in self.structs:
                 ln.error(st.col, f"unknown struct '{st.text}' (declare it with .struct before the first kernel)")
-            ln.expect_punct("*", "'*' (a struct is passed by pointer)")
-            self.param_name(ln, t, k, Param("", "struct", True, const, self.structs[st.text]))
+            pointer = ln.accept_punct("*")  # without '*': the struct by value, a word per cell
+            self.param_name(ln, t, k, Param("", "struct", pointer, const, self.structs[st.text]))
             return
         if tt.kind != "ident" or tt.text not in PARAM_TYPES:
             ln.error(tt.col, f"unknown parameter type '{tt.text}' (types: {', '.join(PARAM_TYPES)})")

@@ -106,8 +106,8 @@ def _param_type_problem(prm) -> str | None:
     carries its layout: the launcher needs the cells to lay out a structured buffer."""
     if prm.ctype == "struct":
         st = prm.struct
-        if prm.pointer is not True or not isinstance(st, StructLayout):
-            return "has type 'struct' without a struct layout (only pointers to structs are parameters)"
+        if not isinstance(prm.pointer, bool) or not isinstance(st, StructLayout):
+            return "has type 'struct' without a struct layout"
         if not isinstance(st.name, str) or not IDENT_RE.match(st.name) or st.name in PARAM_TYPES:
             return f"points to a struct named {st.name!r}"
         if not st.cells or not all(isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str) and c[0]
@@ -237,6 +237,12 @@ def _param_words(k) -> list[str]:
     """What each parameter word holds: a parameter's name (a 64-bit one's second word: 'NAME.hi')."""
     out: list[str] = []
     for prm in k.params:
+        if prm.struct is not None and not prm.pointer:  # by value: a word a cell
+            for path, ct in prm.struct.cells:
+                out.append(f"{prm.name}.{path}")
+                if ct in ("llong", "ullong"):
+                    out.append(f"{prm.name}.{path}.hi")
+            continue
         out.append(prm.name)
         if getattr(prm, "words", 1) == 2:
             out.append(prm.name + ".hi")

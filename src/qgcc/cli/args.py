@@ -141,6 +141,24 @@ def load_array(name: str, value: str, p: Param, option: str = "--arg") -> np.nda
     return check_array(f"{option} {name}={value}", path, arr, p)
 
 
+def load_struct_value(name: str, value: str, p: Param) -> np.ndarray:
+    """A struct passed by value: `@FILE.npy` holding one record of a structured dtype whose
+    fields are the struct's members (as for a buffer of structs), or `zeros` for every member 0."""
+    from ..runtime.structbuf import describe, flat_dtype
+
+    if value == "zeros":
+        return np.zeros(1, dtype=flat_dtype(p.struct))
+    if not value.startswith("@"):
+        raise UsageError(f"--arg {name}={value}: parameter '{name}' is a struct passed by value "
+                         f"({p.describe()}); give @FILE.npy with one record of a structured dtype "
+                         f"with the members ({describe(p.struct)}), or zeros")
+    arr = load_array(name, value, p)
+    if arr.size != 1:
+        raise UsageError(f"--arg {name}={value}: parameter '{name}' is one struct ({p.describe()}); "
+                         f"the .npy holds {arr.size} records, give exactly one")
+    return arr
+
+
 def parse_args(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> tuple[dict[str, int], dict[str, np.ndarray]]:
     """`--arg` values -> (scalar words, host arrays), both keyed by parameter name."""
     scalars: dict[str, int] = {}
@@ -154,6 +172,8 @@ def parse_args(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> tuple[dict
         seen.add(name)
         if p.pointer:
             arrays[name] = load_array(name, value, p)
+        elif p.struct is not None:
+            arrays[name] = load_struct_value(name, value, p)
         else:
             scalars[name] = parse_scalar(name, value, p)
     missing = [p for p in kernel.params if p.name not in seen]

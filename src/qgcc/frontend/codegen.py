@@ -37,8 +37,8 @@ from ..spec import SPEC
 from ..program import Param
 from .ir import VI
 from .symbols import FuncSym, VarSym
-from .structs import is_struct, struct_layout
-from .types import PtrType, Type, is_pair, is_wide
+from .structs import cells, is_struct, struct_layout
+from .types import INT, PtrType, Type, is_pair, is_wide
 from .values import MASK32, C, Frame, MemLV, Pair, Routine, VarLV, is_c  # noqa: F401 - MemLV, VarLV re-exported
 from .lower_stmts import StmtGen
 from .lower_memory import MemoryGen
@@ -167,7 +167,9 @@ class KernelGen(StmtGen, MemoryGen, ExprGen, CallGen):
         params = []
         for p in fs.params:
             t = p.ty
-            if isinstance(t, PtrType) and is_struct(t.elem):
+            if is_struct(t):  # by value: its cells are parameter words
+                params.append(Param(p.name, "struct", pointer=False, const=p.readonly, struct=struct_layout(t)))
+            elif isinstance(t, PtrType) and is_struct(t.elem):
                 params.append(Param(p.name, "struct", pointer=True, const=t.const,
                                     struct=struct_layout(t.elem)))
             elif isinstance(t, PtrType):
@@ -181,6 +183,14 @@ class KernelGen(StmtGen, MemoryGen, ExprGen, CallGen):
         if self.local_words:
             self.local_base = self.frame_base()
         for p in fs.params:
+            if is_struct(p.ty):  # a struct by value: copied from its words into the local frame
+                self.local_array(p)
+                base, off = self.sym_addr(p)
+                for i in range(cells(p.ty)):
+                    v = self.new()
+                    self.emit(Op.LDC, v, imm=p.index + i)
+                    self.store(MemLV(base, off + i, INT), v)
+                continue
             if self.remat_params and not p.assigned:
                 continue  # read where used (e_Name)
             v = self.load_param(p)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..spec import SPEC
 from . import ast as A
 from .builtin_names import BASE_TYPES, TYPE_WORDS
-from .structs import is_struct
+from .structs import cells, is_struct
 from .symbols import FuncSym, SpecInfo, VarSym
 from .types import LLONG, PtrType, Type, ULLONG, VoidType, is_arith, is_float, is_int, is_ptr, words, wrap
 
@@ -336,19 +336,15 @@ class DeclSema:
             if is_struct(t):
                 if not t.complete:
                     raise self.error(p, f"parameter '{p.name or '?'}' has incomplete type '{t}'")
-                if kind == "global":
-                    raise self.error(p, f"a kernel parameter cannot be a struct passed by value "
-                                        f"('{t} {p.name or ''}'); pass a pointer to a buffer of one "
-                                        f"'{t}' ('{t} *{p.name or 'p'}', a .npy with a structured "
-                                        "dtype at launch)")
             refs.append(p.ref is not None)
             ref_consts.append(p.ref is not None and readonly)
             ptypes.append(t)
             pnames.append((p, t, readonly))
-        nwords = sum(1 if isinstance(t, PtrType) else words(t) for t in ptypes)
+        nwords = sum(1 if isinstance(t, PtrType) else cells(t) if is_struct(t) else words(t) for t in ptypes)
         if kind == "global" and nwords > SPEC.max_params:
             raise self.error(d, f"kernel '{d.name}' has {len(ptypes)} parameters ({nwords} words: a 64-bit "
-                                f"one takes two); the machine allows at most {SPEC.max_params}"
+                                f"one takes two, a struct by value one per cell); the machine allows at most "
+                                f"{SPEC.max_params}"
                              if nwords > len(ptypes) else
                              f"kernel '{d.name}' has {len(ptypes)} parameters; the machine "
                              f"allows at most {SPEC.max_params}")
@@ -402,7 +398,7 @@ class DeclSema:
                     fs.params.append(VarSym(name, t, "shared", p.line, p.col, readonly=readonly,
                                             index=word, hidden=p.name is None, ref=p.ref is not None,
                                             space="bound" if p.ref is not None else "local"))
-                    word += 1
+                    word += cells(t) if kind == "global" else 1  # a kernel's: its cells as words
                     continue
                 fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=word,
                                         hidden=p.name is None, ref=p.ref is not None))

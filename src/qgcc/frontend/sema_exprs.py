@@ -564,10 +564,11 @@ class ExprSema:
             return t
         assert isinstance(t, PtrType)
         if isinstance(st, PtrType):
-            if st.elem != t.elem and not (st.elem in CELL_TYPES and t.elem in CELL_TYPES):
+            if st.elem != t.elem and not (_byte_faithful(st.elem) and _byte_faithful(t.elem)):
                 raise self.error(e, f"casts between pointer types are not supported "
                                     f"('{st}' to '{t}'): memory is addressed in 32-bit cells, so "
-                                    "only 'int *', 'unsigned *' and 'float *' convert to each other")
+                                    "only pointers to int, unsigned, float, 64-bit scalars and structs of "
+                                    "32-bit members (float4, int2, ...) convert to each other")
             return t
         if e.operand.const == 0:
             return t
@@ -616,3 +617,23 @@ class ExprSema:
         if is_int(bt) and isinstance(it, (PtrType, ArrayType)):
             raise self.error(e, "write the pointer first: 'p[i]', not 'i[p]'")
         raise self.error(e, f"subscripted value is not an array or pointer (type '{bt}')")
+
+
+def _byte_faithful(t: Type) -> bool:
+    """Whether CUDA's size of t in bytes is 4 x its cells here, so that a pointer cast keeps
+    CUDA's meaning (elements at the same byte offsets): the 32- and 64-bit scalars (low word
+    first, as little-endian CUDA stores them) and complete structs whose members are 32-bit
+    scalars or arrays of them (no padding; `float4 *` from `float *`, `int4 *` from `float4 *`).
+    Not char or bool (one byte in CUDA, a cell here) nor structs with nested structs or 64-bit
+    members (CUDA may pad them)."""
+    if t in CELL_TYPES or t in (LLONG, ULLONG, DOUBLE):
+        return True
+    if not is_struct(t) or t.fields is None or not t.fields:
+        return False
+    for f in t.fields:
+        ft = f.ty.elem if isinstance(f.ty, ArrayType) else f.ty
+        while isinstance(ft, ArrayType):
+            ft = ft.elem
+        if ft not in CELL_TYPES:
+            return False
+    return True

@@ -72,8 +72,8 @@ class StructSema:
                 decl = it.decl
                 self.check_declarator_shape(decl)
                 if it.init is not None:
-                    raise self.error(it.init, f"default member initialisers are not supported "
-                                              f"('{decl.name}'); initialise the struct with braces")
+                    raise self.error(it.init, f"default member initialisers of a class template are "
+                                              f"not supported ('{decl.name}'); assign it in a constructor")
                 ty, _ = self.apply_pointers(info.base, decl.pointers, info.const, decl)  # `const float *p`
                 if isinstance(ty, VoidType):
                     raise self.error(decl, f"member '{decl.name}' has type void")

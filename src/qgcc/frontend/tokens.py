@@ -12,6 +12,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters
 
 from ..diagnostics import CompileError
+from . import ctors
 from .coopgroups import Lowering
 from .grammar import HINTS, get_lark
 from .macros import Expander, HASH, HASHHASH
@@ -282,7 +283,8 @@ class _Stream:
         exp = Expander(self.pp.lookup, lambda t, msg: self.ctx.error(t.line, t.column, msg))
         prev = None
         cg = Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(self._operators(self._drop_hints(self._std(exp.expand(self._placed()))))):  # one token of lookahead, for '::'
+        ct = ctors.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
+        for tok in cg.run(ct.run(self._operators(self._drop_hints(self._std(exp.expand(self._placed())))))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):

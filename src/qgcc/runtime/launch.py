@@ -171,6 +171,10 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
             params.append(base)
             chunks.append(cells)
             base += int(cells.size)
+        elif p.struct is not None:  # a struct by value: its cells are parameter words
+            from .structbuf import struct_cells
+
+            params.extend(int(c) for c in struct_cells(arrays[p.name].reshape(-1)))
         else:
             v = scalars[p.name]
             params.extend((v >> (32 * i)) & 0xFFFFFFFF for i in range(p.words))
