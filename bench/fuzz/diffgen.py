@@ -55,6 +55,8 @@ HELPERS = {
     "q_bitsd": ("__device__ unsigned long long q_bitsd(double x) { return x != x ? 0x7fffffffffffffffull : "
                 "(unsigned long long)__double_as_longlong(x); }"),
     "q_nn": "__device__ float q_nn(float x) { return x != x ? 1.0f : x; }",
+    "q_mix": ("__device__ unsigned q_mix(unsigned h, unsigned long long x) { "
+              "return (h ^ (unsigned)x ^ (unsigned)(x >> 32)) * 16777619u + 1u; }"),
 }
 
 F32_SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, 3.0, 0.1, 1.0 / 3, 1e-45, -1e-45, 1.1754942e-38, 1.1754944e-38,
@@ -227,6 +229,7 @@ class Gen:
         self.func_sigs: list[tuple[str, str, list[str]]] = []  # (name, result, param types)
         self.templates: list[str] = []  # names of `template <typename T> T f(T, T)`
         self.budget = 0
+        self.hvar = "h"
 
     # ---------------------------------------------------------------- names and scopes
     def fresh(self, prefix: str) -> str:
@@ -293,13 +296,13 @@ class Gen:
         if t in INTS:
             ids = ['threadIdx.x', 'blockIdx.x', 'blockDim.x', 'gridDim.x'] + ([] if self.in_func else ['tid', 'gid'] * 2)
             options.append(lambda: f"({t}){r.choice(ids)}")
-        options += [lambda: self.literal(t)] * 2
+        options += [lambda: self.literal(t)] * (1 if len(options) > 2 else 3)
         return r.choice(options)()
 
     def literal(self, t: str) -> str:
         r = self.r
         if t == "float":
-            return f32_lit(r.choice(F32_SPECIAL) * r.choice([1, 1, -1]) if r.random() < 0.7 else r.uniform(-10, 10))
+            return f32_lit(r.choice(F32_SPECIAL) * r.choice([1, 1, -1]) if r.random() < 0.85 else r.uniform(-10, 10))
         if t == "double":
             return f64_lit(r.choice(F64_SPECIAL) * r.choice([1, 1, -1]) if r.random() < 0.7 else r.uniform(-10, 10))
         if t == "bool":
@@ -372,7 +375,7 @@ class Gen:
             return f"({self.expr('bool', d - 1)} ? {self.expr(t, d - 1)} : {self.expr(t, d - 1)})"
         if k < 0.82:
             return self.float_to_int(t, d)
-        if k < 0.93:
+        if k < 0.88:
             return f"({t}){self.intrinsic(d)}"
         return self.call(t, d)
 
@@ -458,7 +461,7 @@ class Gen:
             lambda: f"__fmaf_rn({f()}, {f()}, {f()})", lambda: f"__uint_as_float({self.expr('unsigned', d - 1)})",
             lambda: f"(float)({f()} * {f64_lit(r.choice([0.1, 0.3, 1.0 / 3, 1e-30, 3e38]))})",
             lambda: f"({f()} {r.choice(['+', '-', '*', '/'])} {self.expr(self.any_int(), d - 1)})",
-            lambda: self.call("float", d),
+            lambda: self.call("float", d), lambda: self.call("float", d),
         ]
         return r.choice(choices)()
 
@@ -544,11 +547,13 @@ class Gen:
             out.append(f"{ind}if ({self.expr('bool', 2)}) {{")
             self.push()
             self.stmts(out, ind + "    ", r.randint(1, 3), level + 1, loop, fn)
+            self.sink(out, ind + "    ")
             self.pop()
             if r.random() < 0.5:
                 out.append(f"{ind}}} else {{")
                 self.push()
                 self.stmts(out, ind + "    ", r.randint(1, 2), level + 1, loop, fn)
+                self.sink(out, ind + "    ")
                 self.pop()
             out.append(f"{ind}}}")
             return
@@ -576,6 +581,25 @@ class Gen:
         out.append(f"{ind}{t} {name} = {self.expr(t, self.depth())};")
         self.scopes[-1].append((name, t, True))
 
+    def sink(self, out: list[str], ind: str):
+        """Fold every value of the innermost scope into the hash, so that no computation is dead."""
+        h = self.hvar
+
+        def mix(x: str, t: str) -> str:
+            if t == "float":
+                return f"{ind}{h} = q_mix({h}, (unsigned long long)q_bits({x}));"
+            if t == "double":
+                return f"{ind}{h} = q_mix({h}, q_bitsd({x}));"
+            return f"{ind}{h} = q_mix({h}, (unsigned long long)({x}));"
+        for n, t, _ in self.scopes[-1]:
+            if n not in ("tid", "gid"):
+                out.append(mix(n, t))
+        for n, t, k in self.arrays[-1]:
+            out += [mix(f"{n}[{j}]", t) for j in range(k)]
+        for n, st in self.svars[-1]:
+            for mn, t, k in st.members:
+                out += [mix(f"{n}.{mn}[{j}]", t) for j in range(k)] if k else [mix(f"{n}.{mn}", t)]
+
     def store(self, out: list[str], ind: str):
         r = self.r
         outs = [b for b in self.bufs if not b.const and not b.atomic]
@@ -602,6 +626,7 @@ class Gen:
             out.append(f"{ind}for (int {i} = 0; {i} < {bound}; {i}++) {{")
             self.scopes[-1].append((i, "int", False))
             self.stmts(out, ind + "    ", r.randint(1, 3), level + 1, "for", fn)
+            self.sink(out, ind + "    ")
             out.append(f"{ind}}}")
         elif kind < 0.8:
             out.append(f"{ind}int {i} = (int)(({self.expr('unsigned', 1)}) & 3u);")
@@ -609,6 +634,7 @@ class Gen:
             out.append(f"{ind}while ({i} > 0) {{")
             out.append(f"{ind}    {i}--;")
             self.stmts(out, ind + "    ", r.randint(1, 3), level + 1, "while", fn)
+            self.sink(out, ind + "    ")
             out.append(f"{ind}}}")
         else:
             out.append(f"{ind}int {i} = {r.randint(1, 3)};")
@@ -616,6 +642,7 @@ class Gen:
             out.append(f"{ind}do {{")
             out.append(f"{ind}    {i}--;")
             self.stmts(out, ind + "    ", r.randint(1, 2), level + 1, "while", fn)
+            self.sink(out, ind + "    ")
             out.append(f"{ind}}} while ({i} > 0);")
         self.pop()
 
@@ -701,14 +728,19 @@ class Gen:
             saved = (self.scopes, self.arrays, self.svars, self.bufs, self.scalars)
             self.scopes, self.arrays, self.svars = [[(f"p{j}", t, True) for j, t in enumerate(params)]], [[]], [[]]
             self.bufs, self.scalars = [], []
-            body: list[str] = []
+            body: list[str] = ["    unsigned fh = 0u;"]
             self.in_func = True
+            self.hvar = "fh"
             if r.random() < 0.4:
                 self.budget = 8
                 body.append(f"    if ({self.expr('bool', 1)}) return {self.expr(res, 1)};")
             self.stmts(body, "    ", r.randint(1, 4), 1, None, fn=True)
+            self.sink(body, "    ")
             self.budget = 12
-            body.append(f"    return {self.expr(res, self.depth())};")
+            fold = f"({res})fh" if res in INTS else f"({res})(fh & 255u)"
+            op = "^" if res in INTS else "+"
+            body.append(f"    return ({res})({self.expr(res, self.depth())} {op} {fold});")
+            self.hvar = "h"
             self.in_func = False
             self.scopes, self.arrays, self.svars, self.bufs, self.scalars = saved
             ps = ", ".join(f"{t} p{j}" for j, t in enumerate(params))
@@ -747,6 +779,7 @@ class Gen:
         for bi in range(r.randint(1, 3)):
             t = r.choice(INTS + ["float", "float", "double", "int", "unsigned", "bool"])
             self.bufs.append(Buffer(f"out{bi}", t, random_values(r, t, n + r.choice([0, 0, 2]))))
+        self.bufs.append(Buffer("chk", "unsigned", random_values(r, "unsigned", n), atomic=True))
         for s in self.structs:
             arr = np.zeros(n, s.dtype())
             for mn, t, k in s.members:
@@ -763,6 +796,7 @@ class Gen:
         self.scopes = [[("tid", "unsigned", False), ("gid", "unsigned", False)]]
         body.append("    unsigned tid = threadIdx.x + threadIdx.y * blockDim.x;")
         body.append("    unsigned gid = blockIdx.x * blockDim.x * blockDim.y + tid;")
+        body.append("    unsigned h = 0u;")
         self.stmts(body, "    ", r.randint(2, 6) if not self.neural else r.randint(2, 4), 0)
         if r.random() < 0.35:
             self.shared_phase(body, block)
@@ -772,9 +806,15 @@ class Gen:
             self.atomic_phase(body)
         self.stmts(body, "    ", r.randint(1, 4) if not self.neural else r.randint(1, 2), 0)
         if r.random() < 0.3:
-            body.append(f"    if ({self.expr('bool', 2)}) return;")
+            body.append(f"    if ({self.expr('bool', 2)}) {{")
+            self.sink(body, "        ")
+            body.append("        chk[gid] = h;")
+            body.append("        return;")
+            body.append("    }")
             self.features.add("early exit")
             self.stmts(body, "    ", r.randint(1, 2), 0)
+        self.sink(body, "    ")
+        body.append("    chk[gid] = h;")
         params = []
         for b in self.bufs:
             params.append(f"{'const ' if b.const else ''}{b.ctype} *{b.name}")
