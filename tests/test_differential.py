@@ -8,9 +8,82 @@ a bug, kept so that it stays fixed.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
+import time
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 import qgcc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gxx import need_gxx  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench" / "fuzz"))
+import differential  # noqa: E402
+from diffgen import generate  # noqa: E402
+from diffshim import run_batch  # noqa: E402
+
+
+def fuzz(*args: str) -> tuple[int, list[str]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = differential.main([*args, "--quiet"])
+    return code, out.getvalue().splitlines()
+
+
+@need_gxx
+def test_generated_kernels_give_gxxs_bytes_through_qgcc_and_qgrun():
+    code, lines = fuzz("--programs", "6", "--seed", "2026", "--engine", "ref", "--via", "cli")
+    assert lines[-1] == "6 programs, 0 mismatches, 0 crashes", "\n".join(lines)
+    assert code == 0
+
+
+@need_gxx
+def test_the_oracle_runs_threads_as_cuda_does_and_a_differing_byte_is_a_mismatch():
+    progs = [generate(s) for s in range(3)]
+    oracles = run_batch(progs)
+    assert [o.status for o in oracles] == ["ok"] * 3
+    assert differential.check(progs[0], oracles[0], "ref", "api").kind == "ok"
+    chk = oracles[0].outputs["chk"][""]
+    chk[0] ^= 1  # one bit of one thread's hash
+    o = differential.check(progs[0], oracles[0], "ref", "api")
+    assert o.kind == "mismatch" and o.detail.startswith("chk[0]:")
+
+
+@need_gxx
+def test_the_oracle_sees_shared_memory_after_a_barrier_and_warp_shuffles_with_four_lanes():
+    src = """
+__global__ void k(const int *in0, int *out0, unsigned *chk) {
+    unsigned tid = threadIdx.x;
+    __shared__ int sh[8];
+    sh[tid] = in0[tid] * 3;
+    __syncthreads();
+    out0[tid] = sh[7u - tid] + __shfl_xor_sync(0xffffffff, (int)tid, 1) * 1000 + __ballot_sync(0xffffffff, tid & 1) * 100000;
+    chk[tid] = __reduce_add_sync(0xffffffff, tid);
+}
+"""
+    p = generate(0)
+    from diffgen import Buffer
+
+    p.source, p.grid, p.block_shape, p.scalars, p.structs = src, 1, (8,), [], []
+    p.buffers = [Buffer("in0", "int", np.arange(8, dtype=np.int32), const=True),
+                 Buffer("out0", "int", np.zeros(8, np.int32)), Buffer("chk", "unsigned", np.zeros(8, np.uint32))]
+    o = run_batch([p])[0]
+    assert o.status == "ok"
+    lane_xor = [t ^ 1 for t in range(8)]
+    assert o.outputs["out0"][""].tolist() == [3 * (7 - t) + 1000 * lane_xor[t] + 100000 * 0b1010 for t in range(8)]
+    assert o.outputs["chk"][""].tolist() == [6] * 4 + [22] * 4
+    assert differential.check(p, o, "ref", "api").kind == "ok"
+
+
+def test_delta_debugging_keeps_only_the_lines_the_failure_needs():
+    lines = [f"line {i}" for i in range(40)]
+    fails = lambda c: "line 7" in c and "line 31" in c  # noqa: E731
+    assert differential.ddmin(lines, fails, time.time() + 30) == ["line 7", "line 31"]
 
 
 # ---- found by the fuzzer

@@ -187,20 +187,9 @@ def signature(o: Outcome) -> str:
     return o.kind
 
 
-def minimise(prog: Program, outcome: Outcome, engine: str, via: str, budget_s: float = 120) -> Program:
-    """Delta debugging (ddmin) over the source's lines: drop chunks while the failure stays the same
-    and the oracle still accepts the program (it compiles under g++ and its thread orders agree)."""
-    want = signature(outcome)
-    lines = prog.source.split("\n")
-    deadline = time.time() + budget_s
-
-    def fails(cand: list[str]) -> bool:
-        p = with_lines(prog, cand)
-        o = run_batch([p])[0]
-        if o.status != "ok":
-            return False
-        return signature(check(p, o, engine, via)) == want
-
+def ddmin(lines: list[str], fails, deadline: float) -> list[str]:
+    """Zeller's delta debugging over lines: the smallest subsequence found (1-minimal when time
+    allows) for which `fails` still holds."""
     n = 2
     while len(lines) >= 2 and time.time() < deadline:
         chunk = max(1, len(lines) // n)
@@ -216,7 +205,20 @@ def minimise(prog: Program, outcome: Outcome, engine: str, via: str, budget_s: f
             if chunk == 1:
                 break
             n = min(len(lines), n * 2)
-    return with_lines(prog, lines)
+    return lines
+
+
+def minimise(prog: Program, outcome: Outcome, engine: str, via: str, budget_s: float = 120) -> Program:
+    """Drop chunks of the source's lines while the failure stays the same (signature) and the
+    oracle still accepts the program (it compiles under g++, and both thread orders agree)."""
+    want = signature(outcome)
+
+    def fails(cand: list[str]) -> bool:
+        p = with_lines(prog, cand)
+        o = run_batch([p], timeout=10)[0]  # a dropped decrement may loop forever
+        return o.status == "ok" and signature(check(p, o, engine, via)) == want
+
+    return with_lines(prog, ddmin(prog.source.split("\n"), fails, time.time() + budget_s))
 
 
 def save(prog: Program, outcome: Outcome, engine: str, via: str) -> Path:
