@@ -70,6 +70,12 @@ INT_EDGES = [0, 1, 2, 3, 7, 8, 15, 16, 31, 32, 33, 63, 64, 100, 127, 128, 255, 2
              0xFFFFFFFFFFFFFFFF, 0xFFFFFFFE, 0x80000001, 0x55555555, 0xAAAAAAAA, 0xDEADBEEF, 1000000007]
 
 
+RAW_LITERALS = ["3000000000", "0x80000000", "2147483648", "0xffffffff", "4294967295u", "0x7fffffffffffffff",
+                "18446744073709551615ull", "(-2147483648)", "1l", "017", "0b1011", "'a'", "'\\n'", "'\\xff'",
+                "0xFFFFFFFFul", "9223372036854775807", "0x8000000000000000", "(-1 < 2147483648)", "(-1 < 1u)",
+                "(0u - 1)", "(1ull << 63)", "100000u", "0XaBcU", "1LL"]
+
+
 def wrap(v: int, t: str) -> int:
     """v as a value of integer type t (two's complement for the signed ones)."""
     w = WIDTH[t]
@@ -120,9 +126,17 @@ def f64_lit(v: float) -> str:
 class StructDef:
     name: str
     members: list[tuple[str, str, int]]  # (name, scalar type, array length or 0)
+    methods: bool = False  # get() const and set(v) on the first scalar member
+
+    def first(self) -> tuple[str, str]:
+        return next((n, t) for n, t, k in self.members if not k)
 
     def text(self) -> str:
         body = " ".join(f"{t} {n}[{k}];" if k else f"{t} {n};" for n, t, k in self.members)
+        if self.methods:
+            n, t = self.first()
+            body += (f" __device__ {t} get() const {{ return ({t})({n} + ({t})1); }}"
+                     f" __device__ void set({t} v) {{ {n} = v; }}")
         return f"struct {self.name} {{ {body} }};"
 
     def dtype(self) -> np.dtype:
@@ -231,6 +245,8 @@ class Gen:
         self.budget = 0
         self.hvar = "h"
         self.no_fminmax = False
+        self.consts: list[tuple[str, str, int]] = []
+        self.ptrs: list[tuple[str, str]] = []  # kernel-level `const T *p = in + i;`
 
     # ---------------------------------------------------------------- names and scopes
     def fresh(self, prefix: str) -> str:
@@ -285,12 +301,21 @@ class Gen:
         members = [(b, m) for b in sbufs for m in b.struct.members if m[1] == t]
         if members:
             options.append(lambda: self.member_read(*r.choice(members)))
+        consts = [c for c in self.consts if c[1] == t]
+        if consts:
+            options.append(lambda: (lambda c: f"{c[0]}[{self.arr_index(c[2])}]")(r.choice(consts)))
+        ptrs = [p for p in self.ptrs if p[1] == t]
+        if ptrs:
+            options.append(lambda: (lambda p: r.choice([f"*{p[0]}", f"{p[0]}[0]"]))(r.choice(ptrs)))
         arrs = [a for a in self.all_arrays() if a[1] == t]
         if arrs:
             options += [lambda: self.arr_read(r.choice(arrs))] * 2
         sv = [(n, s, m) for n, s in self.all_svars() for m in s.members if m[1] == t]
         if sv:
             options.append(lambda: self.svar_read(*r.choice(sv)))
+        getters = [n for n, s in self.all_svars() if s.methods and s.first()[1] == t]
+        if getters:
+            options.append(lambda: f"{r.choice(getters)}.get()")
         scal = [s for s in self.scalars if s.ctype == t]
         if scal:
             options.append(lambda: r.choice(scal).name)
@@ -308,6 +333,8 @@ class Gen:
             return f64_lit(r.choice(F64_SPECIAL) * r.choice([1, 1, -1]) if r.random() < 0.7 else r.uniform(-10, 10))
         if t == "bool":
             return r.choice(["true", "false"])
+        if r.random() < 0.15:  # C++'s literal typing: the cast gives t whatever the literal's own type
+            return f"({t}){r.choice(RAW_LITERALS)}"
         v = r.choice(INT_EDGES) * r.choice([1, -1]) if r.random() < 0.6 else r.randint(-9, 9)
         return int_lit(v, t)
 
@@ -337,8 +364,8 @@ class Gen:
         return f"(unsigned)({e}) % {k}u"
 
     def arr_read(self, a) -> str:
-        name, t, k = a
-        return f"{name}[{self.arr_index(k)}]"
+        name, t, k, k2 = a
+        return f"{name}[{self.arr_index(k)}]" + (f"[{self.arr_index(k2)}]" if k2 else "")
 
     def svar_read(self, name, s, m) -> str:
         mn, t, k = m
@@ -588,6 +615,15 @@ class Gen:
         out.append(f"{ind}{t} {name} = {self.expr(t, self.depth())};")
         self.scopes[-1].append((name, t, True))
 
+    def assign_op(self, t: str) -> str:
+        """A compound assignment operator that is defined for any operand values of type t."""
+        r = self.r.random()
+        if r < 0.5 or t == "bool":
+            return "="
+        if t in FLOATS:
+            return self.r.choice(["+=", "-=", "*=", "/="])
+        return self.r.choice(["+=", "-=", "*=", "^=", "|=", "&="])
+
     def sink(self, out: list[str], ind: str):
         """Fold every value of the innermost scope into the hash, so that no computation is dead."""
         h = self.hvar
@@ -601,8 +637,9 @@ class Gen:
         for n, t, _ in self.scopes[-1]:
             if n not in ("tid", "gid"):
                 out.append(mix(n, t))
-        for n, t, k in self.arrays[-1]:
-            out += [mix(f"{n}[{j}]", t) for j in range(k)]
+        for n, t, k, k2 in self.arrays[-1]:
+            out += [mix(f"{n}[{j}][{j2}]", t) for j in range(k) for j2 in range(k2)] if k2 else \
+                [mix(f"{n}[{j}]", t) for j in range(k)]
         for n, st in self.svars[-1]:
             for mn, t, k in st.members:
                 out += [mix(f"{n}.{mn}[{j}]", t) for j in range(k)] if k else [mix(f"{n}.{mn}", t)]
@@ -612,8 +649,16 @@ class Gen:
         outs = [b for b in self.bufs if not b.const and not b.atomic]
         b = r.choice(outs)
         if b.struct is None:
-            op = "=" if b.ctype in ("bool",) or r.random() < 0.7 else ("+=" if b.ctype != "bool" else "=")
-            out.append(f"{ind}{b.name}[gid] {op} {self.expr(b.ctype, self.depth())};")
+            if r.random() < 0.3:  # through a pointer
+                q = self.fresh("q")
+                out.append(f"{ind}{b.ctype} *{q} = {b.name} + gid;")
+                out.append(f"{ind}{r.choice(['*' + q, q + '[0]'])} {self.assign_op(b.ctype)} {self.expr(b.ctype, self.depth())};")
+                self.features.add("pointers")
+                return
+            if b.ctype in INTS and r.random() < 0.1:
+                out.append(f"{ind}{b.name}[gid]{r.choice(['++', '--'])};")
+                return
+            out.append(f"{ind}{b.name}[gid] {self.assign_op(b.ctype)} {self.expr(b.ctype, self.depth())};")
             return
         sv = [(n, s) for n, s in self.all_svars() if s is b.struct]
         if sv and r.random() < 0.3:
@@ -621,7 +666,7 @@ class Gen:
             return
         name, t, k = r.choice(b.struct.members)
         target = f"{b.name}[gid].{name}" + (f"[{self.arr_index(k)}]" if k else "")
-        out.append(f"{ind}{target} = {self.expr(t, self.depth())};")
+        out.append(f"{ind}{target} {self.assign_op(t)} {self.expr(t, self.depth())};")
 
     def loop(self, out: list[str], ind: str, level: int, fn: bool):
         r = self.r
@@ -658,14 +703,23 @@ class Gen:
         arrs = self.all_arrays()
         if arrs and r.random() < 0.5:
             a = r.choice(arrs)
-            out.append(f"{ind}{a[0]}[{self.arr_index(a[2])}] = {self.expr(a[1], self.depth())};")
+            target = self.arr_read(a)
+            out.append(f"{ind}{target} {self.assign_op(a[1])} {self.expr(a[1], self.depth())};")
             return
         t = self.scalar_type()
         k = r.choice([2, 3, 4, 4, 5])
         name = self.fresh("a")
+        if r.random() < 0.25:
+            k2 = r.choice([2, 3])
+            rows = ", ".join("{" + ", ".join(self.expr(t, 1) for _ in range(r.randint(1, k2))) + "}"
+                             for _ in range(r.randint(1, k)))
+            out.append(f"{ind}{t} {name}[{k}][{k2}] = {{{rows}}};")
+            self.arrays[-1].append((name, t, k, k2))
+            self.features.add("2-D local arrays")
+            return
         vals = ", ".join(self.expr(t, 1) for _ in range(k if r.random() < 0.8 else r.randint(1, k)))
         out.append(f"{ind}{t} {name}[{k}] = {{{vals}}};")
-        self.arrays[-1].append((name, t, k))
+        self.arrays[-1].append((name, t, k, 0))
         self.features.add("local arrays")
 
     def struct_stmt(self, out: list[str], ind: str):
@@ -686,7 +740,11 @@ class Gen:
         if k < 0.55:
             mn, t, n = r.choice(s.members)
             target = f"{name}.{mn}" + (f"[{self.arr_index(n)}]" if n else "")
-            out.append(f"{ind}{target} = {self.expr(t, self.depth())};")
+            out.append(f"{ind}{target} {self.assign_op(t)} {self.expr(t, self.depth())};")
+        elif k < 0.62 and s.methods:
+            mn, t = s.first()
+            out.append(f"{ind}{name}.set(({t})({self.expr(t, self.depth())}));")
+            self.features.add("member functions")
         elif k < 0.7:
             same = [v for v, s2 in sv if s2 is s and v != name]
             if same:
@@ -711,7 +769,7 @@ class Gen:
                 members.append((f"m{mi}", t, self.r.choice([0, 0, 0, 2, 3])))
             if all(m[2] for m in members) or members[0][1] == "bool":
                 members.insert(0, ("m", "int", 0))
-            self.structs.append(StructDef(f"S{si}", members))
+            self.structs.append(StructDef(f"S{si}", members, methods=self.r.random() < 0.5))
 
     def struct_funcs(self) -> list[str]:
         out = []
@@ -732,7 +790,8 @@ class Gen:
             name = f"f{fi}"
             res = self.scalar_type()
             params = [self.scalar_type() for _ in range(r.randint(1, 3))]
-            saved = (self.scopes, self.arrays, self.svars, self.bufs, self.scalars)
+            saved = (self.scopes, self.arrays, self.svars, self.bufs, self.scalars, self.ptrs)
+            self.ptrs = []
             self.scopes, self.arrays, self.svars = [[(f"p{j}", t, True) for j, t in enumerate(params)]], [[]], [[]]
             self.bufs, self.scalars = [], []
             body: list[str] = ["    unsigned fh = 0u;"]
@@ -749,7 +808,7 @@ class Gen:
             body.append(f"    return ({res})({self.expr(res, self.depth())} {op} {fold});")
             self.hvar = "h"
             self.in_func = False
-            self.scopes, self.arrays, self.svars, self.bufs, self.scalars = saved
+            self.scopes, self.arrays, self.svars, self.bufs, self.scalars, self.ptrs = saved
             ps = ", ".join(f"{t} p{j}" for j, t in enumerate(params))
             texts.append(f"__device__ {res} {name}({ps}) {{\n" + "\n".join(body) + "\n}")
             self.func_sigs.append((name, res, params))
@@ -800,13 +859,30 @@ class Gen:
         for si in range(r.randint(0, 2)):
             t = r.choice(["int", "unsigned", "float", "long long", "double", "unsigned long long"])
             self.scalars.append(Scalar(f"x{si}", t, random_values(r, t, 1)[0].item()))
-        funcs = self.struct_funcs() + self.device_funcs()
+        consts = []
+        for ci in range(r.choice([0, 0, 1, 2])):
+            t = r.choice(["int", "unsigned", "float", "long long", "unsigned long long", "char", "unsigned char"])
+            k = r.choice([2, 3, 4])
+            vals = random_values(r, t, k)
+            # a constant initialiser takes literals only (no __int_as_float): a NaN becomes 0, an infinity 1e39f
+            lits = [(("(-1e39f)" if v < 0 else "1e39f") if np.isinf(v) else f32_lit(0.0 if np.isnan(v) else float(v)))
+                    if t == "float" else int_lit(int(v), t) for v in vals]
+            consts.append(f"__constant__ {t} c{ci}[{k}] = {{{', '.join(lits[:r.randint(1, k)])}}};")
+            self.consts.append((f"c{ci}", t, k))
+            self.features.add("__constant__ arrays")
+        funcs = consts + self.struct_funcs() + self.device_funcs()
         body: list[str] = []
         two_d = block % 2 == 0 and r.random() < 0.15
         self.scopes = [[("tid", "unsigned", False), ("gid", "unsigned", False)]]
         body.append("    unsigned tid = threadIdx.x + threadIdx.y * blockDim.x;")
         body.append("    unsigned gid = blockIdx.x * blockDim.x * blockDim.y + tid;")
         body.append("    unsigned h = 0u;")
+        ins = [b for b in self.bufs if b.const and b.struct is None]
+        if ins and r.random() < 0.3:
+            b = r.choice(ins)
+            body.append(f"    const {b.ctype} *p0 = {b.name} + (unsigned)({self.expr('unsigned', 1)}) % {len(b.data)}u;")
+            self.ptrs.append(("p0", b.ctype))
+            self.features.add("pointers")
         self.stmts(body, "    ", r.randint(2, 6) if not self.neural else r.randint(2, 4), 0)
         if r.random() < 0.35:
             self.shared_phase(body, block)

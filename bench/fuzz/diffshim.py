@@ -55,6 +55,7 @@ static void (*qg_body)();
 #define __forceinline__ inline
 #define __restrict__
 #define __shared__ static
+#define __constant__
 
 static void qg_yield(int st) { qg_cur->state = st; swapcontext(&qg_cur->ctx, &qg_sched); }
 static void __syncthreads() { qg_yield(QG_BAR); }
