@@ -96,3 +96,32 @@ def test_a_double_scalar_parameter_takes_a_python_number_in_the_api():
     assert prog.launch(1, 1, engine="ref", o=np.zeros(1), x=3)["o"].tolist() == [6.0]
     r = prog.launch(1, 1, engine="ref", o=np.zeros(1), x=float("-inf"))
     assert r["o"].tolist() == [float("-inf")]
+
+
+CONST64 = """\
+__constant__ unsigned long long big[2] = {0x8b1896fa3b1b2900ull};
+__constant__ int small[2] = {-5, 7};
+__global__ void k(unsigned long long *o, int *p) {
+    o[threadIdx.x] = big[threadIdx.x & 1];
+    p[threadIdx.x] = small[threadIdx.x & 1];
+}
+"""
+
+
+def test_64bit_constants_survive_qg_files_and_qsass(qgcc, qgrun, tmp_path):
+    # `qgcc k.cu -o k.qg` refused a 64-bit __constant__ array ("cannot save a malformed program:
+    # constant 'c0' is malformed": the program check counted one cell per element, a 64-bit one
+    # has two), and `qgcc -S` wrote `.const ullong`, which the assembler rejected.
+    (tmp_path / "k.cu").write_text(CONST64)
+    assert qgcc(tmp_path / "k.cu", "--no-link", "-o", tmp_path / "a.qg").exit_code == 0
+    r = qgcc("-S", tmp_path / "k.cu", "-o", tmp_path / "k.qsass")
+    assert r.exit_code == 0 and ".const ullong big[2] 0x3b1b2900, 0x8b1896fa, 0x0, 0x0" in (tmp_path / "k.qsass").read_text()
+    r = qgcc(tmp_path / "k.qsass", "--no-link", "-o", tmp_path / "b.qg")
+    assert r.exit_code == 0, r.output
+    for name in ("a", "b"):
+        r = qgrun(tmp_path / f"{name}.qg", "--grid", 1, "--block", 2, "--arg", "o=zeros:2", "--arg", "p=zeros:2",
+                  "--out", f"o={tmp_path / name}_o.npy", "--out", f"p={tmp_path / name}_p.npy", "--engine", "ref",
+                  "--trace", "none")
+        assert r.exit_code == 0, r.output
+        assert np.load(tmp_path / f"{name}_o.npy").tolist() == [0x8b1896fa3b1b2900, 0]
+        assert np.load(tmp_path / f"{name}_p.npy").tolist() == [-5, 7]
