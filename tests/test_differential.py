@@ -125,3 +125,19 @@ def test_64bit_constants_survive_qg_files_and_qsass(qgcc, qgrun, tmp_path):
         assert r.exit_code == 0, r.output
         assert np.load(tmp_path / f"{name}_o.npy").tolist() == [0x8b1896fa3b1b2900, 0]
         assert np.load(tmp_path / f"{name}_p.npy").tolist() == [-5, 7]
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="known linker limit found by the fuzzer: float arithmetic, a float compare "
+                   "and a warp vote or shuffle overflow the residual stream ('does not fit in 45 layers')")
+def test_float_arithmetic_with_a_compare_and_a_warp_vote_links_into_the_network():
+    from qgcc.link.linker import link
+
+    prog = qgcc.compile("""
+__global__ void k(float *a, unsigned *b) {
+    float x = a[threadIdx.x];
+    a[threadIdx.x] = (x * 2.0f) + 1.0f;
+    b[threadIdx.x] = __ballot_sync(0xffffffff, x != 3.0f);
+}
+""")
+    assert link(prog.program).num_layers <= 45
