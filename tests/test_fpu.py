@@ -1,4 +1,4 @@
-"""The float instructions' semantics in the reference emulator (qgcc.fpu through isa.alu)
+"""The float instructions' semantics in the reference emulator (qgcc.fpu through semantics.alu)
 against an independent model: numpy's float32 (the host's IEEE hardware) and exact
 rationals rounded once (floatref), on operands biased toward the cases where float
 units go wrong: specials, subnormals, ties, cancellation, overflow and underflow.
@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import floatref as R
-from qgcc.isa import FLOAT_OPS, Op, alu
+from qgcc.isa import FLOAT_OPS, Op
+from qgcc.semantics import alu
 
 BINARY = {Op.FADD: lambda a, b: R.binary("+", a, b), Op.FSUB: lambda a, b: R.binary("-", a, b),
           Op.FMUL: lambda a, b: R.binary("*", a, b),

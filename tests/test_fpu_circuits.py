@@ -1,6 +1,6 @@
 """The float unit's gate circuits (qgcc.link.blocks.fpu) evaluated bit by bit with
 Netlist.simulate, before they become weights, against the emulator's exact model
-(qgcc.isa.alu / qgcc.fpu), which test_fpu checks against numpy and exact rationals.
+(qgcc.semantics.alu / qgcc.fpu), which test_fpu checks against numpy and exact rationals.
 
 A circuit is built once per module; the default run takes a few dozen special-heavy
 operands per operation, `-m slow` 2,000 pairs per operation and every special pair."""
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import floatref as R
-from qgcc.isa import Op, alu
+from qgcc.isa import Op
+from qgcc.semantics import alu
 from qgcc.link.blocks import fpu as F
 from qgcc.link.netlist import Netlist
 from test_fpu import hard_pairs, hard_triples

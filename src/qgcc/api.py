@@ -183,7 +183,7 @@ def compile(source: str | os.PathLike, *, name: str | None = None,  # noqa: A001
 
 def load(path: str | os.PathLike, instantiate: tuple[str, ...] = ()) -> "Program":
     """A program from a file or checkpoint directory, exactly as qgrun reads it."""
-    from .cli.qgrun_cmd import open_program
+    from .inputs import open_program
 
     return Program(open_program(os.fspath(path), tuple(instantiate)))
 

@@ -28,7 +28,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 
-from .. import __version__
+from ..version import __version__
 from ..diagnostics import CheckpointError
 from ..atomicfile import fsync_dir
 from ..program import Program

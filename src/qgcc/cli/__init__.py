@@ -11,19 +11,16 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from pathlib import Path
 from typing import Any
 
 import click
 
 from ..diagnostics import CheckpointError, CompileError, OutputError, QgFileError, UsageError
-from ..program import Program
+# The input files by extension (qgcc.inputs), re-exported for the tools that import them from here.
+from ..inputs import ASM_EXTS, CU_EXTS, QG_EXTS, compile_file, decode_source, read_source  # noqa: F401
 from ..trace import ExitCode
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-CU_EXTS = (".cu",)
-ASM_EXTS = (".qsass",)
-QG_EXTS = (".qg",)
 
 
 def err(tool: str, message: str) -> None:
@@ -89,58 +86,3 @@ class ToolCommand(click.Command):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-def read_source(path: str) -> str:
-    """The text of an input file: UsageError if unreadable, CompileError if not UTF-8."""
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory") from None
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
-    return decode_source(data, path)
-
-
-def decode_source(data: bytes, path: str) -> str:
-    """Bytes of a source file as text; a CompileError at the first byte that is not UTF-8.
-
-    Separate from reading so that the front-end fuzzer (bench/fuzz) feeds raw bytes
-    through exactly the path the tools use.
-    """
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        start = data.rfind(b"\n", 0, e.start) + 1
-        end = data.find(b"\n", e.start)
-        shown = data[start:end if end >= 0 else len(data)].decode("utf-8", errors="replace")
-        col = len(data[start:e.start].decode("utf-8", errors="replace")) + 1
-        raise CompileError(path, line, col, f"the file is not UTF-8 text (byte {data[e.start]:#04x})",
-                           shown) from None
-
-
-def compile_file(path: str, include_dirs=(), defines=(), soft_float: bool = False, instantiate=()) -> Program:
-    """Compile a .cu or assemble a .qsass file (by extension); raises CompileError or UsageError.
-
-    include_dirs and defines are qgcc's -I and -D, soft_float its --soft-float (for .cu files);
-    instantiate names kernel templates to instantiate ("matmul<8>").
-    """
-    ext = Path(path).suffix.lower()
-    if ext in ASM_EXTS:
-        from ..asm import assemble
-
-        return assemble(read_source(path), path)
-    if ext in CU_EXTS:
-        text = read_source(path)
-        try:
-            from ..frontend import compile_source
-        except ImportError as e:
-            raise RuntimeError(f"the CUDA front end (qgcc.frontend) is not available: {e}") from None
-        program = compile_source(text, path, include_dirs=include_dirs, defines=defines, soft_float=soft_float,
-                                 instantiate=instantiate)
-        if not program.source_lines:
-            program.source_lines = text.splitlines()
-        return program
-    raise UsageError(f"{path}: unknown input type '{ext or '(none)'}' "
-                     f"(expected .cu, .qsass, or .qg with -d)")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from .. import __version__
+from ..version import __version__
 from ..diagnostics import CheckpointError, OutputError, UsageError
 from ..qgfile import FORMAT_VERSION as QG_FORMAT_VERSION
 from .args import check_writable

@@ -19,17 +19,16 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import click
 
-from .. import __version__
 from ..diagnostics import OutputError, UsageError
+from ..inputs import open_program
 from ..qgfile import FORMAT_VERSION as QG_FORMAT_VERSION
 from ..trace import ExitCode, Fault, Stats, StepRecord
-from . import (ASM_EXTS, CONTEXT_SETTINGS, CU_EXTS, REPORTED, ToolCommand, compile_file, err, internal_error, note,
-               report)
+from ..version import __version__
+from . import CONTEXT_SETTINGS, REPORTED, ToolCommand, err, internal_error, note, report
 
 TOOL = "qgrun"
 DEFAULT_MAX_STEPS = 1_000_000
@@ -80,20 +79,6 @@ class _Progress:
         if self.shown and self.tty:
             self.stream.write("\r\x1b[K")
             self.stream.flush()
-
-
-def open_program(path: str, instantiate=()):
-    """A .qg file, a checkpoint directory linked with `qgcc --base`, or a .cu / .qsass compiled on the fly
-    (with the kernel templates named in `instantiate`, for a .cu)."""
-    from ..link.linker import LinkedProgram
-    from ..loader import load_program
-
-    ext = Path(path).suffix.lower()
-    if ext in CU_EXTS:
-        return LinkedProgram(compile_file(path, instantiate=instantiate))
-    if ext in ASM_EXTS:
-        return LinkedProgram(compile_file(path))
-    return load_program(path)
 
 
 def _restore_stdout_after_broken_pipe() -> None:

@@ -1,16 +1,26 @@
 """The CUDA-C front end and code generator: source text -> `qgcc.program.Program`.
 
-Modules, one job each:
+A pipeline of passes whose imports run one way (docs/frontend.md has the table;
+tests/test_layering.py checks it).  Bottom up:
 
-- `preprocess` -- line splicing, comments, #include, #define/#undef/#if..., source map
-- `macros`     -- macro expansion on the token stream (function-like, # and ##), #if expressions
-- `parser`     -- Lark grammar (grammars/cuda.lark) -> AST (`ast`), macro expansion,
-                  syntax errors as CompileErrors
-- `types`      -- the C types of the subset, conversions, constant arithmetic
-- `sema`       -- names, types, constants, every subset restriction
-- `codegen`    -- AST -> qsass over virtual registers (inlining, structured layout,
-                  division lowering)
-- `regalloc`   -- liveness, dead code, register colouring -> `isa.Instr`
+- shared types  -- `ast` (the tree), `types` (C types, conversions, constant arithmetic),
+                   `structs`, `floatconst`, `doubleconst`, `grammar` (the Lark grammar),
+                   `symbols` (VarSym, FuncSym, SemaResult), `builtin_names` (the CUDA
+                   built-ins), `values` (C, Pair, lvalues: what lowering passes around),
+                   `ir` (VI: qsass over virtual registers)
+- preprocess    -- `preprocess` (directives, source map), `macros` (expansion, #if),
+                   `coopgroups` (cooperative groups rewritten on the token stream)
+- parse         -- `tokens` (the token stream and syntax messages), `parser` (tree -> AST)
+- sema          -- `sema` composes the topic mixins: `sema_decls` (declarations, scopes),
+                   `sema_stmts` (statements, local/shared/constant storage), `sema_exprs`
+                   (expressions, conversions), `sema_calls` (calls, built-ins),
+                   `sema_templates` (templates, the call graph), `structsema` (structs)
+- libraries     -- `softfloat`: the .cu routine libraries, parsed and checked once
+- lowering      -- per family: `bitops`, `wide` (64-bit integers), `doubles`, `intrinsics`;
+                   per construct: `lower_stmts`, `lower_memory`, `lower_exprs`,
+                   `lower_calls`; `codegen` composes them (KernelGen -> ir.VI)
+- `regalloc`    -- liveness, dead code, register colouring -> `isa.Instr`
+- this module   -- compile_source: the passes in order, per kernel, -> Program
 
 Public API: `compile_source(source, filename) -> Program`.  Every problem with
 the input is reported as a `qgcc.diagnostics.CompileError`; no other

@@ -12,28 +12,21 @@ The code generator calls these functions wherever an operand or result type is d
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..isa import Op
 from . import doubleconst as DC
 from . import wide
 from .types import INT, IntType, PtrType, Type, is_double, is_float, is_wide
-from .wide import Pair
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .codegen import KernelGen
+from .values import C, KernelGen, Pair, is_c
 
 ONE = 0x3FF0000000000000
 HI_SIGN = 0x80000000
 
 
 def _C(v: int):
-    from .codegen import C
     return C(v)
 
 
 def _is_c(v) -> bool:
-    from .codegen import is_c
     return is_c(v)
 
 

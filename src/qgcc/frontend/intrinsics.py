@@ -9,15 +9,14 @@ atomicDec are compare-and-swap loops, as float atomicAdd is.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..isa import MASK32, Op, ShflMode, SReg, VoteMode
 from ..spec import SPEC
 from . import ast as A
-from .types import INT, UINT, is_float, is_pair, is_wide
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .codegen import KernelGen
+from . import wide
+from .bitops import brev, byte_perm, clz, ffs, popc, umulhi
+from .builtin_names import INT_FUNCS
+from .types import INT, UINT, is_float, is_pair
+from .values import C, KernelGen, MemLV, Pair, VarLV, is_c
 
 _SHFL = {"__shfl_sync": ShflMode.IDX, "__shfl_up_sync": ShflMode.UP, "__shfl_down_sync": ShflMode.DOWN,
          "__shfl_xor_sync": ShflMode.XOR}
@@ -28,20 +27,17 @@ LANE_MASK = (1 << SPEC.warp_size) - 1
 
 def _operand(g: "KernelGen", v):
     """(register, immediate, use_imm) for a second operand that may be a constant."""
-    from .codegen import is_c
     if is_c(v):
         return -1, v.value, True
     return v, 0, False
 
 
 def warp(g: "KernelGen", e: A.Call, name: str):
-    from .codegen import C
     args = e.args
     if name in ("clock", "clock64"):
         t = g.new()
         g.emit(Op.S2R, t, mod=SReg.CLOCK)
         if name == "clock64":  # the same count, zero-extended (2^32 warp instructions never run)
-            from .wide import Pair
             return Pair(t, C(0))
         return t
     if name.startswith("__reduce_"):
@@ -80,7 +76,6 @@ def warp(g: "KernelGen", e: A.Call, name: str):
         wlog = min(width, SPEC.warp_size).bit_length() - 1
         rs2, imm, use_imm = _operand(g, b)
         if is_pair(e.ty):  # a 64-bit value or a double: each half shuffled from the same source lane
-            from .wide import Pair
             halves = []
             for h in (v.lo, v.hi):
                 t = g.new()
@@ -104,8 +99,6 @@ def warp(g: "KernelGen", e: A.Call, name: str):
 
 
 def integer(g: "KernelGen", e: A.Call, name: str):
-    from .codegen import C
-    from .sema import INT_FUNCS
     ptypes, _ = INT_FUNCS[name]
     args = [g.convert(g.val(a), a.ty, pt) for a, pt in zip(e.args, ptypes)]
     alu = g.alu
@@ -143,19 +136,8 @@ def integer(g: "KernelGen", e: A.Call, name: str):
     raise AssertionError(name)  # pragma: no cover
 
 
-def brev(g: "KernelGen", x):
-    from .codegen import C
-    alu = g.alu
-    for k, m in ((1, 0x55555555), (2, 0x33333333), (4, 0x0F0F0F0F), (8, 0x00FF00FF), (16, 0x0000FFFF)):
-        x = alu(Op.OR, alu(Op.AND, alu(Op.SHR, x, C(k)), C(m)), alu(Op.SHL, alu(Op.AND, x, C(m)), C(k)))
-    return x
-
-
 def integer64(g: "KernelGen", name: str, args: list):
     """The 64-bit integer intrinsics on register pairs (frontend/wide.py)."""
-    from .codegen import C
-    from . import wide
-    from .wide import Pair
     alu = g.alu
     if name == "__popcll":
         x = args[0]
@@ -187,13 +169,6 @@ def integer64(g: "KernelGen", name: str, args: list):
     return hi
 
 
-def ffs(g: "KernelGen", x):
-    from .codegen import C
-    alu = g.alu
-    lsb = alu(Op.AND, x, alu(Op.SUB, C(0), x))
-    return alu(Op.SUB, C(32), clz(g, lsb))
-
-
 def _match64(g: "KernelGen", v, mask):
     lo, hi = g.new(), g.new()
     rs2, imm, use_imm = _operand(g, mask)
@@ -205,7 +180,6 @@ def _match64(g: "KernelGen", v, mask):
 def match_all(g: "KernelGen", e: A.Call):
     """__match_all_sync(mask, v, &pred): the lanes taking part (a ballot of 1 over the mask) when
     every one of them holds this lane's value, else 0; pred says which."""
-    from .codegen import C, MemLV, VarLV
     args = e.args
     mask = g.convert(g.val(args[0]), args[0].ty, UINT)
     v = g.val(args[1])
@@ -233,7 +207,6 @@ def reduce_sync(g: "KernelGen", e: A.Call, op: str):
     one SHFL.IDX and combines those of the lanes taking part (a ballot of 1 over the mask).  A
     lane not taking part gives the caller's own value (docs/qsass.md), which min, max, and, or
     absorb; for add and xor it is masked to 0."""
-    from .codegen import C
     alu = g.alu
     args = e.args
     mask = g.convert(g.val(args[0]), args[0].ty, UINT)
@@ -259,67 +232,9 @@ def reduce_sync(g: "KernelGen", e: A.Call, op: str):
     return acc
 
 
-def popc(g: "KernelGen", x):
-    from .codegen import C
-    alu = g.alu
-    x = alu(Op.SUB, x, alu(Op.AND, alu(Op.SHR, x, C(1)), C(0x55555555)))
-    x = alu(Op.ADD, alu(Op.AND, x, C(0x33333333)), alu(Op.AND, alu(Op.SHR, x, C(2)), C(0x33333333)))
-    x = alu(Op.AND, alu(Op.ADD, x, alu(Op.SHR, x, C(4))), C(0x0F0F0F0F))
-    x = alu(Op.ADD, x, alu(Op.SHR, x, C(8)))
-    x = alu(Op.ADD, x, alu(Op.SHR, x, C(16)))
-    return alu(Op.AND, x, C(0x3F))
-
-
-def clz(g: "KernelGen", x):
-    """Leading zeros by halving: five rounds of compare, shift and count; 32 for zero."""
-    from .codegen import C
-    alu = g.alu
-    n = C(0)
-    for k in (16, 8, 4, 2, 1):
-        s = alu(Op.SHL, alu(Op.SLTU, x, C(1 << (32 - k))), C(k.bit_length() - 1))
-        x = alu(Op.SHL, x, s)
-        n = alu(Op.ADD, n, s)
-    return alu(Op.ADD, n, alu(Op.SEQ, x, C(0)))
-
-
-def umulhi(g: "KernelGen", a, b):
-    """High word of the 64-bit unsigned product, from four 16 x 16-bit products."""
-    from .codegen import C
-    alu = g.alu
-    al, ah = alu(Op.AND, a, C(0xFFFF)), alu(Op.SHR, a, C(16))
-    bl, bh = alu(Op.AND, b, C(0xFFFF)), alu(Op.SHR, b, C(16))
-    ll, lh, hl, hh = (alu(Op.MUL, x, y) for x, y in ((al, bl), (al, bh), (ah, bl), (ah, bh)))
-    mid = alu(Op.ADD, alu(Op.ADD, alu(Op.SHR, ll, C(16)), alu(Op.AND, lh, C(0xFFFF))), alu(Op.AND, hl, C(0xFFFF)))
-    hi = alu(Op.ADD, alu(Op.ADD, hh, alu(Op.SHR, lh, C(16))), alu(Op.SHR, hl, C(16)))
-    return alu(Op.ADD, hi, alu(Op.SHR, mid, C(16)))
-
-
-def byte_perm(g: "KernelGen", x, y, s):
-    """Byte n of the result is byte s<4n+2:4n> of the 8 bytes y:x (CUDA's __byte_perm)."""
-    from .codegen import C, is_c
-    alu = g.alu
-    out = C(0)
-    xy = None
-    for n in range(4):
-        if is_c(s):
-            sel = (s.value >> (4 * n)) & 7
-            src = y if sel >= 4 else x
-            byte = alu(Op.AND, alu(Op.SHR, src, C(8 * (sel & 3))), C(0xFF))
-        else:
-            if xy is None:
-                xy = alu(Op.XOR, x, y)
-            hi = alu(Op.AND, alu(Op.SHR, s, C(4 * n + 2)), C(1))
-            src = alu(Op.XOR, x, alu(Op.AND, xy, alu(Op.SUB, C(0), hi)))  # y if hi else x
-            amt = alu(Op.SHL, alu(Op.AND, alu(Op.SHR, s, C(4 * n)), C(3)), C(3))
-            byte = alu(Op.AND, alu(Op.SHR, src, amt), C(0xFF))
-        out = alu(Op.OR, out, alu(Op.SHL, byte, C(8 * n)))
-    return out
-
-
 def atomic_inc_dec(g: "KernelGen", base, off: int, v, name: str):
     """atomicInc: old >= v ? 0 : old + 1;  atomicDec: (old == 0 || old > v) ? v : old - 1,
     as a compare-and-swap loop (KernelGen.cas_loop)."""
-    from .codegen import C
     alu = g.alu
     v = g.reg(v)
 

@@ -20,6 +20,8 @@ from collections import deque
 from lark import Token
 from lark.exceptions import UnexpectedCharacters
 
+from .grammar import get_lark
+
 # Pseudo token types for '#' and '##' inside macro bodies (the grammar has no such terminals).
 HASH = "PP_HASH"
 HASHHASH = "PP_HASHHASH"
@@ -27,8 +29,6 @@ MAX_TOKENS = 100_000  # expansion output limit (guards against exponential macro
 
 
 def _lark():
-    from .parser import get_lark
-
     return get_lark()
 
 

@@ -12,7 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from .parser import parse
-from .sema import FuncSym, analyse
+from .sema import analyse
+from .symbols import FuncSym
 
 SOURCES = tuple(Path(__file__).with_name(n) for n in ("softfloat.cu", "divsqrt.cu", "mathlib.cu", "int64.cu", "double.cu"))
 

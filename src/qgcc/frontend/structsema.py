@@ -10,21 +10,15 @@ methods; they use its helpers (`error`, `rvalue`, `spec_info`, ...).
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
 
 from ..spec import SPEC
 from . import ast as A
 from .structs import StructType, cell_only, cells, is_struct
-from .types import FLOAT, UINT, ArrayType, PtrType, Type, VoidType, is_arith, is_float, is_int, is_ptr, is_wide
-
-
-if TYPE_CHECKING:
-    from .sema import FuncSym, SpecInfo, VarSym
+from .symbols import FuncSym, SpecInfo, VarSym
+from .types import FLOAT, UINT, ArrayType, PtrType, Type, VoidType, is_arith, is_float, is_int, is_ptr
 
 
 def _syms():
-    from .sema import FuncSym, VarSym  # sema imports this module: resolved at call time
-
     return FuncSym, VarSym
 
 

@@ -14,41 +14,26 @@ The code generator calls these functions wherever an operand or result type is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..isa import Op
+from .bitops import umulhi
 from .types import MASK32, IntType, Type, is_wide
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .codegen import KernelGen
-
-
-@dataclass(frozen=True)
-class Pair:
-    lo: object  # int (vreg) | C
-    hi: object
-
-    def regs(self) -> tuple[int, ...]:
-        return tuple(v for v in (self.lo, self.hi) if isinstance(v, int))
+from .values import C, KernelGen, Pair, is_c
 
 
 def const(value: int) -> Pair:
-    from .codegen import C
     value &= (1 << 64) - 1
     return Pair(C(value & MASK32), C(value >> 32))
 
 
 def const_value(p: Pair) -> int | None:
     """The 64-bit pattern of a constant pair, or None."""
-    from .codegen import is_c
     if is_c(p.lo) and is_c(p.hi):
         return (p.lo.value & MASK32) | ((p.hi.value & MASK32) << 32)
     return None
 
 
 def _C(v: int):
-    from .codegen import C
     return C(v)
 
 
@@ -85,7 +70,6 @@ def either(g: "KernelGen", p: Pair):
 
 
 def add(g: "KernelGen", a: Pair, b: Pair) -> Pair:
-    from .codegen import is_c
     if is_c(a.lo) and not is_c(b.lo):
         a, b = b, a
     lo = g.alu(Op.ADD, a.lo, b.lo)
@@ -94,7 +78,6 @@ def add(g: "KernelGen", a: Pair, b: Pair) -> Pair:
 
 
 def sub(g: "KernelGen", a: Pair, b: Pair) -> Pair:
-    from .codegen import is_c
     if is_c(b.lo) and is_c(b.hi):
         return add(g, a, const(-const_value(b)))
     borrow = g.alu(Op.SLTU, a.lo, b.lo)
@@ -105,15 +88,13 @@ def sub(g: "KernelGen", a: Pair, b: Pair) -> Pair:
 def mul(g: "KernelGen", a: Pair, b: Pair) -> Pair:
     """Low 64 bits of the product: lo*lo in full (umulhi for its high word) plus the two
     cross products' low words."""
-    from . import intrinsics
-    from .codegen import is_c
     if is_c(a.lo) and is_c(a.hi):
         a, b = b, a
     bv = const_value(b)
     if bv is not None and bv & (bv - 1) == 0 and bv:
         return shift(g, "<<", a, _C(bv.bit_length() - 1), False)
     lo = g.alu(Op.MUL, a.lo, b.lo)
-    hi = intrinsics.umulhi(g, a.lo, b.lo)
+    hi = umulhi(g, a.lo, b.lo)
     hi = g.alu(Op.ADD, hi, g.alu(Op.MUL, a.lo, b.hi))
     hi = g.alu(Op.ADD, hi, g.alu(Op.MUL, a.hi, b.lo))
     return Pair(lo, hi)
@@ -135,7 +116,6 @@ def select(g: "KernelGen", big, x, y):
 def shift(g: "KernelGen", op: str, a: Pair, n, signed: bool) -> Pair:
     """a << n, a >> n (arithmetic when signed); n is a 32-bit amount, of which the low 6 bits
     count (x << 65 is x << 1), as the 32-bit shifts use the low 5."""
-    from .codegen import is_c
     if is_c(n):
         k = n.value & 63
         if k == 0:
@@ -169,7 +149,6 @@ def arith(g: "KernelGen", op: str, a, b, t: IntType):
     from .types import fold_binary
     if op in ("<<", ">>"):
         av = const_value(a)
-        from .codegen import is_c
         if av is not None and is_c(b):
             return const(fold_binary(op, av, b.value & MASK32, t))
         return shift(g, op, a, b, t.signed)

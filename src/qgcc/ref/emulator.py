@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..isa import MASK32, MICRO_STEPPED, WRITES_RD, AtomOp, Fmt, Op, SReg, alu, atom_apply, xlane
+from ..isa import MASK32, MICRO_STEPPED, WRITES_RD, AtomOp, Fmt, Op, SReg, atom_apply, xlane
+from ..semantics import alu
 from ..spec import SPEC
 from ..runtime.launch import Launch, memory_map
 from ..trace import BarrierFault, MemAccess, MemoryFault, RegWrite, Stats, StepRecord, step_limit_fault

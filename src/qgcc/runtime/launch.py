@@ -14,6 +14,7 @@ import numpy as np
 from ..diagnostics import UsageError
 from ..spec import SPEC
 from ..program import ELEM_DTYPES, Kernel, Program
+from .structbuf import to_cells
 
 if TYPE_CHECKING:  # the launch is built before, and without, linking
     from ..link.linker import LinkedNetwork
@@ -87,15 +88,6 @@ def parse_dim3(text: str, what: str) -> Dim3:
     while len(parts) < 3:
         parts.append(1)
     return (parts[0], parts[1], parts[2])
-
-
-def to_cells(values: np.ndarray) -> np.ndarray:
-    """Host array -> uint32 cells; chars are stored as their 8-bit pattern (zero-extended)."""
-    if values.dtype == np.bool_:
-        return values.astype(np.uint32)
-    if values.dtype in (np.int8, np.uint8):
-        return values.view(np.uint8).astype(np.uint32)
-    return values.view(np.uint32).astype(np.uint32)
 
 
 def shared_cells(shared_bytes: int, kernel: Kernel) -> int:

@@ -56,10 +56,17 @@ def check_struct_array(label: str, what: str, arr: np.ndarray, p: Param) -> np.n
     return flat
 
 
+def to_cells(values: np.ndarray) -> np.ndarray:
+    """Host array -> uint32 cells; chars are stored as their 8-bit pattern (zero-extended)."""
+    if values.dtype == np.bool_:
+        return values.astype(np.uint32)
+    if values.dtype in (np.int8, np.uint8):
+        return values.view(np.uint8).astype(np.uint32)
+    return values.view(np.uint32).astype(np.uint32)
+
+
 def struct_cells(arr: np.ndarray) -> np.ndarray:
     """Records -> uint32 cells, record after record (char members as their 8-bit pattern)."""
-    from .launch import to_cells
-
     n = arr.size
     cols = [to_cells(np.ascontiguousarray(c)).reshape(n, -1) for _, c in _columns(arr)]  # 64-bit: 2 wide
     return np.hstack(cols).reshape(-1).astype(np.uint32) if n else np.zeros(0, np.uint32)

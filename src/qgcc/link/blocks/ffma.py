@@ -38,6 +38,7 @@ from dataclasses import replace
 from .. import circuits as C
 from ..circuits import and_step, eq_lits, gated, neg, step
 from ..netlist import Netlist, Sig
+from .floatbits import _any, _classify, _eff_exp, _exp_sum, _parity3, _round_merge
 
 FW = 102  # window bits
 LO = 27  # window bit of P's bit 0 (window bit 0: the addend's sticky bit)
@@ -49,7 +50,6 @@ GROUP = 4  # bits per zero-detect group of the normalising shift
 def ffma(n: Netlist, a: list, b: list, c: list, en, P: list, G: list, name: str = "ffma") -> list[Sig]:
     """Bits of a * b + c (one rounding) as binary32, 0 unless `en`; P: the 48-bit mantissa
     product of a and b from fpu.multiplier, G its adder's groups (for just-in-time placement)."""
-    from .fpu import _any, _classify, _eff_exp, _exp_sum, _parity3, _round_merge
     ZERO, ONE = (n.ONE, False), (n.ONE, True)
     za, nan_a, inf_a = _classify(n, a, f"{name}.a")
     zb, nan_b, inf_b = _classify(n, b, f"{name}.b")

@@ -1,0 +1,36 @@
+"""The Lark grammar of the subset (grammars/cuda.lark), loaded once per process.
+
+Its own module because two stages lex with it: the macro expander (`macros`, which the
+preprocessor calls for `#if`) and the parser; neither may import the other for it.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark
+
+
+GRAMMAR_FILE = "cuda.lark"
+HINTS = ("__launch_bounds__", "__attribute__", "__align__")  # dropped with their arguments
+
+
+def grammar_path() -> Path:
+    """The grammar inside the installed package if present, else the repository's."""
+    here = Path(__file__).resolve().parents[1] / "__init__.py"  # qgcc/__init__.py (not imported: no circle)
+    candidates = [here.parent / "grammars" / GRAMMAR_FILE]
+    if len(here.parents) > 2:
+        candidates.append(here.parents[2] / "grammars" / GRAMMAR_FILE)
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise FileNotFoundError(f"cannot find the grammar {GRAMMAR_FILE} (looked in "
+                            + ", ".join(str(c.parent) for c in candidates) + ")")
+
+
+@lru_cache(maxsize=1)
+def get_lark() -> Lark:
+    text = grammar_path().read_text(encoding="utf-8")
+    return Lark(text, parser="lalr", lexer="basic", propagate_positions=True,
+                maybe_placeholders=True)
