@@ -73,7 +73,8 @@ def qgcc_outputs(prog: Program, engine: str, via: str, work: Path, base: Path | 
         import qgcc
 
         p = qgcc.compile(prog.source, name="fuzz.cu")
-        r = p.launch(prog.grid, prog.block_shape, engine=engine, max_steps=2_000_000, **prog.args())
+        r = p.launch(prog.grid, prog.block_shape, engine=engine, max_steps=2_000_000, shared=prog.shared_bytes,
+                     args=prog.args())
         got = {b.name: r[b.name] for b in prog.buffers}
     else:
         got = via_cli(prog, engine, via, work, base)
@@ -117,7 +118,7 @@ def via_cli(prog: Program, engine: str, via: str, work: Path, base: Path | None)
         target = work / "k.qg"
         invoke(qgcc_main, [str(src), "-o", str(target)] + (["--no-link"] if engine == "ref" else []))
     args = [str(target), "--grid", str(prog.grid), "--block", ",".join(map(str, prog.block_shape)),
-            "--engine", engine, "--trace", "none", "--max-steps", "2000000"]
+            "--engine", engine, "--trace", "none", "--max-steps", "2000000", "--shared", str(prog.shared_bytes)]
     for b in prog.buffers:
         np.save(work / f"{b.name}.npy", b.data)
         args += ["--arg", f"{b.name}=@{work / (b.name + '.npy')}", "--out", f"{b.name}={work / ('o_' + b.name + '.npy')}"]

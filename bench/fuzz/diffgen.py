@@ -126,7 +126,8 @@ def f64_lit(v: float) -> str:
 class StructDef:
     name: str
     members: list[tuple[str, str, int]]  # (name, scalar type, array length or 0)
-    methods: bool = False  # get() const and set(v) on the first scalar member
+    methods: bool = False  # get() const, set(v) and operator+ on the first scalar member
+    builtin: bool = False  # a CUDA vector type (int2, float4, ...): no definition in the text
 
     def first(self) -> tuple[str, str]:
         return next((n, t) for n, t, k in self.members if not k)
@@ -136,8 +137,10 @@ class StructDef:
         if self.methods:
             n, t = self.first()
             body += (f" __device__ {t} get() const {{ return ({t})({n} + ({t})1); }}"
-                     f" __device__ void set({t} v) {{ {n} = v; }}")
-        return f"struct {self.name} {{ {body} }};"
+                     f" __device__ void set({t} v) {{ {n} = v; }}"
+                     f" __device__ {self.name} operator+(const {self.name} &o) const {{ {self.name} r = *this; "
+                     f"r.{n} = ({t})({n} + o.{n}); return r; }}")
+        return "" if self.builtin else f"struct {self.name} {{ {body} }};"
 
     def dtype(self) -> np.dtype:
         return np.dtype([(n, DTYPE[t], (k,)) if k else (n, DTYPE[t]) for n, t, k in self.members])
@@ -173,6 +176,8 @@ class Program:
     structs: list[StructDef]
     features: set[str] = field(default_factory=set)
     kernel: str = "k"
+    block_shape: tuple = ()  # (x,) or (x, y)
+    shared_bytes: int = 0  # the launch's dynamic shared memory
 
     def args(self) -> dict:
         out: dict = {b.name: b.data.copy() for b in self.buffers}
@@ -245,6 +250,7 @@ class Gen:
         self.budget = 0
         self.hvar = "h"
         self.no_fminmax = False
+        self.shared_bytes = 0  # dynamic shared memory (one extern __shared__ array at most)
         self.consts: list[tuple[str, str, int]] = []
         self.ptrs: list[tuple[str, str]] = []  # kernel-level `const T *p = in + i;`
 
@@ -601,10 +607,10 @@ class Gen:
         if k < 0.81:
             self.local_array(out, ind)
             return
-        if k < 0.87 and self.structs:
+        if k < 0.91 and self.structs:
             self.struct_stmt(out, ind)
             return
-        if k < 0.92 and self.void_funcs:
+        if k < 0.95 and self.void_funcs:
             name, params = r.choice(self.void_funcs)
             refs = [v for v in assignable if v[1] == params[0]]
             if refs:
@@ -727,14 +733,19 @@ class Gen:
         sv = self.all_svars()
         s = r.choice(self.structs)
         k = r.random()
-        if not sv or k < 0.3:
+        if not sv or k < 0.2 or (k < 0.35 and len(sv) < 2):
             name = self.fresh("s")
             inits = []
             for mn, t, n in s.members:
                 inits.append("{" + ", ".join(self.expr(t, 1) for _ in range(n)) + "}" if n else self.expr(t, 1))
-            out.append(f"{ind}{s.name} {name} = {{{', '.join(inits)}}};")
+            if s.builtin and r.random() < 0.5:
+                out.append(f"{ind}{s.name} {name} = make_{s.name}({', '.join(inits)});")
+            else:
+                out.append(f"{ind}{s.name} {name} = {{{', '.join(inits)}}};")
             self.svars[-1].append((name, s))
             self.features.add("struct locals")
+            if r.random() < 0.6:  # and use it at once: by value, by reference, a member function
+                self.struct_stmt(out, ind)
             return
         name, s = r.choice(sv)
         if k < 0.55:
@@ -747,7 +758,10 @@ class Gen:
             self.features.add("member functions")
         elif k < 0.7:
             same = [v for v, s2 in sv if s2 is s and v != name]
-            if same:
+            if same and s.methods and r.random() < 0.5:
+                out.append(f"{ind}{name} = {name} + {r.choice(same)};")
+                self.features.add("struct operators")
+            elif same:
                 out.append(f"{ind}{name} = {r.choice(same)};")
         elif k < 0.85:
             fn = f"upd_{s.name}"
@@ -770,6 +784,12 @@ class Gen:
             if all(m[2] for m in members) or members[0][1] == "bool":
                 members.insert(0, ("m", "int", 0))
             self.structs.append(StructDef(f"S{si}", members, methods=self.r.random() < 0.5))
+        if self.r.random() < 0.3:
+            base, t = self.r.choice([("int", "int"), ("uint", "unsigned"), ("float", "float"), ("char", "char"),
+                                     ("uchar", "unsigned char")])
+            k = self.r.choice([2, 3, 4])
+            self.structs.append(StructDef(f"{base}{k}", [(m, t, 0) for m in "xyzw"[:k]], builtin=True))
+            self.features.add("vector types")
 
     def struct_funcs(self) -> list[str]:
         out = []
@@ -854,7 +874,7 @@ class Gen:
             for mn, t, k in s.members:
                 vals = random_values(r, t, n * max(k, 1))
                 arr[mn] = vals.reshape(n, k) if k else vals
-            self.bufs.append(Buffer(f"sb{s.name[1:]}", s.name, arr, const=False, struct=s))
+            self.bufs.append(Buffer(f"sb{self.structs.index(s)}", s.name, arr, const=False, struct=s))
             self.features.add("struct buffers")
         for si in range(r.randint(0, 2)):
             t = r.choice(["int", "unsigned", "float", "long long", "double", "unsigned long long"])
@@ -912,13 +932,19 @@ class Gen:
         block_shape = (block // 2, 2) if two_d else (block,)
         prog = Program(self.seed, source, grid, block, self.bufs, self.scalars, self.structs, self.features)
         prog.block_shape = block_shape
+        prog.shared_bytes = self.shared_bytes
         return prog
 
     def shared_phase(self, body: list[str], block: int):
         r = self.r
         t = r.choice(["int", "unsigned", "float", "long long", "double", "unsigned char"])
         sh = self.fresh("sh")
-        body.append(f"    __shared__ {t} {sh}[{block}];")
+        if r.random() < 0.3:
+            body.append(f"    extern __shared__ {t} {sh}[];")
+            self.shared_bytes = 4 * block * (2 if WIDTH[t] == 64 else 1)
+            self.features.add("extern __shared__")
+        else:
+            body.append(f"    __shared__ {t} {sh}[{block}];")
         body.append(f"    {sh}[tid] = {self.expr(t, 2)};")
         body.append("    __syncthreads();")
         v = self.fresh("v")

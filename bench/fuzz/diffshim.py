@@ -20,6 +20,7 @@ invocations dominate the cost otherwise.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -262,6 +263,14 @@ static inline unsigned __sad(int x, int y, unsigned z) { return (unsigned)(x > y
 static inline unsigned __usad(unsigned x, unsigned y, unsigned z) { return (x > y ? x - y : y - x) + z; }
 
 static void qg_dump(const void *p, unsigned long n) { fwrite(p, 1, n, stdout); }
+
+// CUDA's vector types and their make_ functions
+#define QG_VEC(B, T) \
+    struct B##2 { T x, y; }; struct B##3 { T x, y, z; }; struct B##4 { T x, y, z, w; }; \
+    static inline B##2 make_##B##2(T x, T y) { return {x, y}; } \
+    static inline B##3 make_##B##3(T x, T y, T z) { return {x, y, z}; } \
+    static inline B##4 make_##B##4(T x, T y, T z, T w) { return {x, y, z, w}; }
+QG_VEC(int, int) QG_VEC(uint, unsigned) QG_VEC(float, float) QG_VEC(char, signed char) QG_VEC(uchar, unsigned char)
 """
 
 
@@ -289,9 +298,11 @@ def c_bytes(data: bytes) -> str:
 def program_unit(idx: int, prog: Program) -> tuple[str, str]:
     """(namespace text, body of the launcher) for one program."""
     ns = f"p{idx}"
-    lines = [f"namespace {ns} {{", prog.source, "}"]
+    # `extern __shared__ T a[];` is storage sized at launch: here a block's worth of static cells
+    source = re.sub(r"extern __shared__ ([\w ]+?) (\w+)\[\];", r"static \1 \2[1024];", prog.source)
+    lines = [f"namespace {ns} {{", source, "}"]
     for b in prog.buffers:
-        ct = f"{ns}::{b.ctype}" if b.struct is not None else b.ctype
+        ct = f"{ns}::{b.ctype}" if b.struct is not None and not b.struct.builtin else b.ctype
         lines.append(f"static {ct} {ns}_{b.name}[{len(b.data)}];")
     for s in prog.scalars:
         lines.append(f"static {s.ctype} {ns}_{s.name};")
