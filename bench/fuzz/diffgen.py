@@ -250,6 +250,7 @@ class Gen:
         self.budget = 0
         self.hvar = "h"
         self.no_fminmax = False
+        self.no_float = False
         self.shared_bytes = 0  # dynamic shared memory (one extern __shared__ array at most)
         self.consts: list[tuple[str, str, int]] = []
         self.ptrs: list[tuple[str, str]] = []  # kernel-level `const T *p = in + i;`
@@ -281,6 +282,8 @@ class Gen:
     # ---------------------------------------------------------------- expressions
     def expr(self, t: str, d: int) -> str:
         self.budget -= 1
+        if self.no_float and t in FLOATS:
+            return "1.5f" if t == "float" else "0.25"
         if d <= 0 or self.budget <= 0 or self.r.random() < 0.25:
             return self.leaf(t)
         if t == "float":
@@ -437,6 +440,8 @@ class Gen:
     def float_to_int(self, t: str, d: int) -> str:
         """A float or double converted to t after clamping into t's range (C leaves the rest undefined)."""
         r = self.r
+        if self.no_float:
+            return f"({t}){self.intrinsic(d)}"
         ft = "float" if r.random() < 0.75 else "double"
         e = self.expr(ft, d - 1)
         w = WIDTH[t]
@@ -476,6 +481,8 @@ class Gen:
             lambda: f"isfinite({f()})", lambda: f"signbit(q_nn({f()}))",
             lambda: f"q_bitsd({self.expr('double', d - 1)})",
         ]
+        if self.no_float:
+            choices = choices[:-6]  # the float and double ones are the last six
         return r.choice(choices)()
 
     def float_expr(self, d: int) -> str:
@@ -536,7 +543,15 @@ class Gen:
         return f"{name}({args})"
 
     # ---------------------------------------------------------------- statements
+    def ty(self, choices: list[str]) -> str:
+        """One of the types, floats left out where the program must not use them."""
+        if self.no_float:
+            choices = [c for c in choices if c not in FLOATS] or ["int"]
+        return self.r.choice(choices)
+
     def scalar_type(self) -> str:
+        if self.no_float:
+            return self.ty(INTS + ["int", "unsigned"])
         r = self.r.random()
         if r < 0.35:
             return self.r.choice(["int", "unsigned"])
@@ -778,15 +793,15 @@ class Gen:
         for si in range(self.r.choice([0, 1, 1, 2])):
             members = []
             for mi in range(self.r.randint(1, 4)):
-                t = self.r.choice(["int", "unsigned", "float", "char", "unsigned char", "long long",
+                t = self.ty(["int", "unsigned", "float", "char", "unsigned char", "long long",
                                    "unsigned long long", "float", "bool"])
                 members.append((f"m{mi}", t, self.r.choice([0, 0, 0, 2, 3])))
             if all(m[2] for m in members) or members[0][1] == "bool":
                 members.insert(0, ("m", "int", 0))
             self.structs.append(StructDef(f"S{si}", members, methods=self.r.random() < 0.5))
         if self.r.random() < 0.3:
-            base, t = self.r.choice([("int", "int"), ("uint", "unsigned"), ("float", "float"), ("char", "char"),
-                                     ("uchar", "unsigned char")])
+            base, t = self.r.choice([("int", "int"), ("uint", "unsigned"), ("char", "char"), ("uchar", "unsigned char")]
+                                    + ([] if self.no_float else [("float", "float")]))
             k = self.r.choice([2, 3, 4])
             self.structs.append(StructDef(f"{base}{k}", [(m, t, 0) for m in "xyzw"[:k]], builtin=True))
             self.features.add("vector types")
@@ -839,7 +854,7 @@ class Gen:
             self.templates.append("t0")
             self.features.add("templates")
         if r.random() < 0.4:
-            t = r.choice(["int", "unsigned", "float", "long long"])
+            t = self.ty(["int", "unsigned", "float", "long long"])
             op = r.choice(["+=", "-=", "*="])
             texts.append(f"__device__ void acc0({t} &x, {t} y) {{ x {op} y; }}")
             self.void_funcs.append(("acc0", [t, t]))
@@ -850,9 +865,10 @@ class Gen:
         r = self.r
         self.in_func = False
         warp_ops = r.random() < 0.35
-        # Known linker limit (reported, not fixed here): FMIN/FMAX and SHFL/VOTE in one program do not
-        # fit the network's residual stream ("does not fit in 45 layers"); the network runs avoid the pair.
-        self.no_fminmax = self.neural and warp_ops
+        # Known linker limit (reported, not fixed here): float arithmetic with a float compare or FMIN/FMAX
+        # and SHFL/VOTE in one program do not fit the network's residual stream ("does not fit in 45
+        # layers"); the network runs leave floats out of programs with warp operations.
+        self.no_float = self.neural and warp_ops
         block = r.choice([4, 8, 8, 12, 16] if warp_ops else [1, 3, 4, 5, 8, 8, 16])
         grid = r.choice([1, 1, 2, 3])
         if self.neural:
@@ -862,11 +878,11 @@ class Gen:
         self.bufs: list[Buffer] = []
         self.scalars: list[Scalar] = []
         for bi in range(r.randint(1, 3)):
-            t = r.choice(INTS + ["float", "float", "double", "bool", "int", "unsigned"])
+            t = self.ty(INTS + ["float", "float", "double", "bool", "int", "unsigned"])
             m = n + r.choice([0, 0, 3])
             self.bufs.append(Buffer(f"in{bi}", t, random_values(r, t, m), const=True))
         for bi in range(r.randint(1, 3)):
-            t = r.choice(INTS + ["float", "float", "double", "int", "unsigned", "bool"])
+            t = self.ty(INTS + ["float", "float", "double", "int", "unsigned", "bool"])
             self.bufs.append(Buffer(f"out{bi}", t, random_values(r, t, n + r.choice([0, 0, 2]))))
         self.bufs.append(Buffer("chk", "unsigned", random_values(r, "unsigned", n), atomic=True))
         for s in self.structs:
@@ -877,11 +893,11 @@ class Gen:
             self.bufs.append(Buffer(f"sb{self.structs.index(s)}", s.name, arr, const=False, struct=s))
             self.features.add("struct buffers")
         for si in range(r.randint(0, 2)):
-            t = r.choice(["int", "unsigned", "float", "long long", "double", "unsigned long long"])
+            t = self.ty(["int", "unsigned", "float", "long long", "double", "unsigned long long"])
             self.scalars.append(Scalar(f"x{si}", t, random_values(r, t, 1)[0].item()))
         consts = []
         for ci in range(r.choice([0, 0, 1, 2])):
-            t = r.choice(["int", "unsigned", "float", "long long", "unsigned long long", "char", "unsigned char"])
+            t = self.ty(["int", "unsigned", "float", "long long", "unsigned long long", "char", "unsigned char"])
             k = r.choice([2, 3, 4])
             vals = random_values(r, t, k)
             # a constant initialiser takes literals only (no __int_as_float): a NaN becomes 0, an infinity 1e39f
@@ -937,7 +953,7 @@ class Gen:
 
     def shared_phase(self, body: list[str], block: int):
         r = self.r
-        t = r.choice(["int", "unsigned", "float", "long long", "double", "unsigned char"])
+        t = self.ty(["int", "unsigned", "float", "long long", "double", "unsigned char"])
         sh = self.fresh("sh")
         if r.random() < 0.3:
             body.append(f"    extern __shared__ {t} {sh}[];")
@@ -982,7 +998,7 @@ class Gen:
             k = r.random()
             v = self.fresh("w")
             if k < 0.5:
-                t = r.choice(["int", "unsigned", "float", "long long", "unsigned long long", "double"])
+                t = self.ty(["int", "unsigned", "float", "long long", "unsigned long long", "double"])
                 val = self.expr(t, 2)
                 width = r.choice(["", "", ", 4", ", 2", ", 1", ", 32"])
                 mode = r.choice(["__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync"])
