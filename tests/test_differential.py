@@ -42,6 +42,14 @@ def test_generated_kernels_give_gxxs_bytes_through_qgcc_and_qgrun():
     assert code == 0
 
 
+@pytest.mark.slow
+@need_gxx
+def test_generated_kernels_give_gxxs_bytes_in_the_network():
+    code, lines = fuzz("--programs", "3", "--seed", "9000", "--engine", "neural", "--via", "cli")
+    assert lines[-1] == "3 programs, 0 mismatches, 0 crashes", "\n".join(lines)
+    assert code == 0
+
+
 @need_gxx
 def test_the_oracle_runs_threads_as_cuda_does_and_a_differing_byte_is_a_mismatch():
     progs = [generate(s) for s in range(3)]
