@@ -869,8 +869,8 @@ class Gen:
         # and SHFL/VOTE in one program do not fit the network's residual stream ("does not fit in 45
         # layers"); the network runs leave floats out of programs with warp operations.
         self.no_float = self.neural and warp_ops
-        block = r.choice([4, 8, 8, 12, 16] if warp_ops else [1, 3, 4, 5, 8, 8, 16])
-        grid = r.choice([1, 1, 2, 3])
+        block = r.choice([4, 8, 8, 12, 16, 32, 64] if warp_ops else [1, 3, 4, 5, 8, 8, 16, 24, 37, 64])
+        grid = r.choice([1, 1, 2, 3, 5])
         if self.neural:
             block, grid = r.choice([4, 8]), r.choice([1, 2])
         n = grid * block
@@ -1008,6 +1008,10 @@ class Gen:
                     src = f"{r.randint(0, 3)}u"
                 body.append(f"    {t} {v} = {mode}(0xffffffff, ({t})({val}), {src}{width});")
                 self.scopes[-1].append((v, t, True))
+            elif k < 0.55:
+                body.append(f"    unsigned {v} = __activemask();")
+                body.append("    __syncwarp();")
+                self.scopes[-1].append((v, "unsigned", True))
             elif k < 0.75:
                 fn = r.choice(["__ballot_sync", "__any_sync", "__all_sync"])
                 t = "unsigned" if fn == "__ballot_sync" else "int"
