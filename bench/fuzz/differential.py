@@ -257,8 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-minimise", action="store_true")
     ap.add_argument("--base", help="the base checkpoint for --via checkpoint (built once if absent)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    ap.add_argument("--small", action="store_true",
+                    help="the network runs' smaller programs (1-2 blocks of 4 or 8 threads) on any engine")
     a = ap.parse_args(argv)
-    neural = a.engine == "neural" or a.via == "checkpoint"
+    neural = a.engine == "neural" or a.via == "checkpoint" or a.small
     base = None
     if a.via == "checkpoint":
         from basecheckpoint import tiny_base
