@@ -433,6 +433,35 @@ def test_qgrun_hf_engine_runs_the_patched_checkpoint(qgrun, work, tmp_path):
     assert np.load(tmp_path / "c.npy").tolist() == [0, 2, 4, 6]
 
 
+@pytest.mark.slow  # 9.4 GB of float32 modules, or transformers' bf16 modules at a few seconds a step
+@pytest.mark.parametrize("kind,dtype,engine", [("sharded", "fp32", "neural"), ("single", "fp32", "neural"),
+                                               ("sharded", "bf16", "hf")])
+def test_the_standalone_runner_reproduces_every_state_of_a_patched_checkpoint(qgrun, work, tmp_path, kind, dtype,
+                                                                             engine):
+    """examples/run_qg.py (no qgcc import) from OUTDIR: in float32 it widens the stored machine and
+    restores V, and equals the C step state for state (16 value heads in bf16, 32 in float32);
+    in bfloat16 it runs the stored tensors as they are and equals `qgrun --engine hf --dtype bf16`."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    np.save(tmp_path / "a.npy", np.arange(4, dtype=np.int32))
+    launch = ["--grid", "1", "--block", "4", "--arg", f"a=@{tmp_path / 'a.npy'}", "--arg", f"b=@{tmp_path / 'a.npy'}",
+              "--arg", "c=zeros:4", "--arg", "n=4"]
+    out = str(work / f"out_{kind}")
+    r = qgrun(out, *launch, "--engine", engine, "--dtype", dtype, "--dump-states", tmp_path / "s.npz",
+              "--trace", "none")
+    assert r.exit_code == 0, r.output
+    r = subprocess.run([sys.executable, str(root / "examples" / "run_qg.py"), out, *launch, "--out", "c",
+                        "--dtype", dtype, "--compare", str(tmp_path / "s.npz")], capture_output=True, text=True,
+                       timeout=1800)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "c [0, 2, 4, 6]" in r.stdout
+    d = np.load(tmp_path / "s.npz")
+    checks = 1 + int(d["steps"]) + 1 + 2 * len(d["layers"])
+    assert f"{checks} of {checks} bit-identical" in r.stdout, r.stdout
+
+
 def test_qgrun_refuses_a_checkpoint_without_a_program_or_of_another_version(qgrun, work, tmp_path):
     r = qgrun(str(work / "base_single"), "--grid", "1", "--block", "4")
     assert r.exit_code == 3 and "without a qgpu section" in r.output

@@ -29,11 +29,12 @@ import numpy as np
 from .diagnostics import UsageError
 from .program import ELEM_DTYPES, Kernel, Param
 from .program import Program as _Program
-from .trace import Stats, StepRecord
+from .trace import Fault, Stats, StepRecord
 
 DEFAULT_MAX_STEPS = 1_000_000
 STAT_KEYS = ("steps", "warp_instructions", "divergent_steps", "barrier_waits", "atomics", "loads", "stores")
-OPTIONS = ("kernel", "engine", "device", "dtype", "trace", "max_steps", "on_step", "args", "shared", "constants")
+OPTIONS = ("kernel", "engine", "device", "dtype", "trace", "max_steps", "on_step", "args", "shared", "constants",
+           "dump_states", "dump_every")
 
 
 # ------------------------------------------------------------------ the launch path (shared with qgrun)
@@ -46,12 +47,14 @@ def select_kernel(program: _Program, name: str | None) -> Kernel:
         raise UsageError(str(e.args[0]) if e.args else str(e)) from None
 
 
-def run_launch(engine, launch, *, device: str, max_steps: int, on_step=None, linked=None, dtype: str = "fp32"):
+def run_launch(engine, launch, *, device: str, max_steps: int, on_step=None, linked=None, dtype: str = "fp32",
+               states=None):
     """Run a Launch on an engine of the registry (`qgcc.engines.get(name)`): (RunResult, {buffer: array}).
 
     The arrays are every pointer parameter's final contents in its pointee dtype, flat.
+    `states` (qgcc.engines.states.StateDump) receives the network's states (qgrun --dump-states).
     Faults propagate as the engine raises them."""
-    result = engine.run(launch, max_steps=max_steps, on_step=on_step, device=device, dtype=dtype)
+    result = engine.run(launch, max_steps=max_steps, on_step=on_step, device=device, dtype=dtype, states=states)
     if linked is not None and linked.network is None:
         linked.network = launch.network  # linked by this first network launch: reused from now on
     buffers = {p.name: launch.read_buffer(result.memory, p.name) for p in launch.kernel.params if p.pointer}
@@ -244,11 +247,14 @@ class Program:
     def launch(self, grid, block, *, kernel: str | None = None, engine: str = "neural", device: str = "cpu",
                dtype: str = "fp32", trace: bool = False, max_steps: int = DEFAULT_MAX_STEPS,
                on_step: Callable[[StepRecord], None] | None = None, args: dict[str, Any] | None = None,
-               shared: int = 0, constants: dict[str, Any] | None = None, **kwargs: Any) -> "Result":
+               shared: int = 0, constants: dict[str, Any] | None = None,
+               dump_states: str | os.PathLike | None = None, dump_every: int = 1, **kwargs: Any) -> "Result":
         """Run one launch; keyword arguments (or `args=`, for parameters named like an option) are the
         kernel's parameters: numpy arrays of the pointee dtype for pointers, Python numbers for scalars.
         `shared` is the dynamic shared memory per block in bytes (qgrun --shared), `constants` sets
         __constant__ variables (numpy arrays, or numbers for scalars; qgrun --const).
+        `dump_states` writes the network's states to that .npz (qgrun --dump-states, every
+        `dump_every`-th step's input; docs/protocol.md, section 5a), also when the launch faults.
         Returns a Result; raises UsageError before running, a Fault if the kernel faults."""
         values = {**(args or {}), **kwargs}
         eng, (dev, dtype), launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared,
@@ -257,9 +263,22 @@ class Program:
         callback = on_step
         if records is not None:
             callback = records.append if on_step is None else _both(records.append, on_step)
+        dump = None
+        if dump_states is not None:
+            from .engines.states import StateDump, check_engine
+
+            check_engine(eng.name, "dump_states")
+            dump = StateDump(dump_every)
         t0 = time.perf_counter()
-        result, buffers = run_launch(eng, launch, device=dev, max_steps=_max_steps(max_steps), on_step=callback,
-                                     linked=self._linked, dtype=dtype)
+        try:
+            result, buffers = run_launch(eng, launch, device=dev, max_steps=_max_steps(max_steps), on_step=callback,
+                                         linked=self._linked, dtype=dtype, states=dump)
+        except Fault as fault:
+            if dump is not None:
+                _save_dump(dump_states, dump, launch, eng.name, dev, dtype, fault.kind)
+            raise
+        if dump is not None:
+            _save_dump(dump_states, dump, launch, eng.name, dev, dtype, "ok")
         return Result(self, launch, eng.name, dev, _shaped(buffers, shapes), result.stats,
                       round(time.perf_counter() - t0, 6), records)
 
@@ -273,6 +292,12 @@ class Program:
         eng, dev, launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared, constants,
                                                  dtype)
         return TraceStream(self, eng, dev, launch, shapes, _max_steps(max_steps))
+
+
+def _save_dump(path, dump, launch, engine: str, device: str, dtype: str, status: str) -> None:
+    from .engines.states import dump_bytes, save
+
+    save(os.fspath(path), dump_bytes(dump, launch, engine, device, dtype, status))
 
 
 def _max_steps(n: Any) -> int:

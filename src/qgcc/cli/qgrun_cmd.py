@@ -4,6 +4,7 @@
           [--arg NAME=VALUE]... [--out NAME=PATH.npy]... [--shared BYTES] [--const NAME=@FILE.npy]...
           [--engine ref] [--device cpu|cuda]
           [--trace full|summary|none] [--json PATH] [--max-steps N] [--progress]
+          [--dump-states FILE.npz [--dump-every K]]
     qgrun KERNEL.qg --batch LAUNCHES.jsonl [--batch-width N] [--engine ...] [--json PATH]
 
 Every argument is checked before anything runs.  Outputs (--out files) are
@@ -26,6 +27,7 @@ import click
 from ..diagnostics import OutputError, UsageError
 from ..inputs import open_program
 from ..qgfile import FORMAT_VERSION as QG_FORMAT_VERSION
+from ..spec import SPEC
 from ..trace import ExitCode, Fault, Stats, StepRecord
 from ..version import __version__
 from . import CONTEXT_SETTINGS, REPORTED, ToolCommand, err, internal_error, note, report
@@ -93,7 +95,8 @@ def _restore_stdout_after_broken_pipe() -> None:
 def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args: tuple[str, ...],
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int, progress: bool | None = None, timeline: str | None = None,
-         trace_out: str | None = None, shared: int = 0, consts: tuple[str, ...] = (), dtype: str = "fp32") -> int:
+         trace_out: str | None = None, shared: int = 0, consts: tuple[str, ...] = (), dtype: str = "fp32",
+         dump_states: str | None = None, dump_every: int = 1) -> int:
     from .. import engines
     from ..api import run_launch, select_kernel
     from ..runtime.launch import make_launch, parse_dim3
@@ -105,6 +108,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     eng = engines.get(engine)
     dev, device_note = eng.resolve_device(device)
     dtype, dtype_note = eng.resolve_dtype(dtype)
+    dump = _state_dump(eng.name, dump_states, dump_every)
     if json_path is not None:
         check_writable(f"--json {json_path}", json_path)
     # A kernel template named at launch (--kernel 'matmul<8>') is instantiated from a .cu.
@@ -115,7 +119,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     out_paths = parse_outs(kernel, outs)
     if json_path is not None and os.path.realpath(json_path) in {os.path.realpath(p) for p in out_paths.values()}:
         raise UsageError(f"--json {json_path} is also an --out file")
-    _check_extra_outputs(timeline, trace_out, json_path, out_paths)
+    _check_extra_outputs(timeline, trace_out, json_path, out_paths, dump_states)
     launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=linked.network,
                          shared_bytes=shared, constants=parse_consts(program, consts))
     if device_note:
@@ -156,7 +160,8 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     t0 = time.perf_counter()
     try:
         try:
-            result, final = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=on_step, dtype=dtype)
+            result, final = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=on_step, dtype=dtype,
+                                       states=dump)
         except Fault:
             raise
         except BaseException:
@@ -183,6 +188,8 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
         extra = {}
         if recorder is not None:
             extra[timeline] = _timeline_bytes(timeline, recorder, eng.name, dev, fault.kind, partial)
+        if dump is not None:
+            extra[dump_states] = _dump_bytes(dump, launch, eng.name, dev, dtype, fault.kind)
         if json_path is not None or extra:
             _write_outputs(extra, json_path, summary)
         err(TOOL, fault_message(fault, program))
@@ -202,6 +209,8 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     _end_trace_out(writer, "ok", 0, **{k: summary[k] for k in STAT_KEYS})
     if recorder is not None:
         buffers[timeline] = _timeline_bytes(timeline, recorder, eng.name, dev, "ok", stats)
+    if dump is not None:
+        buffers[dump_states] = _dump_bytes(dump, launch, eng.name, dev, dtype, "ok")
     _write_outputs(buffers, json_path, summary)
     if renderer is not None and renderer.broken:
         _restore_stdout_after_broken_pipe()
@@ -218,15 +227,33 @@ def _chain(first, then):
     return call
 
 
+def _state_dump(engine: str, path: str | None, every: int):
+    """The StateDump that --dump-states fills, or None (docs/protocol.md, section 5a)."""
+    if path is None:
+        return None
+    from ..engines.states import StateDump, check_engine
+
+    check_engine(engine)
+    if not path.lower().endswith(".npz"):
+        raise UsageError(f"--dump-states {path}: expected a .npz file name (numpy's savez format)")
+    return StateDump(every)
+
+
+def _dump_bytes(dump, launch, engine: str, device: str, dtype: str, status: str) -> bytes:
+    from ..engines.states import dump_bytes
+
+    return dump_bytes(dump, launch, engine, device, dtype, status)
+
+
 def _check_extra_outputs(timeline: str | None, trace_out: str | None, json_path: str | None,
-                         out_paths: dict[str, str]) -> None:
-    """--timeline and --trace-out: writable, a known extension, no file written twice."""
+                         out_paths: dict[str, str], dump_states: str | None = None) -> None:
+    """--timeline, --trace-out and --dump-states: writable, a known extension, no file written twice."""
     from .args import check_writable
 
     taken = {os.path.realpath(p): f"--out {n}" for n, p in out_paths.items()}
     if json_path is not None:
         taken[os.path.realpath(json_path)] = "--json"
-    for option, path in (("--timeline", timeline), ("--trace-out", trace_out)):
+    for option, path in (("--timeline", timeline), ("--trace-out", trace_out), ("--dump-states", dump_states)):
         if path is None:
             continue
         if option == "--timeline" and not path.lower().endswith((".svg", ".html", ".htm")):
@@ -476,8 +503,10 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
 
 @click.command(name=TOOL, cls=ToolCommand, context_settings=CONTEXT_SETTINGS)
 @click.argument("program_file", metavar="KERNEL.qg|CHECKPOINT_DIR")
-@click.option("--grid", metavar="X[,Y[,Z]]", help="Grid of blocks (required without --batch).")
-@click.option("--block", metavar="X[,Y[,Z]]", help="Threads per block, at most 64 (required without --batch).")
+@click.option("--grid", metavar="X[,Y[,Z]]",
+              help=f"Grid of blocks, at most {SPEC.max_grid_dim} a dimension (required without --batch).")
+@click.option("--block", metavar="X[,Y[,Z]]",
+              help=f"Threads per block, at most {SPEC.max_block_threads} in all (required without --batch).")
 @click.option("--kernel", "kernel_name", metavar="NAME", help="Kernel to launch (needed if the file has several).")
 @click.option("--arg", "args", multiple=True, metavar="NAME=VALUE",
               help="A parameter: a number (decimal or 0x hex) for scalars; @FILE.npy or zeros:N for pointers.")
@@ -485,7 +514,8 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
               help="Write buffer NAME's final contents to PATH.npy after a successful run.")
 @click.option("--shared", "shared", type=click.IntRange(min=0), default=0, metavar="BYTES",
               help="Dynamic shared memory per block for extern __shared__ arrays (CUDA's third launch "
-                   "parameter; one 4-byte cell per element).")
+                   f"parameter; one 4-byte cell per element; with the static ones at most {SPEC.shared_words} "
+                   f"cells, {SPEC.shared_words * 4} bytes).")
 @click.option("--const", "consts", multiple=True, metavar="NAME=@FILE.npy",
               help="Set a __constant__ variable at launch: @FILE.npy for an array, a number for a scalar.")
 @click.option("--engine", default="neural", show_default=True, metavar="NAME",
@@ -509,6 +539,11 @@ def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict
               help="Draw the launch: a row per warp and lane, a column per step (.html: with hover details).")
 @click.option("--trace-out", "trace_out", metavar="FILE.jsonl",
               help="Stream the trace as JSON Lines, one object per warp instruction (docs/cli.md).")
+@click.option("--dump-states", "dump_states", metavar="FILE.npz",
+              help="Write every step's input hidden state and every layer's initial and final recurrent state "
+                   "as raw float32 bits (docs/protocol.md, section 5a; engines neural and hf).")
+@click.option("--dump-every", "dump_every", type=click.IntRange(min=1), default=None, metavar="K",
+              help="With --dump-states: keep every K-th step's input only (default 1).")
 @click.option("--progress/--no-progress", default=None,
               help="A live progress line on stderr for runs over a second (default: when stderr is a terminal).")
 @click.version_option(__version__, "--version", prog_name=TOOL,
@@ -517,10 +552,12 @@ def main(program_file: str, grid: str, block: str, kernel_name: str | None, args
          outs: tuple[str, ...], engine: str, device: str, trace: str, json_path: str | None,
          max_steps: int, batch_path: str | None, progress: bool | None, timeline: str | None,
          trace_out: str | None, shared: int, consts: tuple[str, ...], dtype: str = "fp32",
-         batch_width: int | None = None) -> int:
+         batch_width: int | None = None, dump_states: str | None = None, dump_every: int | None = None) -> int:
     """Run a kernel of a compiled .qg program or of a checkpoint linked with qgcc --base (a .cu or .qsass is
     compiled on the fly)."""
     try:
+        if batch_path is not None and (dump_states is not None or dump_every is not None):
+            raise UsageError("--dump-states records one launch; run the launch alone, without --batch")
         if batch_path is not None:
             used = [f"--{n}" for n, v in (("grid", grid), ("block", block), ("kernel", kernel_name),
                                          ("arg", args), ("out", outs), ("timeline", timeline),
@@ -533,11 +570,14 @@ def main(program_file: str, grid: str, block: str, kernel_name: str | None, args
                               batch_width)
         if batch_width is not None:
             raise UsageError("--batch-width needs --batch FILE.jsonl (the launches to step together)")
+        if dump_every is not None and dump_states is None:
+            raise UsageError("--dump-every needs --dump-states FILE.npz")
         for name, value in (("grid", grid), ("block", block)):
             if value is None:
                 raise UsageError(f"missing --{name} (or give the launches with --batch FILE.jsonl)")
         return _run(program_file, grid, block, kernel_name, args, outs, engine, device, trace,
-                    json_path, max_steps, progress, timeline, trace_out, shared, consts, dtype)
+                    json_path, max_steps, progress, timeline, trace_out, shared, consts, dtype, dump_states,
+                    dump_every or 1)
     except REPORTED as e:
         return report(TOOL, e)
     except Exception as e:

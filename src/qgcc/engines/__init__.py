@@ -77,8 +77,11 @@ class Engine:
                                  "(torch.cuda.is_available() is False); use --device cpu")
         return requested, None
 
-    def run(self, launch, *, max_steps: int, on_step=None, device: str = "cpu", dtype: str = "fp32"):
-        return self.create(device, dtype).run(launch, max_steps, on_step=on_step)
+    def run(self, launch, *, max_steps: int, on_step=None, device: str = "cpu", dtype: str = "fp32", states=None):
+        """`states`: a qgcc.engines.states.StateDump to fill (network engines only)."""
+        if states is None:
+            return self.create(device, dtype).run(launch, max_steps, on_step=on_step)
+        return self.create(device, dtype).run(launch, max_steps, on_step=on_step, states=states)
 
 
 ENGINES: dict[str, Engine] = {

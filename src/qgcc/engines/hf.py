@@ -3,6 +3,13 @@
 This is the `hf` engine's core: the layers are `Qwen3_5DecoderLayer`s built from
 a `Qwen3_5TextConfig` at Qwen3.5-2B geometry, fed one token (the previous step's
 hidden state as `inputs_embeds`) per step with the stock `DynamicCache`.
+
+Every transformers release that pyproject.toml admits (5.5 on) runs them; two things
+moved between releases and are handled here, not guessed per version: the decoder
+layer's cache argument (`past_key_values` in 5.5-5.17, `cache` in 5.25) and the rotary
+embedding's position ids (2-D, then 3-D multimodal ones: 5.17's indexes
+`position_ids[:, :, None, :]`).  Gated DeltaNet layers use no rotary embedding, so
+none is computed: `position_embeddings` is None (docs/protocol.md, section 4).
 """
 
 from __future__ import annotations
@@ -16,6 +23,18 @@ from ..qwen35 import QWEN35_2B as qwen, ValueHeads, text_config
 from .network import NetworkEngine
 
 
+def cache_keyword(layer_class) -> str:
+    """The name under which this transformers' decoder layer takes the cache."""
+    import inspect
+
+    params = inspect.signature(layer_class.forward).parameters
+    for name in ("cache", "past_key_values"):
+        if name in params:
+            return name
+    raise RuntimeError("this transformers' Qwen3_5DecoderLayer takes neither `cache` nor `past_key_values`; "
+                       "install a transformers version that pyproject.toml admits")
+
+
 class HFLayers:
     """The compiled layers as stock transformers modules, stepped one token at a time."""
 
@@ -25,7 +44,7 @@ class HFLayers:
         (value_heads/16)-th value head, as they are stored there (qgcc.qwen35.ValueHeads).
         `dtype` "bf16" runs the modules in bfloat16 (weights and activations), as a checkpoint
         loaded with transformers' dtype="auto" would (docs/architecture.md, "Numerics")."""
-        from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer, Qwen3_5TextRotaryEmbedding
+        from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
 
         self.heads = ValueHeads(value_heads)
         self.config = text_config(len(layers), value_heads)
@@ -42,7 +61,8 @@ class HFLayers:
         self.layers = []
         with torch.no_grad():
             for i, lw in enumerate(layers):
-                layer = Qwen3_5DecoderLayer(self.config, i)
+                with torch.device("meta"):  # no random init (seconds a layer): every tensor is loaded
+                    layer = Qwen3_5DecoderLayer(self.config, i)
                 sd = {}
                 for name, st in lw.tensors.items():
                     idx, val = self.heads.to_base(name, *st.arrays())
@@ -50,9 +70,9 @@ class HFLayers:
                     dense = np.zeros(int(np.prod(shape)), np.float32)
                     dense[idx] = val
                     sd[name] = torch.from_numpy(dense.reshape(shape))
-                layer.load_state_dict(sd, strict=True)
+                layer.load_state_dict(sd, strict=True, assign=True)
                 self.layers.append(layer.to(self.device, self.dtype).eval())
-        self.rotary = Qwen3_5TextRotaryEmbedding(self.config).to(self.device)
+        self.cache_kw = cache_keyword(Qwen3_5DecoderLayer)
         self.cache = None
         self.position = 0
 
@@ -87,10 +107,8 @@ class HFLayers:
     @torch.no_grad()
     def step(self, h: np.ndarray) -> np.ndarray:
         x = torch.from_numpy(np.ascontiguousarray(h, np.float32)).reshape(1, 1, qwen.hidden).to(self.device, self.dtype)
-        pos = torch.tensor([[self.position]], device=self.device)
-        pe = self.rotary(x, pos)
         for layer in self.layers:
-            x = layer(x, position_embeddings=pe, position_ids=pos, cache=self.cache)
+            x = layer(x, position_embeddings=None, **{self.cache_kw: self.cache})
         self.position += 1
         return x.reshape(qwen.hidden).float().cpu().numpy()
 

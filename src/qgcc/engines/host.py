@@ -147,19 +147,30 @@ class Host:
         dimension `all_dims[i]`), as an int64 array (..., fields) in `names` order."""
         return np.add.reduceat(bits * self._all_pow, self._starts, axis=-1)
 
-    def run(self, launch: Launch, max_steps: int = 1_000_000, on_step=None) -> NeuralResult:
+    def run(self, launch: Launch, max_steps: int = 1_000_000, on_step=None, states=None) -> NeuralResult:
+        """`states` (a qgcc.engines.states.StateDump) receives every step's input, the initial
+        and the final recurrent states, also when the launch faults."""
         t0 = time.perf_counter()
         h, init = self.initial(launch)
         self.net.reset(init)
+        if states is not None:
+            states.start(self.cm.num_layers, self.net.recurrent_state)
         tracker = Tracker(self, launch, max_steps, on_step, self.decode(h))
-        while True:
-            if tracker.at_limit():
-                # One more network step shows which warp and PC it issues next; the run
-                # ends here, so that step's effects are never used.
-                raise tracker.limit_fault(self.decode(self.net.step(h)))
-            h = self.net.step(h)
-            if tracker.feed(self.decode(h)):
-                break
+        try:
+            while True:
+                limit = tracker.at_limit()
+                if states is not None:
+                    states.step(h)
+                h = self.net.step(h)
+                if limit:
+                    # This step shows which warp and PC would run next; the run ends here,
+                    # so its effects are never used.
+                    raise tracker.limit_fault(self.decode(h))
+                if tracker.feed(self.decode(h)):
+                    break
+        finally:
+            if states is not None:
+                states.finish(h, self.cm.num_layers, self.net.recurrent_state)
         mem = self.read_cells(len(launch.memory))
         return NeuralResult(mem, tracker.finish(), tracker.netsteps, time.perf_counter() - t0)
 

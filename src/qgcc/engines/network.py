@@ -39,10 +39,10 @@ class NetworkEngine:
             host = network.hosts[key] = Host(network, self.layers(network))
         return host
 
-    def run(self, launch: Launch, max_steps: int, on_step=None) -> NeuralResult:
+    def run(self, launch: Launch, max_steps: int, on_step=None, states=None) -> NeuralResult:
         if self.device == "cuda":
             import torch
 
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
-        return self.host(network_for(launch)).run(launch, max_steps=max_steps, on_step=on_step)
+        return self.host(network_for(launch)).run(launch, max_steps=max_steps, on_step=on_step, states=states)

@@ -40,10 +40,11 @@ class NeuralEngine(NetworkEngine):
     def layers(self, network: LinkedNetwork):
         return neural_layers(network, self.device)
 
-    def run(self, launch: Launch, max_steps: int, on_step=None) -> NeuralResult:
+    def run(self, launch: Launch, max_steps: int, on_step=None, states=None) -> NeuralResult:
         """On CUDA a launch runs as a batch of one through the batched step, whose steps are
-        replayed from a CUDA graph (docs/engines.md, "Batched launches")."""
-        if self.device == "cuda":
+        replayed from a CUDA graph (docs/engines.md, "Batched launches"); one whose states are
+        dumped (`states`) takes the one-launch torch path, which steps through the host."""
+        if self.device == "cuda" and states is None:
             from .batch import BatchRunner, batchable
 
             network = network_for(launch)
@@ -55,4 +56,4 @@ class NeuralEngine(NetworkEngine):
                 if isinstance(result, Fault):
                     raise result
                 return result
-        return super().run(launch, max_steps, on_step)
+        return super().run(launch, max_steps, on_step, states)
