@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import io
 import os
+import re
 import sys
 import tempfile
 import time
@@ -190,12 +191,12 @@ def with_lines(prog: Program, lines: list[str]) -> Program:
 
 
 def signature(o: Outcome) -> str:
-    """What must stay the same while minimising: the kind, and for a crash its first line."""
+    """What must stay the same while minimising: the kind, and for a crash its first line with
+    paths, numbers and quoted names left out (they change as lines are dropped)."""
     if o.kind == "crash":
         first = o.detail.splitlines()[0] if o.detail else ""
-        if first.startswith("CompileError"):
-            return "crash:" + first.split("error:")[-1].split("'")[0].strip()[:40]
-        return "crash:" + first.split(":")[0][:60]
+        first = re.sub(r"\S*/\S*|'[^']*'|\d+", "_", first)
+        return "crash:" + first[:100]
     return o.kind
 
 
