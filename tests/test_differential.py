@@ -107,6 +107,27 @@ def test_a_double_scalar_parameter_takes_a_python_number_in_the_api():
     assert r["o"].tolist() == [float("-inf")]
 
 
+
+def test_a_64bit_variable_shifted_by_32_into_itself_keeps_its_low_word():
+    # `v = v << 32` stored 0: the shift's result is the pair (0, v.lo), and the pair move wrote
+    # v.lo = 0 before copying v.lo into v.hi (found in a fuzzed kernel as `v3 = v3 << 32`).
+    prog = qgcc.compile("""
+__global__ void k(long long *q, const int *in) {
+    long long a = (long long)in[0];
+    a = a << 32;
+    q[0] = a;
+    long long b = (long long)in[0];
+    b <<= 32;
+    q[1] = b;
+    unsigned long long r = (unsigned long long)(unsigned)in[0] | ((unsigned long long)(unsigned)in[1] << 32);
+    r = (r << 32) | (r >> 32);  // a rotation by 32 swaps the halves
+    q[2] = (long long)r;
+}
+""")
+    r = prog.launch(1, 1, engine="ref", q=np.zeros(3, np.int64), args={"in": np.array([5, 7], np.int32)})
+    assert r["q"].tolist() == [5 << 32, 5 << 32, (5 << 32) | 7]
+
+
 CONST64 = """\
 __constant__ unsigned long long big[2] = {0x8b1896fa3b1b2900ull};
 __constant__ int small[2] = {-5, 7};
