@@ -128,6 +128,17 @@ __global__ void k(long long *q, const int *in) {
     assert r["q"].tolist() == [5 << 32, 5 << 32, (5 << 32) | 7]
 
 
+def test_logical_operators_fold_64bit_constants_on_all_64_bits():
+    # `(unsigned char)0 || (-4294967296ll)` folded to 0: the constant was cut to its low 32 bits.
+    prog = qgcc.compile("""
+__global__ void k(unsigned *o) {
+    o[0] = (unsigned)((unsigned char)0 || (-4294967296ll));
+    o[1] = 4294967296ll && 1;
+    o[2] = 0ull || 0ll;
+}
+""")
+    assert prog.launch(1, 1, engine="ref", o=np.zeros(3, np.uint32))["o"].tolist() == [1, 1, 0]
+
 CONST64 = """\
 __constant__ unsigned long long big[2] = {0x8b1896fa3b1b2900ull};
 __constant__ int small[2] = {-5, 7};
