@@ -162,6 +162,12 @@ def _scalar(name: str, value: Any, p: Param, check_int, parse_float) -> int:
             return parse_float(name, str(int(value)))  # exact integers round once, as on the command line
         with np.errstate(over="ignore"):
             return int(np.array([value], dtype=np.float32).view(np.uint32)[0])
+    if p.ctype == "double":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            raise UsageError(f"{label}: parameter '{name}' is a scalar ({p.describe()}); give a number")
+        # an int rounds once to the nearest double (Python's int -> float is correctly rounded)
+        value = float(int(value)) if isinstance(value, (int, np.integer)) else float(value)
+        return int(np.array([value], dtype=np.float64).view(np.uint64)[0])
     if isinstance(value, (bool, np.bool_)):
         value = int(value)
     if not isinstance(value, (int, np.integer)):

@@ -37,7 +37,7 @@ PARAM_TYPES = {
     "ullong": "ullong",
     "double": "double",  # IEEE binary64: two parameter words (the bit pattern), the low one first
 }
-CONST_TYPES = {k: v for k, v in PARAM_TYPES.items() if k not in ("llong", "ullong", "double")}
+CONST_TYPES = {k: v for k, v in PARAM_TYPES.items() if k != "double"}  # 64-bit: two cells an element
 
 _TOKEN_RE = re.compile(
     r"""
@@ -464,7 +464,7 @@ class _Assembler:
                 ln.error(close.col, f"expected ']', found '{close.text}'")
         if len(dims) > 2:
             ln.error(nt.col, "constant arrays have at most 2 dimensions")
-        c = Constant(nt.text, PARAM_TYPES[tt.text], tuple(dims), sum(x.length for x in self.constants))
+        c = Constant(nt.text, PARAM_TYPES[tt.text], tuple(dims), sum(x.words for x in self.constants))
         cells: list[int] = []
         while ln.peek() is not None:
             if cells:
@@ -472,11 +472,11 @@ class _Assembler:
                 if comma.text != ",":
                     ln.error(comma.col, f"expected ',', found '{comma.text}'")
             cells.append(self.uint_arg(ln, "a 32-bit cell value", 0, 0xFFFFFFFF))
-        if cells and len(cells) != c.length:
-            ln.error(nt.col, f"constant '{c.name}' has {c.length} cells; {len(cells)} values given")
-        if c.base + c.length > SPEC.global_words:
-            ln.error(nt.col, f"constants need {c.base + c.length} cells; global memory has {SPEC.global_words}")
-        c.init = cells or [0] * c.length
+        if cells and len(cells) != c.words:
+            ln.error(nt.col, f"constant '{c.name}' has {c.words} cells; {len(cells)} values given")
+        if c.base + c.words > SPEC.global_words:
+            ln.error(nt.col, f"constants need {c.base + c.words} cells; global memory has {SPEC.global_words}")
+        c.init = cells or [0] * c.words
         self.constants.append(c)
 
     def param(self, ln: _Line, t: Tok, k: _KernelState):

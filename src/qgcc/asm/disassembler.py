@@ -38,9 +38,10 @@ def check_program(p: Program) -> str | None:
         if not isinstance(c.name, str) or not IDENT_RE.match(c.name) or c.ctype not in ELEM_DTYPES:
             return f"constant {c.name!r} is malformed"
         if c.base != base or len(c.dims) > 2 or any(type(d) is not int or d < 1 for d in c.dims) \
-                or len(c.init) != c.length or any(type(v) is not int or not 0 <= v <= 0xFFFFFFFF for v in c.init):
-            return f"constant '{c.name}' is malformed (constants lie from cell 0 in order, one cell per element)"
-        base += c.length
+                or len(c.init) != c.words or any(type(v) is not int or not 0 <= v <= 0xFFFFFFFF for v in c.init):
+            return (f"constant '{c.name}' is malformed (constants lie from cell 0 in order, one cell per element, "
+                    f"two for a 64-bit one)")
+        base += c.words
     if base > SPEC.global_words:
         return f"constants need {base} cells; global memory has {SPEC.global_words}"
     pos = 0

@@ -132,6 +132,19 @@ class KernelGen(StmtGen, MemoryGen, ExprGen, CallGen):
 
     def mov(self, dst, v) -> None:
         if isinstance(dst, Pair):
+            # A parallel move: v's halves may be dst's own registers crossed (x = x << 32 gives
+            # (0, x.lo), a rotation by 32 gives (x.hi, x.lo)), and writing dst.lo first would
+            # overwrite the source of dst.hi.
+            if not is_c(v.hi) and v.hi == dst.lo:
+                if not is_c(v.lo) and v.lo == dst.hi:  # a swap: through a temporary
+                    t = self.new()
+                    self.emit(Op.MOV, t, v.hi)
+                    self.emit(Op.MOV, dst.lo, v.lo)
+                    self.emit(Op.MOV, dst.hi, t)
+                    return
+                self.mov(dst.hi, v.hi)
+                self.mov(dst.lo, v.lo)
+                return
             self.mov(dst.lo, v.lo)
             self.mov(dst.hi, v.hi)
             return

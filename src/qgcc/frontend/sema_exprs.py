@@ -398,8 +398,8 @@ class ExprSema:
         if op in ("&&", "||"):
             if not (is_scalar(lt) and is_scalar(rt)):
                 raise bad()
-            if lc is not None and rc is not None:
-                e.const = fold_binary(op, lc, rc, INT)
+            if lc is not None and rc is not None:  # truth values: a 64-bit constant is not cut to 32 bits
+                e.const = int(lc != 0 and rc != 0) if op == "&&" else int(lc != 0 or rc != 0)
             e.opty = INT
             return BOOL
         if op in ("+", "-") and (is_ptr(lt) or is_ptr(rt)):
