@@ -303,6 +303,8 @@ class BatchedLayers:
         owner = np.repeat(np.arange(n), [len(r) for r in rails])
         at = np.concatenate(rails) if n else np.zeros((0, 4), np.int64)
         level = np.float32(self.rails.level)
+        lo = int(slots[0]) if n else 0
+        contiguous = bool(n) and bool(np.array_equal(slots, np.arange(lo, lo + n)))
         for b in slots.tolist():
             self._fixed[b] = {}
         for i, (R, S) in enumerate(zip(self.layers, self.states)):
@@ -310,15 +312,19 @@ class BatchedLayers:
             o, head, row, e = owner[mine], at[mine, 1], at[mine, 2], at[mine, 3]
             nh = R.nh if S is not None else 0
             inside = head < nh
-            if S is not None:
-                oi, hi, ri, ei = o[inside], head[inside], row[inside], e[inside]
-                if self.packed[i]:
-                    buf = np.zeros((n, nh, HD, HD // 8), np.uint8)
-                    np.bitwise_or.at(buf, (oi, hi, ri, ei >> 3), (1 << (ei & 7)).astype(np.uint8))
+            if S is not None:  # cleared, then only the entries at the level written
+                if contiguous:
+                    S[lo:lo + n].zero_()
                 else:
-                    buf = np.zeros((n, nh, HD, HD), np.float32)
-                    buf[oi, hi, ri, ei] = level
-                S.index_copy_(0, idx, torch.from_numpy(buf).to(dev))
+                    S.index_fill_(0, idx, 0)
+                entry = np.unique((((slots[o[inside]] * nh + head[inside]) * HD + row[inside]) * HD) + e[inside])
+                flat = S.view(-1)
+                if self.packed[i]:  # a byte's bits are distinct entries: their sum is their OR
+                    where, first = np.unique(entry >> 3, return_index=True)
+                    value = np.add.reduceat(1 << (entry & 7), first) if len(entry) else entry
+                    flat[torch.as_tensor(where, device=dev)] = torch.as_tensor(value.astype(np.uint8), device=dev)
+                else:
+                    flat[torch.as_tensor(entry, device=dev)] = float(level)
             for j in np.unique(o[~inside]).tolist():  # heads the layer does not use: kept on the host
                 out = ~inside & (o == j)
                 rest = np.zeros((qwen.linear_heads - nh, HD, HD), np.float32)
