@@ -2,9 +2,10 @@
 
     python bench/gpu_profile.py [--sample vadd] [--widths 1024,8192] [--profile-width 1024]
 
-For each width: the time of building the runner, of loading every slot (Host.initial and
-BatchedLayers.load), of the device steps (graph replays and the transfer, BatchedLayers.run),
-of the bulk bookkeeping (BulkTracker.advance) and the rest, over one batch of the sample's
+For each width: the time of building the runner, of loading every slot (Host.initial_rails and
+BatchedLayers.load_many), of the device steps (graph replays and the transfer, BatchedLayers.run),
+of the bulk bookkeeping (BulkTracker.advance), of the ends of launches (their Trackers) and of
+reading the results (BatchRunner._memories), over one batch of the sample's
 short launch; then the device time of one step alone (CUDA events around 16 replays).  Then
 torch's profiler over one eager step at --profile-width: the kernels by device time.
 """
@@ -16,6 +17,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +49,11 @@ def sync():
         torch.cuda.synchronize()
 
 
+def load_all(layers, host, width):
+    starts = [host.initial_rails(launch()) for _ in range(width)]
+    layers.load_many(np.arange(width), np.stack([s[0] for s in starts]), [s[1] for s in starts])
+
+
 spent = defaultdict(float)
 
 
@@ -62,12 +69,12 @@ def timed(owner, name, key):
     setattr(owner, name, wrapper)
 
 
-timed(Host, "initial", "Host.initial")
-timed(neural_batch.BatchedLayers, "load", "BatchedLayers.load")
+timed(Host, "initial_rails", "Host.initial_rails")
+timed(neural_batch.BatchedLayers, "load_many", "BatchedLayers.load_many")
 timed(neural_batch.BatchedLayers, "run", "BatchedLayers.run (steps + transfer)")
 timed(bulk_mod.BulkTracker, "advance", "BulkTracker.advance")
 timed(batch_mod.BatchRunner, "_advance", "Tracker (ends of launches)")
-timed(Host, "read_cells", "Host.read_cells")
+timed(batch_mod.BatchRunner, "_memories", "BatchRunner._memories (results)")
 for width in [int(w) for w in args.widths.split(",")]:
     spent.clear()
     t = time.perf_counter()
@@ -84,8 +91,7 @@ for width in [int(w) for w in args.widths.split(",")]:
         print(f"  {k:40} {v:8.3f} s")
     layers = runner.layers
     if dev == "cuda" and layers._graph is not None:
-        for b in range(width):  # running slots again, so the replays do the real work
-            layers.load(b, *runner.host.initial(launch()))
+        load_all(layers, runner.host, width)  # running slots again, so the replays do the real work
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         layers._t.zero_()
         start.record()
@@ -107,8 +113,7 @@ W = args.profile_width
 L = BatchedLayers(row_layers(cm, dev, True), W, host._all_dims, cm.fields["phase"][PHASES.index("halt")],
                   cm.fields["fault"], dev, chunk=1, graph=False, decode=(host._all_pow, host._starts),
                   level=cm.value_level)
-for b in range(W):
-    L.load(b, *host.initial(launch()))
+load_all(L, host, W)
 L.run()
 L._t.zero_()
 sync()

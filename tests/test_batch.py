@@ -212,3 +212,42 @@ def test_rail_bits_give_back_every_state_entry_and_refuse_any_other_value():
         assert off.nonzero().tolist() == [[1, 2, 77]]
         with pytest.raises(ValueError, match="neither"):
             rails.pack_numpy(bad)
+
+
+def test_loading_and_reading_a_group_of_slots_at_once_gives_the_bits_of_one_slot_at_a_time():
+    """BatchRunner loads launches as rail positions, a group at a time, and reads the rows
+    of every halted slot in one gather: each slot must hold the states `load` gives it from
+    Host.initial's dense ones (every entry of every layer, over whatever the slot held
+    before), and its cells must be those `Host.read_cells` reads from them."""
+    from qgcc.engines.neural_batch import row_layers
+
+    prog, cm = program()
+    host = Host(cm, None)
+    launches = [launch(g, b, n, kernel=k) for k, g, b, n in MIXED]
+    halt = cm.fields["phase"][PHASES.index("halt")]
+
+    def layers():
+        return BatchedLayers(row_layers(cm, "cpu", False), 6, host._all_dims, halt, cm.fields["fault"],
+                             level=cm.value_level)
+
+    def load_many(batch, slots, todo):
+        starts = [host.initial_rails(lau) for lau in todo]
+        batch.load_many(np.array(slots), np.stack([s[0] for s in starts]), [s[1] for s in starts])
+
+    for slots in ([5, 0, 3, 2], [1, 2, 3, 4]):  # scattered slots, and a run of them
+        one, bulk = layers(), layers()
+        for slot, lau in zip(slots, launches):
+            one.load(slot, *host.initial(lau))
+            other = launch(1, 4, 3, a=np.arange(40, dtype=np.int32) * 7 + slot, kernel=1)  # more rows
+            bulk.load(slot, *host.initial(other))  # something else first
+        load_many(bulk, slots, launches)
+        count = max(len(lau.memory) for lau in launches)
+        cells = host.cells_from_rails(bulk.read_rails(np.array(slots), host.cell_rows(count)), count)
+        for j, (slot, lau) in enumerate(zip(slots, launches)):
+            assert bulk.hidden(slot).tobytes() == one.hidden(slot).tobytes()
+            assert fingerprint(bulk.recurrent_state(slot, L) for L in range(cm.num_layers)) == \
+                fingerprint(one.recurrent_state(slot, L) for L in range(cm.num_layers)), f"slot {slot}"
+            want = host.read_cells(len(lau.memory), lambda L: one.recurrent_state(slot, L))
+            assert np.array_equal(want, np.asarray(lau.memory, np.uint32))
+            assert np.array_equal(cells[j, :len(lau.memory)], want)
+        assert bool(bulk.running[slots].all()) and not bulk.flags[slots].any()

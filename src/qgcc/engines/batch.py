@@ -41,6 +41,8 @@ class _Slot:
 
 
 class BatchRunner:
+    LOAD_GROUP = 256  # launches loaded with one transfer a layer (bounds the host's buffers)
+
     def __init__(self, network: LinkedNetwork, width: int, device: str = "cpu", chunk: int | None = None,
                  lowp: bool | None = None):
         from .neural_batch import BatchedLayers, row_layers
@@ -65,6 +67,7 @@ class BatchRunner:
         from .neural_batch import flag_text
 
         host, layers, names = self.host, self.layers, self.host._names
+        self.max_steps, self.on_step = max_steps, on_step
         results: list[NeuralResult | Fault | None] = [None] * len(launches)
         queue = deque(enumerate(launches))
         slots: list[_Slot | None] = [None] * self.width
@@ -72,19 +75,7 @@ class BatchRunner:
             if on_step is None and launches else None
         grid = np.ones((self.width, 3), np.int64)
         while queue or any(s is not None for s in slots):
-            for b in range(self.width):
-                if slots[b] is None and queue:
-                    i, launch = queue.popleft()
-                    t0 = time.perf_counter()
-                    h, init = host.initial(launch)
-                    layers.load(b, h, init)
-                    first = host.decode(h)
-                    grid[b] = launch.grid
-                    if bulk is None:
-                        slots[b] = _Slot(i, launch, Tracker(host, launch, max_steps, on_step, first), t0)
-                    else:
-                        bulk.start(b, first, names)
-                        slots[b] = _Slot(i, launch, None, t0)
+            self._fill(queue, slots, bulk, grid)
             values, flags = layers.run()  # (K, B, fields), decoded on the device
             for b, slot in enumerate(slots):
                 if slot is not None and flags[b]:
@@ -95,19 +86,60 @@ class BatchRunner:
                 for b, row in bulk.advance(values, summed, grid).items():
                     slot = slots[b]
                     slot.tracker, slot.row = bulk.tracker(b, host, slot.launch, names), row
+            halted: list[int] = []
             for b, slot in enumerate(slots):
                 if slot is None or slot.tracker is None:
                     continue
-                outcome = self._advance(b, slot, values[slot.row:, b].tolist(), names)
+                outcome = self._advance(slot, values[slot.row:, b].tolist(), names)
                 slot.row = 0
-                if outcome is not None:
+                if outcome is True:
+                    halted.append(b)
+                elif outcome is not None:
                     results[slot.index] = outcome
+                    layers.stop(b)
+                    slots[b] = None
+            if halted:  # their memory, read for all of them at once
+                for b, mem in zip(halted, self._memories([slots[b] for b in halted], halted)):
+                    slot = slots[b]
+                    tr = slot.tracker
+                    results[slot.index] = NeuralResult(mem, tr.finish(), tr.netsteps, time.perf_counter() - slot.t0)
                     layers.stop(b)
                     slots[b] = None
         return results  # type: ignore[return-value]
 
-    def _advance(self, b: int, slot: _Slot, rows: list[list[int]], names: list[str]):
-        """Feed one slot's decoded steps to its tracker; its result or fault when it ended."""
+    def _fill(self, queue, slots: list[_Slot | None], bulk, grid: np.ndarray) -> None:
+        """Start the next launches in the free slots, loaded onto the device together."""
+        host, names = self.host, self.host._names
+        free = [b for b in range(self.width) if slots[b] is None][:len(queue)]
+        for lo in range(0, len(free), self.LOAD_GROUP):
+            group = free[lo:lo + self.LOAD_GROUP]
+            t0 = time.perf_counter()
+            todo = [queue.popleft() for _ in group]
+            starts = [host.initial_rails(launch) for _, launch in todo]
+            h = np.stack([s[0] for s in starts])
+            self.layers.load_many(np.array(group), h, [s[1] for s in starts])
+            firsts = host.decode_bits(h[:, host._all_dims] > 0)
+            for b, (i, launch), first in zip(group, todo, firsts):
+                grid[b] = launch.grid
+                if bulk is None:
+                    tracker = Tracker(host, launch, self.max_steps, self.on_step, dict(zip(names, first.tolist())))
+                    slots[b] = _Slot(i, launch, tracker, t0)
+                else:
+                    bulk.start(b, dict(zip(names, first.tolist())), names)
+                    slots[b] = _Slot(i, launch, None, t0)
+
+    def _memories(self, done: list[_Slot], where: list[int]) -> list[np.ndarray]:
+        """The memory of each halted launch, from its slot's state rows (one gather for all)."""
+        count = max(len(s.launch.memory) for s in done)
+        if count == 0:
+            return [np.zeros(0, np.uint32) for _ in done]
+        rails = self.layers.read_rails(np.array(where), self.host.cell_rows(count))
+        cells = self.host.cells_from_rails(rails, count)
+        return [cells[j, :len(s.launch.memory)] for j, s in enumerate(done)]
+
+    def _advance(self, slot: _Slot, rows: list[list[int]], names: list[str]):
+        """Feed one slot's decoded steps to its tracker: True when its launch halted (its
+        memory is read with the others'), its fault, or None while it runs."""
         tr = slot.tracker
         try:
             for row in rows:
@@ -115,9 +147,7 @@ class BatchRunner:
                 if tr.at_limit():
                     raise tr.limit_fault(f)
                 if tr.feed(f):
-                    mem = self.host.read_cells(len(slot.launch.memory),
-                                               lambda layer: self.layers.recurrent_state(b, layer))
-                    return NeuralResult(mem, tr.finish(), tr.netsteps, time.perf_counter() - slot.t0)
+                    return True
         except Fault as fault:
             return fault
         return None

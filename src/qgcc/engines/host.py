@@ -75,6 +75,19 @@ class Host:
     def initial(self, launch: Launch) -> tuple[np.ndarray, dict[int, np.ndarray]]:
         """The first input and the initial recurrent states (numpy float32; every network
         implementation takes and returns numpy, so the C path never imports torch)."""
+        h, at = self.initial_rails(launch)
+        init: dict[int, np.ndarray] = {}
+        for layer in np.unique(at[:, 0]).tolist():
+            st = init[layer] = np.zeros((qwen.linear_heads, qwen.head_dim, qwen.head_dim), np.float32)
+            mine = at[at[:, 0] == layer]
+            st[mine[:, 1], mine[:, 2], mine[:, 3]] = self.cm.value_level
+        return h, init
+
+    def initial_rails(self, launch: Launch) -> tuple[np.ndarray, np.ndarray]:
+        """The first input, and the initial recurrent states as the (layer, head, row, entry)
+        of every entry at the rail level (int64 (n, 4)); every other entry is +0.  Why this
+        form: a batch loads thousands of launches, and these positions are a few hundred
+        numbers where the dense states are megabytes (engines.neural_batch.load_many)."""
         h = np.full(qwen.hidden, -8.0, dtype=np.float32)
         self.put(h, "one", 1)
         k = launch.kernel
@@ -86,55 +99,56 @@ class Host:
                       entry=k.entry, kend=k.end, phase=1 << PHASES.index("blkinit"))
         for name, v in consts.items():
             self.put(h, name, v)
-        # Recurrent states: memory cells and the parameter bank, as dual-rail rows.
-        init: dict[int, np.ndarray] = {}
-        level = self.cm.value_level
-
-        def state(layer: int) -> np.ndarray:
-            return init.setdefault(layer, np.zeros((qwen.linear_heads, qwen.head_dim, qwen.head_dim), np.float32))
-
-        def row(layer: int, head: int, slot: int, value: int) -> None:
-            st = state(layer)
-            for i in range(32):
-                b = (value >> i) & 1
-                st[head, slot, 2 * i] = level * b
-                st[head, slot, 2 * i + 1] = level * (1 - b)
+        bit = np.arange(32)
         # Global memory: two cells a slot, as one-hot rails (layout.row_rails); a slot's
         # second word past the buffers is 0.
         cells = np.asarray(launch.memory, np.uint32)
         pairs = np.zeros(-(-cells.size // WORDS_PER_SLOT) * WORDS_PER_SLOT, np.uint32)
         pairs[:cells.size] = cells
         pairs = pairs.reshape(-1, WORDS_PER_SLOT).astype(np.int64)
-        bit = np.arange(32)
         rail = 4 * bit + ((pairs[:, :1] >> bit) & 1) + 2 * ((pairs[:, 1:] >> bit) & 1)  # (slots, 32): layout.row_rails
-        mem0 = self.cm.layout.get("memory_first_layer", L_MEM0)
-        for s_, first in enumerate(range(0, cells.size, WORDS_PER_SLOT)):
-            layer, head, slot, _ = cell_location(first, mem0)
-            state(layer)[head, slot, rail[s_]] = level
+        layer, head, slot, _ = cell_location(np.arange(0, cells.size, WORDS_PER_SLOT, dtype=np.int64),
+                                             self.cm.layout.get("memory_first_layer", L_MEM0))
+        mem = np.stack(np.broadcast_arrays(layer[:, None], head[:, None], slot[:, None], rail), -1).reshape(-1, 4)
+        # The parameter bank: parameter j in row j, as dual rails (2i set for bit i, else 2i + 1).
         pl, ph = self.cm.param_head
-        for j, v in enumerate(launch.params):
-            row(pl, ph, j, v)
-        return h, init
+        values = np.asarray([v & 0xFFFFFFFF for v in launch.params], np.int64).reshape(-1, 1)
+        prail = 2 * bit + 1 - ((values >> bit) & 1)
+        rows = np.broadcast_to(np.arange(len(values))[:, None], prail.shape)
+        par = np.stack([np.full_like(prail, pl), np.full_like(prail, ph), rows, prail], -1).reshape(-1, 4)
+        return h, np.concatenate([mem, par]).astype(np.int64)
+
+    def cell_rows(self, count: int) -> np.ndarray:
+        """The (layer, head, row) of the state rows that hold cells 0..count-1 (two a row)."""
+        mem0 = self.cm.layout.get("memory_first_layer", L_MEM0)
+        layer, head, slot, _ = cell_location(np.arange(0, count, WORDS_PER_SLOT, dtype=np.int64), mem0)
+        return np.stack([layer, head, slot], 1)
+
+    @staticmethod
+    def cells_from_rails(rails: np.ndarray, count: int) -> np.ndarray:
+        """Cells 0..count-1 from their rows' set rails (bool (..., rows, >= ROW_RAILS)): bit i of
+        word w is set when one of group i's rails with bit w in its index is set (rails 4i+1,
+        4i+3 for word 0; 4i+2, 4i+3 for 1)."""
+        pow2 = 1 << np.arange(32, dtype=np.uint64)
+        words = [np.logical_or.reduce([rails[..., c:ROW_RAILS:4] for c in ONEHOT4_RAILS[w]]) @ pow2
+                 for w in range(2)]
+        out = np.stack(words, axis=-1)
+        return out.reshape(*out.shape[:-2], -1)[..., :count].astype(np.uint32)
 
     def read_cells(self, count: int, recurrent_state=None) -> np.ndarray:
-        """Cells 0..count-1 from the memory states: bit i of word w is set when one of group
-        i's rails with bit w in its index is above V / 2 (rails 4i+1, 4i+3 for word 0; 4i+2,
-        4i+3 for 1).
+        """Cells 0..count-1 from the memory states (cells_from_rails).
         `recurrent_state(layer)` gives a layer's states (default: the stepped layers')."""
         recurrent_state = recurrent_state or self.net.recurrent_state
         if count == 0:
             return np.zeros(0, dtype=np.uint32)
-        mem0 = self.cm.layout.get("memory_first_layer", L_MEM0)
-        where = np.array([cell_location(index, mem0) for index in range(0, count, WORDS_PER_SLOT)], np.int64)
+        where = self.cell_rows(count)
         layers = sorted(set(where[:, 0].tolist()))
         states = np.stack([np.asarray(recurrent_state(L)) for L in layers])
         # A rail is set at V and clear at 0; the midpoint, not the sign, decides, because an
         # erased rail is exactly 0 only with exact weights (under weight noise the delta rule
         # leaves old * (1 - beta |k|^2), a few ulps of either sign).
         rows = states[np.searchsorted(layers, where[:, 0]), where[:, 1], where[:, 2], :ROW_RAILS] > self.cm.value_level / 2
-        pow2 = 1 << np.arange(32, dtype=np.uint64)
-        words = [np.logical_or.reduce([rows[:, c::4] for c in ONEHOT4_RAILS[w]]) @ pow2 for w in range(2)]
-        return np.stack(words, axis=1).reshape(-1)[:count].astype(np.uint32)
+        return self.cells_from_rails(rows, count)
 
     def written_word(self, f: dict[str, int], addr: int) -> int:
         """The word a store or atomic at `addr` wrote, from the pending row's rails (fields

@@ -289,6 +289,80 @@ class BatchedLayers:
         self.flags[slot] = 0
         self.running[slot] = True
 
+    def load_many(self, slots: np.ndarray, h: np.ndarray, rails: list[np.ndarray]) -> None:
+        """Start a launch in each of `slots`: first inputs `h` (n, hidden) and initial states as
+        the positions of their entries at the rail level (Host.initial_rails), with a few
+        transfers for all of them: the states are built as bits on the host, never as dense
+        float32 states.  The same states as `load` with Host.initial's dense ones."""
+        if self.rails is None:
+            raise ValueError("loading by rail positions needs the rail level (level=...)")
+        slots = np.asarray(slots, np.int64)
+        n, dev = len(slots), self.device
+        idx = torch.as_tensor(slots, device=dev)
+        self.h.index_copy_(0, idx, torch.from_numpy(np.ascontiguousarray(h, np.float32)).to(dev))
+        owner = np.repeat(np.arange(n), [len(r) for r in rails])
+        at = np.concatenate(rails) if n else np.zeros((0, 4), np.int64)
+        level = np.float32(self.rails.level)
+        lo = int(slots[0]) if n else 0
+        contiguous = bool(n) and bool(np.array_equal(slots, np.arange(lo, lo + n)))
+        for b in slots.tolist():
+            self._fixed[b] = {}
+        for i, (R, S) in enumerate(zip(self.layers, self.states)):
+            mine = at[:, 0] == i
+            o, head, row, e = owner[mine], at[mine, 1], at[mine, 2], at[mine, 3]
+            nh = R.nh if S is not None else 0
+            inside = head < nh
+            if S is not None:  # cleared, then only the entries at the level written
+                if contiguous:
+                    S[lo:lo + n].zero_()
+                else:
+                    S.index_fill_(0, idx, 0)
+                entry = np.unique((((slots[o[inside]] * nh + head[inside]) * HD + row[inside]) * HD) + e[inside])
+                flat = S.view(-1)
+                if self.packed[i]:  # a byte's bits are distinct entries: their sum is their OR
+                    where, first = np.unique(entry >> 3, return_index=True)
+                    value = np.add.reduceat(1 << (entry & 7), first) if len(entry) else entry
+                    flat[torch.as_tensor(where, device=dev)] = torch.as_tensor(value.astype(np.uint8), device=dev)
+                else:
+                    flat[torch.as_tensor(entry, device=dev)] = float(level)
+            for j in np.unique(o[~inside]).tolist():  # heads the layer does not use: kept on the host
+                out = ~inside & (o == j)
+                rest = np.zeros((qwen.linear_heads - nh, HD, HD), np.float32)
+                rest[head[out] - nh, row[out], e[out]] = level
+                self._fixed[int(slots[j])][i] = rest
+        self.flags.index_fill_(0, idx, 0)
+        self.running.index_fill_(0, idx, True)
+
+    def read_rails(self, slots: np.ndarray, where: np.ndarray) -> np.ndarray:
+        """The set rails (bool (n, rows, 128)) of the state rows `where` ((rows, 3): layer, head,
+        row) of the launches in `slots`, gathered on the device in one transfer a layer: a
+        batch reads its results without copying whole states (Host.cells_from_rails)."""
+        slots = np.asarray(slots, np.int64)
+        out = np.zeros((len(slots), len(where), HD), bool)
+        for layer in np.unique(where[:, 0]).tolist():
+            S = self.states[layer]
+            nh = 0 if S is None else S.shape[1]
+            mine = np.flatnonzero(where[:, 0] == layer)
+            inside = mine[where[mine, 1] < nh]
+            if len(inside):
+                # Row r of head h of slot b in the state viewed as (B * nh * 128, last).
+                flat = (slots[:, None] * nh + where[inside, 1]) * HD + where[inside, 2]
+                got = S.view(-1, S.shape[-1]).index_select(0, torch.as_tensor(flat.reshape(-1), device=self.device))
+                if self.packed[layer]:
+                    bits = np.unpackbits(got.cpu().numpy(), axis=-1, bitorder="little").astype(bool)
+                else:
+                    bits = got.cpu().numpy() > self.rails_level() / 2
+                out[:, inside] = bits.reshape(len(slots), len(inside), HD)
+            for k in mine[where[mine, 1] >= nh]:
+                for j, b in enumerate(slots.tolist()):
+                    rest = self._fixed[b].get(layer)
+                    if rest is not None:
+                        out[j, k] = rest[where[k, 1] - nh, where[k, 2]] > self.rails_level() / 2
+        return out
+
+    def rails_level(self) -> float:
+        return self.rails.level
+
     def stop(self, slot: int) -> None:
         """Freeze a slot (its launch ended on the host's side, e.g. at --max-steps)."""
         self.running[slot] = False
