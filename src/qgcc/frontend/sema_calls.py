@@ -40,7 +40,7 @@ class CallSema:
         fs = self.functions.get(name)
         if name in self.overloads:
             fs = self.resolve(self.overloads[name], e, name)
-        t = self.templates.get(name)
+        t = self.template_for_call(name, e)
         if t is not None:
             given = self.template_args(t, f.targs or [], f)
             fs = self.instantiate(t, self.deduce(t, given, e.args, e), f)
