@@ -74,3 +74,50 @@ def test_device_only_library_headers_are_named_errors():
     assert_error("#include <cuda/barrier>\n__global__ void k(int *o) {}\n", 1, 11,
                  "'cuda/barrier' (cuda::barrier, arrive/wait barriers) is not supported; use __syncthreads() "
                  "or cooperative groups' sync")
+
+
+# ---------------------------------------------------------------- enums
+
+ENUMS = r"""
+enum Mode { ADD, MUL = 4, SUB, LAST };
+typedef enum { RED = 1 << 2, GREEN, BLUE = GREEN * 3 } Color;
+enum class Dir : unsigned { Up = 7, Down, Left = Up + 10 };
+typedef enum Shape { DOT, LINE } ShapeT;
+__device__ int apply(Mode m, int a, int b) {
+    switch (m) { case ADD: return a + b; case MUL: return a * b; default: return a - b; }
+}
+__device__ unsigned turn(Dir d) { return d == Dir::Left ? 1u : (unsigned)d * 2u; }
+__global__ void enums(int *o, unsigned *u) {
+    int i = threadIdx.x;
+    enum Mode m = (Mode)(i % 3 == 2 ? SUB : i % 3 == 1 ? MUL : ADD);
+    Color c = GREEN;
+    Dir d = i & 1 ? Dir::Down : Dir::Left;
+    enum { LOCAL_A = 3, LOCAL_B } local = LOCAL_A;
+    ShapeT s = (ShapeT)(i & 1);
+    enum Shape s2 = LINE;
+    o[i * 4] = apply(m, i, 3);
+    o[i * 4 + 1] = c + BLUE + LAST + (s == DOT) * 100 + s2;
+    o[i * 4 + 2] = (int)d + (int)Dir::Left + (d == Dir::Down) + (int)sizeof(Mode);
+    o[i * 4 + 3] = LOCAL_B * 10 + local;
+    u[i] = turn(d) + turn(Dir::Up);
+}
+"""
+
+
+@need_gxx
+def test_enums_are_integer_constants_and_their_types_the_underlying_integer_as_gxx_does(qgcc, qgrun, tmp_path):
+    """Unscoped and scoped enums (`enum class E : unsigned`), implicit values (previous + 1),
+    values from earlier enumerators, `typedef enum {...} T;`, C's `enum E x;`, a local enum
+    with a declarator, enum parameters, casts, switch cases and sizeof (nbody's bodysystem.h)."""
+    o, u = np.zeros(16, np.int32), np.zeros(4, np.uint32)
+    got = cli_run(qgcc, qgrun, tmp_path, ENUMS, "enums", 1, 4, {"o": o, "u": u})
+    want = gxx_model(tmp_path, ENUMS, "enums", 1, 4, [("o", o), ("u", u)])
+    assert got["o"].tolist() == want["o"].tolist()
+    assert got["u"].tolist() == want["u"].tolist()
+
+
+def test_enum_in_a_struct_body_and_an_undeclared_enum_are_named_errors():
+    assert_error("struct S {\n  enum { N = 4 };\n  int a[N];\n};\n__global__ void k(int *o) {}\n", 2, 3,
+                 "an enum inside a struct or class is not supported; declare it before the struct (at file scope)")
+    assert_error("__global__ void k(int *o) { enum E e; o[0] = 0; }\n", 1, 29,
+                 "'enum E' is not declared before this use")

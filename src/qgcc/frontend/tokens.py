@@ -12,7 +12,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters
 
 from ..diagnostics import CompileError
-from . import ctors
+from . import ctors, enums
 from .coopgroups import Lowering
 from .grammar import HINTS, get_lark
 from .macros import Expander, HASH, HASHHASH
@@ -25,7 +25,6 @@ from .types import BUILTIN_TYPEDEFS
 UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "goto": "'goto' is not supported",
     "union": "'union' types are not supported",
-    "enum": "'enum' types are not supported; use const int or #define",
     "typename": "'typename' is supported only in a template parameter list",
     "new": "dynamic memory allocation ('new') is not supported",
     "delete": "dynamic memory allocation ('delete') is not supported",
@@ -284,7 +283,8 @@ class _Stream:
         prev = None
         cg = Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         ct = ctors.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(ct.run(self._operators(self._drop_hints(self._std(exp.expand(self._placed())))))):  # one token of lookahead, for '::'
+        en = enums.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
+        for tok in cg.run(ct.run(self._operators(self._drop_hints(self._std(en.run(exp.expand(self._placed()))))))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
