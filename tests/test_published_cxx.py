@@ -121,3 +121,63 @@ def test_enum_in_a_struct_body_and_an_undeclared_enum_are_named_errors():
                  "an enum inside a struct or class is not supported; declare it before the struct (at file scope)")
     assert_error("__global__ void k(int *o) { enum E e; o[0] = 0; }\n", 1, 29,
                  "'enum E' is not declared before this use")
+
+
+# ---------------------------------------------------------------- functors: operator()
+
+FUNCTORS = r"""
+struct AddScaled {                       // a lifting step, as dwt2d writes them
+    const float scale;                   // a const member: set by the constructor only
+    __device__ AddScaled(const float s) : scale(s) {}
+    __device__ void operator()(const float p, float &c, const float n) const { c += scale * (p + n); }
+};
+struct Halve {
+    __device__ int operator()(int a, int b) const { return (a + b) / 2; }
+    __device__ int operator()(int a) const { return a / 2; }
+};
+struct Count {
+    int n;
+    __device__ void operator()(int by) { n += by; }
+};
+template <typename OP>
+__device__ void lift(float *d, int n, const OP &op) {
+    for (int i = 1; i + 1 < n; i += 2) op(d[i - 1], d[i], d[i + 1]);
+}
+template <typename F>
+__device__ int fold(F f, int x) { return f(x, 7) + f(x); }
+__global__ void functors(float *d, int *o) {
+    int t = threadIdx.x;
+    AddScaled up(0.25f);
+    lift(d + t * 8, 8, up);
+    lift(d + t * 8, 8, AddScaled(-0.5f));          // a temporary functor
+    Halve h;
+    Count c;
+    c.n = t;
+    c(3);
+    c(t);
+    o[t] = h(t, 3) + Halve()(t * 5) + fold(h, t) + c.n * 1000 + (int)up.scale;
+}
+"""
+
+
+@need_gxx
+def test_functor_objects_call_their_operator_call_as_gxx_does(qgcc, qgrun, tmp_path):
+    """`f(args)` on a struct with operator() calls it: a variable, a temporary (`Halve()(x)`), a
+    functor passed by value or const reference to a template, overloads of operator(), a
+    non-const operator() that updates the object; const members set by a constructor."""
+    d = np.random.default_rng(27).standard_normal(32).astype(np.float32)
+    o = np.zeros(4, np.int32)
+    got = cli_run(qgcc, qgrun, tmp_path, FUNCTORS, "functors", 1, 4, {"d": d, "o": o})
+    want = gxx_model(tmp_path, FUNCTORS, "functors", 1, 4, [("d", d), ("o", o)])
+    assert got["o"].tolist() == want["o"].tolist()
+    assert got["d"].tobytes() == want["d"].tobytes()
+
+
+def test_calling_a_non_functor_and_assigning_a_const_member_are_errors():
+    head = "struct S { const int k; __device__ S(int v) : k(v) {} };\nstruct T { int a; };\n"
+    assert_error(head + "__global__ void g(int *o) { S s(1); s.k = 2; }\n", 3, 39,
+                 "cannot assign to const member 'k' of 'S'")
+    assert_error(head + "__global__ void g(int *o) { T t; t.a = 1; o[0] = t(2); }\n", 3, 50,
+                 "called object of type 'T' has no 'operator()'")
+    assert_error(head + "__global__ void g(int *o) { int t = 1; o[0] = t(2); }\n", 3, 47,
+                 "called object 't' is not a function")

@@ -74,7 +74,7 @@ STD_NAMES = frozenset({"min", "max", "abs", "fabs", "fmin", "fmax", "sqrt", "cbr
 CONVERSION_WORDS = frozenset({"const", "unsigned", "signed", "int", "char", "bool", "float", "double", "long",
                               "void", "volatile", "struct"})
 OVERLOADABLE = frozenset({"+", "-", "*", "/", "%", "+=", "-=", "*=", "/=", "==", "!=", "<", ">",
-                          "<=", ">=", "=", "[]"})
+                          "<=", ">=", "=", "[]", "()"})
 # Functional casts: the type keywords that may be called like a function, and the tokens after
 # which such a call is an expression.
 FCAST_WORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "long", "short"})
