@@ -253,7 +253,7 @@ WHOLE = [
     ("__device__ int f(int x) { return x; }\n", 1, 1,
      "no kernel: the file defines no __global__ function"),
     # --- file scope
-    ("int x;\n__global__ void k() {}\n", 1, 5,
+    ("int x;\n__global__ void k(int *o) { o[0] = x; }\n", 1, 5,
      "global variable 'x' is not supported; only integer constants ('const int N = 4;') may be "
      "declared at file scope"),
     ("__device__ double d;\n__global__ void k() {}\n", 1, 19,
