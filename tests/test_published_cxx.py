@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from frontcheck import assert_error
+from frontcheck import assert_error, error_of
 from gxx import gxx_model, need_gxx
 from test_published_constructs import cli_run
 
@@ -181,3 +181,74 @@ def test_calling_a_non_functor_and_assigning_a_const_member_are_errors():
                  "called object of type 'T' has no 'operator()'")
     assert_error(head + "__global__ void g(int *o) { int t = 1; o[0] = t(2); }\n", 3, 47,
                  "called object 't' is not a function")
+
+
+# ---------------------------------------------------------------- host code beside the kernels
+
+HOST_PART = r"""
+#include <pthread.h>
+#include <stdio.h>
+using namespace std;
+struct job_arg_t { Points *points; long kmin; pthread_barrier_t *barrier; };   // host types
+class Stream {
+public:
+    virtual size_t read(float *dest, int dim, int num) = 0;
+    virtual ~Stream() {}
+};
+class SimStream : public Stream {
+public:
+    SimStream(long n_) { n = n_; }
+    size_t read(float *dest, int dim, int num) { return std::fread(dest, 4, num, fp); }
+private:
+    long n; FILE *fp;
+};
+struct Frame { unsigned char *dev; CPUAnimBitmap *bitmap; };
+FILE *logfile;
+int nthreads = 4;
+typedef vector<bool> Code;
+template <typename T> T host_max(T a, T b) { return a > b ? a : b; }
+static void usage(const char *argv0) { fprintf(stderr, "usage: %s\n", argv0); exit(1); }
+int main(int argc, char **argv) {
+    Points pts; SimStream s(10);
+    scale<<<1, 4>>>(0, 0, 3);
+    return host_max(argc, 2);
+}
+"""
+KERNEL_PART = r"""
+typedef struct { float weight; float *coord; long assign; float cost; } Point;
+typedef struct { long num; int dim; Point *p; } Points;
+__device__ float dist(const Point &a, float x) { return (a.weight - x) * (a.weight - x); }
+__global__ void scale(Point *p, float *o, int k) {
+    int i = threadIdx.x;
+    o[i] = dist(p[i], 1.5f) * k + (float)p[i].assign + p[i].cost;
+}
+"""
+
+
+@need_gxx
+def test_host_code_the_kernels_do_not_use_is_left_out(qgcc, qgrun, tmp_path):
+    """main, host functions and function templates, classes with virtual members or base classes,
+    structs of host types (pthread_barrier_t, CPUAnimBitmap), host globals and typedefs of
+    host types beside the kernel (streamcluster's header, cuda-by-example's DataBlock): the
+    kernel compiles, and computes what the kernel alone computes under g++."""
+    pt = np.dtype([("weight", np.float32), ("coord", np.uint32), ("assign", np.int64), ("cost", np.float32)])
+    p = np.zeros(4, pt)
+    p["weight"], p["assign"], p["cost"] = [0.5, 2, -1, 3.25], [3, -2, 7, 1 << 33], [1, 2, 0.5, -4]
+    o = np.zeros(4, np.float32)
+    got = cli_run(qgcc, qgrun, tmp_path, KERNEL_PART + HOST_PART, "scale", 1, 4, {"p": p, "o": o}, {"k": 3})
+    want = [np.float32(np.float32(np.float32(w - 1.5) * np.float32(w - 1.5)) * 3) + np.float32(a) + np.float32(c)
+            for w, a, c in zip(p["weight"], p["assign"], p["cost"])]
+    assert got["o"].tobytes() == np.array(want, np.float32).tobytes()
+
+
+def test_host_code_a_kernel_uses_is_reported_as_before():
+    """Left out only when nothing kept names it: a kernel that uses a host struct, calls a host
+    function or reads a host global gets the error it got before."""
+    e = error_of("struct F { CPUAnimBitmap *b; };\n__global__ void k(F *f) {}\n")
+    assert (e.line, e.col) == (1, 12) and "'CPUAnimBitmap'" in e.message, e.render()
+    assert_error("int twice(int x) { return 2 * x; }\n__global__ void k(int *o) { o[0] = twice(1); }\n", 1, 5,
+                 "function 'twice' must be __global__ or __device__ (host code is not supported)")
+    assert_error("int n = 4;\n__global__ void k(int *o) { o[0] = n; }\n", 1, 5,
+                 "global variable 'n' is not supported; only integer constants ('const int N = 4;') may be "
+                 "declared at file scope")
+    assert_error("class B { virtual int f(); };\n__global__ void k(B *b) {}\n", 1, 11, "'virtual' is not supported")
