@@ -252,3 +252,31 @@ def test_host_code_a_kernel_uses_is_reported_as_before():
                  "global variable 'n' is not supported; only integer constants ('const int N = 4;') may be "
                  "declared at file scope")
     assert_error("class B { virtual int f(); };\n__global__ void k(B *b) {}\n", 1, 11, "'virtual' is not supported")
+
+
+# ---------------------------------------------------------------- a local variable named like a type
+
+SHADOW = r"""
+typedef struct latLong { float lat; float lng; } LatLong;
+__global__ void euclid(LatLong *d, float *o, float lat, float lng) {
+    int i = threadIdx.x;
+    {
+        LatLong *latLong = d + i;        // hides the struct tag in this block
+        o[i] = (lat - latLong->lat) * (lat - latLong->lat) + (lng - latLong->lng) * (lng - latLong->lng);
+    }
+    latLong other = d[3 - i];            // a type again after the block
+    o[i + 4] = other.lat * 2.0f + other.lng;
+}
+"""
+
+
+@need_gxx
+def test_a_local_variable_named_like_a_struct_tag_hides_it_in_its_block_as_gxx_does(qgcc, qgrun, tmp_path):
+    """rodinia nn: `LatLong *latLong = d_locations + id;` where latLong is also the struct's tag."""
+    d = np.zeros(4, np.dtype([("lat", np.float32), ("lng", np.float32)]))
+    d["lat"], d["lng"] = [1.5, -2.25, 3, 0.125], [4, 5.5, -6, 7]
+    o = np.zeros(8, np.float32)
+    got = cli_run(qgcc, qgrun, tmp_path, SHADOW, "euclid", 1, 4, {"d": d, "o": o}, {"lat": 0.5, "lng": -1.0})
+    want = gxx_model(tmp_path, SHADOW, "euclid", 1, 4, [("d", d, "LatLong"), ("o", o), ("lat", np.float32(0.5)),
+                                                        ("lng", np.float32(-1.0))])
+    assert got["o"].tobytes() == want["o"].tobytes()
