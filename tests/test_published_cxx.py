@@ -280,3 +280,9 @@ def test_a_local_variable_named_like_a_struct_tag_hides_it_in_its_block_as_gxx_d
     want = gxx_model(tmp_path, SHADOW, "euclid", 1, 4, [("d", d, "LatLong"), ("o", o), ("lat", np.float32(0.5)),
                                                         ("lng", np.float32(-1.0))])
     assert got["o"].tobytes() == want["o"].tobytes()
+
+
+def test_a_lambda_is_a_named_error():
+    assert_error("__global__ void k(int *o) {\n    auto at = [&o](int i) -> int { return o[i]; };\n    o[0] = at(1);\n}\n",
+                 2, 15, "lambda expressions are not supported; write a __device__ function and pass what the "
+                        "lambda captures as parameters")
