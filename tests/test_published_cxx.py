@@ -6,6 +6,7 @@ the emulator, and compared with g++ running the same text thread by thread."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from frontcheck import assert_error, error_of
 from gxx import gxx_model, need_gxx
@@ -105,12 +106,15 @@ __global__ void enums(int *o, unsigned *u) {
 
 
 @need_gxx
-def test_enums_are_integer_constants_and_their_types_the_underlying_integer_as_gxx_does(qgcc, qgrun, tmp_path):
+@pytest.mark.parametrize("engine", ["ref", pytest.param("neural", marks=pytest.mark.slow)])
+def test_enums_are_integer_constants_and_their_types_the_underlying_integer_as_gxx_does(qgcc, qgrun, tmp_path,
+                                                                                        engine):
     """Unscoped and scoped enums (`enum class E : unsigned`), implicit values (previous + 1),
     values from earlier enumerators, `typedef enum {...} T;`, C's `enum E x;`, a local enum
-    with a declarator, enum parameters, casts, switch cases and sizeof (nbody's bodysystem.h)."""
+    with a declarator, enum parameters, casts, switch cases and sizeof (nbody's bodysystem.h);
+    on the emulator and inside the network."""
     o, u = np.zeros(16, np.int32), np.zeros(4, np.uint32)
-    got = cli_run(qgcc, qgrun, tmp_path, ENUMS, "enums", 1, 4, {"o": o, "u": u})
+    got = cli_run(qgcc, qgrun, tmp_path, ENUMS, "enums", 1, 4, {"o": o, "u": u}, engine=engine)
     want = gxx_model(tmp_path, ENUMS, "enums", 1, 4, [("o", o), ("u", u)])
     assert got["o"].tolist() == want["o"].tolist()
     assert got["u"].tolist() == want["u"].tolist()
