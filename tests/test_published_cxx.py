@@ -192,6 +192,8 @@ def test_calling_a_non_functor_and_assigning_a_const_member_are_errors():
 HOST_PART = r"""
 #include <pthread.h>
 #include <stdio.h>
+#include <queue>
+#include <vector>
 using namespace std;
 struct job_arg_t { Points *points; long kmin; pthread_barrier_t *barrier; };   // host types
 class Stream {
@@ -207,6 +209,7 @@ private:
     long n; FILE *fp;
 };
 struct Frame { unsigned char *dev; CPUAnimBitmap *bitmap; };
+struct NodeCmp { bool operator()(const Stream *a, const Stream *b) const { return a < b; } };  // host methods
 FILE *logfile;
 int nthreads = 4;
 typedef vector<bool> Code;
@@ -232,7 +235,7 @@ __global__ void scale(Point *p, float *o, int k) {
 @need_gxx
 def test_host_code_the_kernels_do_not_use_is_left_out(qgcc, qgrun, tmp_path):
     """main, host functions and function templates, classes with virtual members or base classes,
-    structs of host types (pthread_barrier_t, CPUAnimBitmap), host globals and typedefs of
+    structs with host member functions, STL headers, structs of host types (pthread_barrier_t, CPUAnimBitmap), host globals and typedefs of
     host types beside the kernel (streamcluster's header, cuda-by-example's DataBlock): the
     kernel compiles, and computes what the kernel alone computes under g++."""
     pt = np.dtype([("weight", np.float32), ("coord", np.uint32), ("assign", np.int64), ("cost", np.float32)])

@@ -8,7 +8,8 @@ file into its top-level items and leaves out those that are host code by themsel
 
 * a function (or function template, or prototype) without `__device__` or `__global__`;
 * a struct or class (or class template) with a host-only mark: `virtual`, a base class, `::`
-  in its body, or a member whose type is a name not declared before it;
+  in its body, a member function without `__device__` (constructors and destructors are
+  frontend/ctors.py's), or a member whose type is a name not declared before it;
 * a file-scope variable or typedef of a type not declared before it (`FILE *fp;`,
   `typedef vector<bool> Code;`), or a variable without device storage (`int nthreads;`).
 
@@ -232,24 +233,32 @@ class HostCode:
         brace = w.index("{")
         if ":" in w[:brace]:
             return True  # a base class
-        depth, start = 0, True
+        tag = w[0] if toks[0].type == "NAME" else None
+        depth, start, stmt = 0, True, []
         for x, t in enumerate(toks[brace:], brace):
             v = w[x]
             if v == "virtual" or (v == ":" and x + 1 < len(w) and w[x + 1] == ":"):
                 return True
+            if v == "(" and depth == 1 and self.host_method(stmt, tag):
+                return True
             if v in ("{", "(", "["):
                 depth += 1
                 start = v == "{" and depth == 1
+                if start:
+                    stmt = []
                 continue
             if v in ("}", ")", "]"):
                 depth -= 1
                 start = depth == 1 and v == "}"
+                if start:
+                    stmt = []
                 continue
             if depth != 1:
                 continue
-            if v in (";", ":"):
-                start = True
+            if v == ";" or (v == ":" and stmt and stmt[-1] in ("public", "private", "protected")):
+                start, stmt = True, []
                 continue
+            stmt.append(v)
             if start and t.type == "NAME" and v not in QUALIFIERS and v not in NOT_TYPES:
                 nxt = w[x + 1] if x + 1 < len(w) else None
                 if v not in self.known and v not in local and nxt is not None and \
@@ -258,6 +267,15 @@ class HostCode:
             if v not in QUALIFIERS:
                 start = False
         return False
+
+    @staticmethod
+    def host_method(stmt: list, tag: str | None) -> bool:
+        """A member function without `__device__` (the '(' after its name); constructors and
+        destructors are frontend/ctors.py's (a host one is dropped there)."""
+        if not stmt or set(stmt) & DEVICE or "=" in stmt or "~" in stmt or "typedef" in stmt:
+            return False
+        first = next((x for x in stmt if x not in QUALIFIERS), None)
+        return first is not None and first != tag and first != "operator" or "operator" in stmt
 
     @staticmethod
     def names_used(it: _Item) -> set:

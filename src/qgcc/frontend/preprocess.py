@@ -41,7 +41,8 @@ BUILTIN_HEADERS = frozenset({
     "iostream", "cooperative_groups.h", "cooperative_groups/reduce.h",  # (frontend/coopgroups.py)
     # host-only C/POSIX/C++ headers: what they declare is for host code, which qgcc does not compile
     "malloc.h", "memory.h", "pthread.h", "unistd.h", "time.h", "ctime", "sys/time.h", "fstream",
-    "sstream", "iomanip",
+    "sstream", "iomanip", "string", "vector", "map", "set", "queue", "deque", "list", "iterator",
+    "algorithm", "utility", "chrono",
 })
 # The macros that built-in headers define, for this machine (32-bit int, signed 8-bit char).
 _LIMITS = ["CHAR_BIT 8", "SCHAR_MIN (-128)", "SCHAR_MAX 127", "UCHAR_MAX 255", "CHAR_MIN (-128)",
