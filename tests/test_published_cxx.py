@@ -210,6 +210,10 @@ private:
 };
 struct Frame { unsigned char *dev; CPUAnimBitmap *bitmap; };
 struct NodeCmp { bool operator()(const Stream *a, const Stream *b) const { return a < b; } };  // host methods
+struct list_item { struct list_item *pred, *next; void *datum; };               // host data
+typedef struct list_item list_item_t;
+typedef struct { list_item_t *head; int (*compare)(const void *, const void *); } list_t;
+typedef struct { int n; float **weights; } Net;
 FILE *logfile;
 int nthreads = 4;
 typedef vector<bool> Code;
@@ -235,7 +239,8 @@ __global__ void scale(Point *p, float *o, int k) {
 @need_gxx
 def test_host_code_the_kernels_do_not_use_is_left_out(qgcc, qgrun, tmp_path):
     """main, host functions and function templates, classes with virtual members or base classes,
-    structs with host member functions, STL headers, structs of host types (pthread_barrier_t, CPUAnimBitmap), host globals and typedefs of
+    structs with host member functions, `void *` or `T **` members or function pointers,
+    typedefs naming them, STL headers, structs of host types (pthread_barrier_t, CPUAnimBitmap), host globals and typedefs of
     host types beside the kernel (streamcluster's header, cuda-by-example's DataBlock): the
     kernel compiles, and computes what the kernel alone computes under g++."""
     pt = np.dtype([("weight", np.float32), ("coord", np.uint32), ("assign", np.int64), ("cost", np.float32)])

@@ -9,9 +9,12 @@ file into its top-level items and leaves out those that are host code by themsel
 * a function (or function template, or prototype) without `__device__` or `__global__`;
 * a struct or class (or class template) with a host-only mark: `virtual`, a base class, `::`
   in its body, a member function without `__device__` (constructors and destructors are
-  frontend/ctors.py's), or a member whose type is a name not declared before it;
-* a file-scope variable or typedef of a type not declared before it (`FILE *fp;`,
-  `typedef vector<bool> Code;`), or a variable without device storage (`int nthreads;`).
+  frontend/ctors.py's), a `void *` or `T **` member, or a member whose type is a name not
+  declared before it;
+* a file-scope variable of a type not declared before it (`FILE *fp;`) or without device
+  storage (`int nthreads;`), and a typedef (`typedef vector<bool> Code;`, `typedef struct
+  list_item list_item_t;`: a typedef only names a type, it is kept when something kept uses
+  the name).
 
 An item left out is still compiled, and so reported with the usual error, when a kept item
 names it (a kernel that uses a host struct, calls a host function or reads a host global):
@@ -177,7 +180,7 @@ class HostCode:
             it.host = not (set(lead[:paren]) & DEVICE)
             return
         it.kind = "decl"
-        if lead[0] == "typedef" and agg is not None:  # `typedef struct [tag] {...} Name;`
+        if lead[0] == "typedef" and agg is not None and brace < len(lead):  # `typedef struct [tag] {...} Name;`
             inner = toks[k + agg + 1:]
             tag = inner[0].value if inner and inner[0].type == "NAME" else None
             it.host = self.host_struct(inner, params | ({tag} if tag else set()))
@@ -187,8 +190,8 @@ class HostCode:
             first = next((t for t in toks[k:] if _v(t) not in QUALIFIERS), None)
             if first is not None and first.type == "NAME" and first.value not in self.known | params:
                 it.host = True  # a type nothing declares: a host header's
-            elif lead[0] != "typedef":
-                it.host = True  # a host global (`int nthreads = 4;`)
+            else:  # a host global (`int nthreads = 4;`), or a typedef: only a name, kept when named
+                it.host = True
         names = self.declarators(toks[k:])
         it.names |= names
         if lead[0] == "typedef":
@@ -239,6 +242,8 @@ class HostCode:
             v = w[x]
             if v == "virtual" or (v == ":" and x + 1 < len(w) and w[x + 1] == ":"):
                 return True
+            if depth == 1 and v == "*" and (w[x - 1] in ("*", "void")):
+                return True  # a `T **` or `void *` member: host data (bpnn's weights, b+tree's nodes)
             if v == "(" and depth == 1 and self.host_method(stmt, tag):
                 return True
             if v in ("{", "(", "["):
