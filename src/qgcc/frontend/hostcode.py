@@ -149,8 +149,9 @@ class HostCode:
         if k < len(w) and w[k] == "template":
             k, params = self.template_header(toks, k)
         lead = w[k:]
-        if not lead or lead[0] == "namespace":
-            return
+        if not lead or lead[0] == "namespace" or w[-1] not in (";", "}") or \
+                not (lead[0] and (lead[0][0].isalpha() or lead[0][0] == "_")):
+            return  # not a whole declaration (a stray '}', the end of the file): the parser's
         if lead[0] == "using":
             if len(lead) > 2 and lead[2] == "=":
                 it.names.add(lead[1])
