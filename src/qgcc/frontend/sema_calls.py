@@ -115,6 +115,8 @@ class CallSema:
             return True
         if readonly:
             return False
+        if kind == "const" and fs.template is not None and a.ty == pt:
+            return False  # a template's `T &` from a const variable is `const T &` in C++: a copy reads the same
         what = "a value of type '" + str(a.ty) + "'" if kind in ("var", "mem") else "a temporary"
         raise self.error(a, f"argument {i + 1} of '{name}': cannot bind the non-const reference "
                             f"'{pt} &' to {what}; pass a variable of type '{pt}'")
