@@ -16,6 +16,7 @@ from test_published_constructs import cli_run
 
 SHORTS = r"""
 #include <limits.h>
+#include <stdint.h>
 template <typename T> __device__ T twice(T v) { return v + v; }
 __global__ void shorts(const short *x, unsigned short *u, short *y, int *o, short s, unsigned short us) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -25,8 +26,8 @@ __global__ void shorts(const short *x, unsigned short *u, short *y, int *o, shor
     unsigned short d = b + us;
     a += 30000;                         // compound assignment narrows too
     b -= 7;
-    short int e = -a;
-    unsigned short int f = ~b;
+    int16_t e = -a;                     // the stdint.h names of the 16-bit types
+    uint16_t f = ~b;
     ++a; b--;
     y[i] = c;
     u[i] = d ^ b;
