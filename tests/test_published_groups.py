@@ -252,3 +252,50 @@ def test_cg_reduce_on_a_group_passed_to_a_template(qgcc, qgrun, tmp_path, size):
                    "counts": np.zeros(grid * block // 4, np.int32)}, instantiate=[f"tileSums<{size}>"])
     assert got["out"].tolist() == x.reshape(-1, size).sum(axis=1).tolist()
     assert got["counts"].tolist() == np.where(x > 0, x, 0).reshape(-1, 4).sum(axis=1).tolist()
+
+
+TILE_PARAM = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__device__ int tileSum(cg::thread_block_tile<32> &t, int v) {     // a tile passed by reference
+    for (int offset = t.size() / 2; offset > 0; offset /= 2)
+        v += t.shfl_down(v, offset);
+    return v;
+}
+__device__ unsigned rankIn(cg::thread_group g) { return g.thread_rank() * 100u + g.size(); }
+__global__ void sums(const int *x, int *out, unsigned *ranks) {
+    cg::thread_block cta = cg::this_thread_block();
+    cg::thread_block_tile<32> tile32 = cg::tiled_partition<32>(cta);
+    int s = tileSum(tile32, x[threadIdx.x]);
+    if (tile32.thread_rank() == 0) out[tile32.meta_group_rank()] = s;
+    if (x[threadIdx.x] > 0) {
+        cg::coalesced_group pos = cg::coalesced_threads();
+        ranks[threadIdx.x] = rankIn(pos);                          // a coalesced group as a thread_group
+    }
+}
+"""
+
+
+def test_a_32_thread_tile_by_reference_and_a_coalesced_group_as_thread_group(qgcc, qgrun, tmp_path):
+    """`cg::thread_block_tile<32> &t` parameters keep the tile's size (the shfl_down ladder of the
+    samples' warp sums over 8 warps); a coalesced group passed as a `thread_group` keeps its
+    members (rank among the warp's positive lanes, size = their count)."""
+    x = np.random.default_rng(11).integers(-5, 9, 64).astype(np.int32)
+    got = cli_run(qgcc, qgrun, tmp_path, TILE_PARAM, "sums", 1, 64,
+                  {"x": x, "out": np.zeros(2, np.int32), "ranks": np.zeros(64, np.uint32)})
+    assert got["out"].tolist() == x.reshape(2, 32).sum(axis=1).tolist()
+    want = np.zeros(64, np.uint32)
+    for w in range(16):
+        members = [t for t in range(4 * w, 4 * w + 4) if x[t] > 0]
+        for r, t in enumerate(members):
+            want[t] = r * 100 + len(members)
+    assert got["ranks"].tolist() == want.tolist()
+
+
+def test_a_partition_of_a_wide_tile_passed_to_a_function_is_named():
+    """A partition of a 32-thread tile is a mask of tile ranks that only its own function
+    knows how to use: passing it on is a named error, not a wrong group."""
+    src = BINARY.replace("        cg::sync(tile32);", "        rankOf(half);\n        cg::sync(tile32);").replace(
+        "// odd and even", "__device__ void rankOf(cg::thread_group g) { g.sync(); }\n// odd and even")
+    assert_error(src, 23, 16, "'half', a partition of a tile wider than a warp, cannot be passed to a function "
+                              "(use it in the function that partitions)")

@@ -339,7 +339,8 @@ class Lowering:
         if kind == "any":
             text = coopwide.any_group(g, m)
             if text is None:
-                raise self.error(meth, f"'.{m}()' on a thread_group parameter is not supported (sync, "
+                raise self.error(meth, f"'.{m}()' on a thread_group parameter or a tile whose size is a template "
+                                       "parameter is not supported (sync, "
                                        "thread_rank, size, num_threads, meta_group_rank and meta_group_size are)")
             return text
         if kind == "block":
