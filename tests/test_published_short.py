@@ -60,6 +60,48 @@ def test_short_and_unsigned_short_promote_and_wrap_as_in_c(qgcc, qgrun, tmp_path
         assert got[k].tolist() == want[k].tolist(), k
 
 
+FORMS = r"""
+__constant__ short table[4] = {-1, (short)70000, 32767, (short)-32769};
+__device__ unsigned short mix(short a, unsigned short b) { return a ^ b; }
+template <typename T> __global__ void forms(T *io, int *o) {
+    __shared__ short sh[16];
+    short loc[3] = {1, -2, 3};
+    unsigned i = threadIdx.x;
+    sh[i] = io[i] * 7;
+    short s = sh[i];
+    s++;
+    unsigned short u = static_cast<unsigned short>(s) + short(io[i]);
+    signed short int t = (short)(u * 3);
+    short unsigned v = mix(t, u);
+    loc[i % 3] += t;
+    o[4 * i] = s + u;
+    o[4 * i + 1] = t > 0 ? v : -v;
+    o[4 * i + 2] = loc[0] + loc[1] * loc[2] + table[i % 4];
+    io[i] = (T)(o[4 * i] + o[4 * i + 1]);
+    switch (s) { case -1: o[4 * i + 3] = 1; break; case 32767: o[4 * i + 3] = 2; break; default: o[4 * i + 3] = s >> 3; }
+}
+"""
+
+
+@need_gxx
+@pytest.mark.parametrize("elem,engine", [(np.int16, "ref"), (np.uint16, "ref"),
+                                         pytest.param(np.int16, "neural", marks=pytest.mark.slow)])
+def test_shorts_in_shared_constant_and_local_arrays_casts_switch_and_kernel_templates(qgcc, qgrun, tmp_path, elem,
+                                                                                      engine):
+    """A kernel template instantiated on short / unsigned short (`--instantiate`), short
+    __shared__, __constant__ and local arrays, functional and static_cast casts, a device
+    function taking and returning shorts, a switch on a short: g++ on the same text (and the
+    network, slow)."""
+    ctype = "short" if elem == np.int16 else "unsigned short"
+    io = np.array([32767, -32768, 5, 4681, -4682, 100, 0, -1, 9362, 3, 2, 1, -9363, 7, 8, 12345]).astype(elem)
+    arrays = {"io": io, "o": np.zeros(64, np.int32)}
+    got = cli_run(qgcc, qgrun, tmp_path, FORMS, f"forms<{ctype}>", 1, 16, arrays, instantiate=[f"forms<{ctype}>"],
+                  engine=engine)
+    want = gxx_model(tmp_path, FORMS, f"forms<{ctype}>", 1, 16, list(arrays.items()))
+    assert got["io"].tolist() == want["io"].tolist()
+    assert got["o"].tolist() == want["o"].tolist()
+
+
 STRUCTS = r"""
 struct Sample { short level; unsigned short count; int total; };
 __global__ void tally(Sample *s, short2 *v, ushort4 *w) {
