@@ -269,8 +269,8 @@ __global__ void sums(const int *x, int *out, unsigned *ranks) {
     int s = tileSum(tile32, x[threadIdx.x]);
     if (tile32.thread_rank() == 0) out[tile32.meta_group_rank()] = s;
     if (x[threadIdx.x] > 0) {
-        cg::coalesced_group pos = cg::coalesced_threads();
-        ranks[threadIdx.x] = rankIn(pos);                          // a coalesced group as a thread_group
+        cg::thread_group pos = cg::coalesced_threads();           // a coalesced group as a thread_group
+        ranks[threadIdx.x] = rankIn(pos) + 10000u * pos.thread_rank();
     }
 }
 """
@@ -288,7 +288,7 @@ def test_a_32_thread_tile_by_reference_and_a_coalesced_group_as_thread_group(qgc
     for w in range(16):
         members = [t for t in range(4 * w, 4 * w + 4) if x[t] > 0]
         for r, t in enumerate(members):
-            want[t] = r * 100 + len(members)
+            want[t] = r * 100 + len(members) + 10000 * r
     assert got["ranks"].tolist() == want.tolist()
 
 

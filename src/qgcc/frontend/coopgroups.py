@@ -17,7 +17,10 @@ So this pass (run after macro expansion, before parsing) rewrites:
   tiles `shfl`, `shfl_up`, `shfl_down`, `shfl_xor` (the tile size is the width), `any`,
   `all` and `ballot` (over the tile's lanes; a ballot's bits are tile ranks);
 * `cg::sync(g)` and `cg::reduce(t, v, cg::plus<T>())` / `cg::greater<T>()` /
-  `cg::less<T>()` (a butterfly of SHFL.XOR and adds, maxima or minima).
+  `cg::less<T>()` (a butterfly of SHFL.XOR and adds, maxima or minima);
+* tiles of 8, 16 and 32 threads through `coopwide`; the grid, coalesced groups,
+  labeled/binary partitions and reduces on a group known only at run time through
+  `coopparts` (their helpers are prepended as CUDA text when used).
 
 Anything else named in the namespace is an error naming the construct.
 """
@@ -170,8 +173,8 @@ class Lowering:
             if v < len(toks) and toks[v].type == "NAME":
                 var = toks[v].value
                 init = self.init_kind(toks, v + 2) if v + 2 < len(toks) and toks[v + 1].value == "=" else None
-                if kind in (None, "coalesced") and init is not None and init[0] in ("block", "tile", "any", "part"):
-                    kind, size = init[0], (str(init[1]) if init[0] == "part" else size)
+                if init is not None and (kind is None or (kind, init[0]) == ("coalesced", "part")):
+                    kind, size = init[0], (str(init[1]) if init[0] == "part" else size)  # what the call makes
                 if kind is None and v + 2 < len(toks) and toks[v + 1].value == "=":
                     kind = "tile"
                 elif kind is None and toks[v + 1].value in (",", ")"):
