@@ -188,10 +188,10 @@ def test_binary_partition_of_a_tile_wider_than_the_warp(qgcc, qgrun, tmp_path):
     """binary_partition(tile32, pred) splits the tile into the threads with each predicate,
     across the tile's 8 warps; cg::reduce is called from the two branches of the `if` (each
     half waits only for its own members), thread_rank/size/shfl are within the half, and a
-    float reduce adds the members' values in rank order.  One block of 32 threads, 2 rounds (the
-    partitions' counters are used again)."""
+    float reduce adds the members' values in rank order.  One block of 32 threads (each half's
+    barrier counter serves six barriers in a row)."""
     grid, block = 1, 32
-    n = 2 * grid * block
+    n = grid * block
     x = np.random.default_rng(3).integers(-50, 50, n).astype(np.int32)
     got = cli_run(qgcc, qgrun, tmp_path, BINARY, "oddEven", grid, block,
                   {"in": x, "odds": np.zeros(1, np.int32), "sums": np.zeros(2, np.int32),
