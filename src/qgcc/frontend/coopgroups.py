@@ -220,6 +220,11 @@ class Lowering:
                 if len(args) != 2:
                     raise self.error(t, "'tiled_partition' expects (group, size)")
                 size = self.text(args[1])
+            popen = k if toks[j].value == "<" else j
+            parent_kind = self.kinds.get(toks[popen + 1].value)
+            if parent_kind in ("coalesced", "part", "grid"):
+                raise self.error(t, f"'tiled_partition' of a {'grid' if parent_kind == 'grid' else 'coalesced group'}"
+                                    " is not supported (tiles are taken from the thread block)")
             if not size.strip().isdigit():
                 if len(size.split()) != 1 or not size.strip().isidentifier():
                     raise self.error(t, f"the size of a tile must be a number (1, 2, 4, 8, 16 or 32), a macro or "
