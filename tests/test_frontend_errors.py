@@ -49,7 +49,7 @@ IN_KERNEL = [
                                  "pointer (got 'char *')"),
     ("long long long x;", 11, "'long long long' is too long"),
     ("long char x;", 6, "invalid combination of type specifiers 'long char'"),
-    ("unsigned short s;", 10, "'short' is not supported"),
+    ("short char s;", 7, "invalid combination of type specifiers 'short char'"),
     ("int x = ~1.5;", 9, "invalid operand to unary '~' ('double')"),
     ("int x = 10LLL;", 9, "invalid suffix 'LLL' on integer literal"),
     ("auto x = 1;", 1, "'auto' is not supported; write the type"),

@@ -15,6 +15,8 @@ ELEM_DTYPES = {
     "bool": "bool",
     "char": "int8",
     "uchar": "uint8",
+    "short": "int16",  # one cell per element, like char: the 16-bit pattern zero-extended
+    "ushort": "uint16",
     "float": "float32",
     "llong": "int64",  # two cells per element, the low word first
     "ullong": "uint64",
@@ -26,7 +28,8 @@ ELEM_DTYPES = {
 _TYPE_KINDS = {"int": "int", "signed": "int", "signed int": "int", "int32_t": "int", "unsigned": "unsigned",
                "unsigned int": "unsigned", "uint32_t": "unsigned", "size_t": "unsigned", "bool": "bool",
                "char": "char", "signed char": "char", "int8_t": "char", "unsigned char": "uchar",
-               "uint8_t": "uchar", "float": "float", "long long": "llong", "long": "llong", "int64_t": "llong",
+               "uint8_t": "uchar", "short": "short", "short int": "short", "signed short": "short",
+               "int16_t": "short", "unsigned short": "ushort", "unsigned short int": "ushort", "uint16_t": "ushort", "float": "float", "long long": "llong", "long": "llong", "int64_t": "llong",
                "unsigned long long": "ullong", "unsigned long": "ullong", "uint64_t": "ullong",
                "double": "double"}
 

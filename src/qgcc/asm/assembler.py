@@ -32,6 +32,8 @@ PARAM_TYPES = {
     "bool": "bool",
     "char": "char",
     "uchar": "uchar",
+    "short": "short",
+    "ushort": "ushort",
     "float": "float",
     "llong": "llong",  # 64-bit: two parameter words, the low one first
     "ullong": "ullong",

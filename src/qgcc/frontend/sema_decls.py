@@ -45,8 +45,6 @@ class DeclSema:
                 if len(longs) > 2 and s is longs[2]:
                     raise self.error(s, "'long long long' is too long")
                 continue
-            if t == "short":
-                raise self.error(s, "'short' is not supported")
             if t == "auto":
                 raise self.error(s, "'auto' is not supported; write the type")
             if t == "__host__":

@@ -47,8 +47,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "mutable": "'mutable' is not supported",
     "typeid": "'typeid' is not supported",
     "wchar_t": "'wchar_t' is not supported",
-    "int16_t": "'int16_t' is not supported ('short' is not supported)",
-    "uint16_t": "'uint16_t' is not supported ('short' is not supported)",
 }
 
 _REGEX_TERMINAL_NAMES = {

@@ -75,6 +75,8 @@ class Launch:
             return cells != 0
         if dtype in ("int8", "uint8"):
             return (cells & 0xFF).astype(np.uint8).view(dtype)
+        if dtype in ("int16", "uint16"):
+            return (cells & 0xFFFF).astype(np.uint16).view(dtype)
         return cells.view(dtype).copy()
 
 

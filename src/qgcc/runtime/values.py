@@ -18,6 +18,8 @@ SCALAR_RANGES: dict[str, tuple[int, int]] = {
     "bool": (0, 1),
     "char": (-128, 127),
     "uchar": (0, 255),
+    "short": (-(1 << 15), (1 << 15) - 1),
+    "ushort": (0, (1 << 16) - 1),
     "llong": (-(1 << 63), (1 << 63) - 1),
     "ullong": (0, (1 << 64) - 1),
 }
