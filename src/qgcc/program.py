@@ -82,15 +82,23 @@ class Param:
     # A pointer to a struct (ctype "struct"): the struct's name and its cells in memory order,
     # as (dotted member path, ctype) pairs (frontend/structs.py: one cell per scalar member).
     struct: "StructLayout | None" = None
+    # A texture (1 or 2: its dimensions; docs/subset.md, "Textures"): a read-only buffer whose
+    # parameter is a 64-bit handle, the buffer's first cell and (width-1) | (height-1) << 16.
+    texture: int = 0
 
     @property
     def words(self) -> int:
         """Parameter words (LDC slots) the parameter takes: a 64-bit scalar two, low word first."""
+        if self.texture:
+            return 2
         if self.struct is not None and not self.pointer:
             return self.struct.words  # a struct by value: one word per cell
         return 2 if not self.pointer and self.ctype in ("llong", "ullong", "double") else 1
 
     def describe(self) -> str:
+        if self.texture:
+            elem = self.struct.name if self.struct is not None else {"uchar": "unsigned char"}.get(self.ctype, self.ctype)
+            return f"texture<{elem}, {self.texture}> {self.name}"
         if self.struct is not None and not self.pointer:
             return f"{'const ' if self.const else ''}{self.struct.name} {self.name}"
         if self.struct is not None:

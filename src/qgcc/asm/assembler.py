@@ -482,6 +482,11 @@ class _Assembler:
     def param(self, ln: _Line, t: Tok, k: _KernelState):
         const = False
         tt = ln.next("a parameter type")
+        texture = 0
+        if tt.kind == "ident" and tt.text in ("texture1", "texture2"):  # `.param texture2 float t`
+            texture = int(tt.text[-1])
+            const = True
+            tt = ln.next("a texture's element type")
         if tt.kind == "ident" and tt.text == "const":
             const = True
             tt = ln.next("a parameter type")
@@ -489,8 +494,8 @@ class _Assembler:
             st = ln.next("a struct name")
             if st.text not in self.structs:
                 ln.error(st.col, f"unknown struct '{st.text}' (declare it with .struct before the first kernel)")
-            pointer = ln.accept_punct("*")  # without '*': the struct by value, a word per cell
-            self.param_name(ln, t, k, Param("", "struct", pointer, const, self.structs[st.text]))
+            pointer = ln.accept_punct("*") or bool(texture)  # without '*': the struct by value, a word per cell
+            self.param_name(ln, t, k, Param("", "struct", pointer, const, self.structs[st.text], texture))
             return
         if tt.kind != "ident" or tt.text not in PARAM_TYPES:
             ln.error(tt.col, f"unknown parameter type '{tt.text}' (types: {', '.join(PARAM_TYPES)})")
@@ -499,9 +504,9 @@ class _Assembler:
         if ctype == "unsigned" and nxt is not None and nxt.kind == "ident" and nxt.text in ("char", "int"):
             ln.i += 1
             ctype = "uchar" if nxt.text == "char" else "unsigned"
-        pointer = ln.accept_punct("*")
+        pointer = ln.accept_punct("*") or bool(texture)
         assert ctype in ELEM_DTYPES
-        self.param_name(ln, t, k, Param("", ctype, pointer, const))
+        self.param_name(ln, t, k, Param("", ctype, pointer, const, texture=texture))
 
     def param_name(self, ln: _Line, t: Tok, k: _KernelState, prm: Param):
         nt = ln.next("a parameter name")

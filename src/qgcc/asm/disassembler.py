@@ -252,6 +252,8 @@ def _param_words(k) -> list[str]:
 
 def _param_decl(prm) -> str:
     ty = f"struct {prm.struct.name}" if prm.struct is not None else prm.ctype
+    if getattr(prm, "texture", 0):  # a texture: its handle, two words (docs/qsass.md)
+        return f".param texture{prm.texture} {ty} {prm.name}"
     return f".param {'const ' if prm.const else ''}{ty}{'*' if prm.pointer else ''} {prm.name}"
 
 

@@ -23,9 +23,10 @@ from .sema_templates import TemplateSema
 from .sema_stmts import StmtSema
 from .sema_exprs import ExprSema
 from .sema_calls import CallSema
+from .sema_textures import TextureSema
 
 
-class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema):
+class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, TextureSema):
     def __init__(self, filename: str, source: str):
         self.filename = filename
         self.lines = source.split("\n")
@@ -115,6 +116,7 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema):
         self.check_calls()
         self.check_recursion([fs for fs, _ in defs])
         kernels = [fs for fs, _ in defs if fs.kind == "global"]
+        self.texture_params(kernels)
         return SemaResult(kernels, self.functions, self.constants)
 
 
