@@ -17,7 +17,7 @@ from ..spec import SPEC
 from . import ast as A
 from .structs import cells, is_struct
 from .symbols import FuncSym, SpecInfo, TexInfo, VarSym
-from .types import FLOAT, INT, PtrType, Type, ULLONG, is_arith, is_int, is_ptr, is_wide, words
+from .types import FLOAT, INT, PtrType, Type, ULLONG, is_arith, is_int, is_pair, is_ptr, words
 
 # fetch -> (coordinate count, coordinate type)
 FETCHES = {"tex1Dfetch": (1, INT), "tex1D": (1, FLOAT), "tex2D": (2, FLOAT)}
@@ -42,11 +42,11 @@ class TextureSema:
 
     def texture_element(self, elem: Type, at: A.Node) -> None:
         if is_struct(elem):
-            if not all(is_arith(f.ty) and not is_wide(f.ty) for f in elem.fields):
+            if not all(is_arith(f.ty) and not is_pair(f.ty) for f in elem.fields):
                 raise self.error(at, f"textures of '{elem}' are not supported: a texel is a number or a "
                                      "struct (float2, float4, ...) of 32-bit numbers")
             return
-        if not is_arith(elem) or is_wide(elem):
+        if not is_arith(elem) or is_pair(elem):
             raise self.error(at, f"textures of '{elem}' are not supported: a texel is a 32-bit number "
                                  "(int, unsigned, float, char) or a struct (float2, float4, ...) of them")
 
@@ -105,7 +105,7 @@ class TextureSema:
             t = self.rvalue(a)
             if not is_arith(t) or (cty == INT and not is_int(t)):
                 raise self.error(a, f"a coordinate of '{name}' must be {'an integer' if cty == INT else 'a number'}")
-            if is_wide(t):
+            if is_pair(t):
                 raise self.error(a, f"a coordinate of '{name}' must be a 32-bit number")
         e.args = args
         e.callee = name
