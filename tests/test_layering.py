@@ -25,10 +25,11 @@ FRONTEND_LAYERS = [
      "overloads"},
     {"preprocess", "macros", "coopgroups", "coopwide", "ctors", "texdecl"},                                    # preprocess (and #if, macros)
     {"tokens", "parser"},                                                      # parse
-    {"structsema", "sema_decls", "sema_templates", "sema_stmts", "sema_exprs", "sema_calls", "sema_textures"},  # sema by topic
+    {"structsema", "sema_decls", "sema_templates", "sema_stmts", "sema_exprs", "sema_calls", "sema_textures",
+     "sema_printf"},  # sema by topic
     {"sema"},                                                                  # sema's composition and entry
     {"softfloat"},                                                             # the .cu libraries, checked
-    {"bitops", "wide", "doubles", "intrinsics", "textures"},                               # lowering by family
+    {"bitops", "wide", "doubles", "intrinsics", "textures", "printf"},                               # lowering by family
     {"lower_stmts", "lower_memory", "lower_exprs", "lower_calls"},             # lowering by construct
     {"codegen"},                                                               # lowering's composition
     {"regalloc", "spill"},                                                     # registers -> isa.Instr

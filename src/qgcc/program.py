@@ -150,6 +150,34 @@ class Constant:
         return f"__constant__ {c} {self.name}" + "".join(f"[{d}]" for d in self.dims)
 
 
+# Device printf and assert (frontend/sema_printf.py, runtime/printf.py): the record buffer, a
+# __device__ array the compiler adds, and the address band a failing assert stores to.
+PRINTF_NAME = "__qg_printf"
+PRINTF_CELLS = 1024
+ASSERT_BAND = 0xA55E0000
+
+
+@dataclass(frozen=True)
+class PrintfFormat:
+    """A printf call's format: its text, one argument kind per conversion (printfmt.py), the
+    %s literals in order, and its source line."""
+
+    text: str
+    kinds: str
+    literals: tuple[str, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class DeviceAssert:
+    """An assert call: where it is, its condition as written, and the function it is in."""
+
+    file: str
+    line: int
+    cond: str
+    function: str
+
+
 @dataclass
 class Program:
     code: list[Instr]
@@ -158,6 +186,8 @@ class Program:
     # Source text lines (1-based line N is source_lines[N-1]) for annotations and traces.
     source_lines: list[str] = field(default_factory=list)
     constants: list[Constant] = field(default_factory=list)
+    printf: list[PrintfFormat] = field(default_factory=list)  # by format number
+    asserts: list[DeviceAssert] = field(default_factory=list)  # by assert number
 
     @property
     def constant_cells(self) -> int:

@@ -26,6 +26,7 @@ import click
 
 from ..diagnostics import OutputError, UsageError
 from ..inputs import open_program
+from ..program import PRINTF_CELLS
 from ..qgfile import FORMAT_VERSION as QG_FORMAT_VERSION
 from ..spec import SPEC
 from ..trace import ExitCode, Fault, Stats, StepRecord
@@ -198,6 +199,10 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     stats = result.stats
     for key in STAT_KEYS:
         summary[key] = int(getattr(stats, key))
+    if program.printf:  # device printf: the formatted calls, in qgcc's order (runtime/printf.py)
+        summary["printf"] = result.printf.lines
+        if result.printf.dropped:
+            summary["printf_dropped_cells"] = result.printf.dropped
 
     buffers = {}
     for name, path in out_paths.items():
@@ -212,6 +217,12 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     if dump is not None:
         buffers[dump_states] = _dump_bytes(dump, launch, eng.name, dev, dtype, "ok")
     _write_outputs(buffers, json_path, summary)
+    if result.printf.lines:
+        sys.stdout.write(result.printf.text)
+        sys.stdout.flush()
+    if result.printf.dropped:
+        note(TOOL, f"the printf buffer ({PRINTF_CELLS} cells) was full: {result.printf.dropped} cells of "
+                   f"records were dropped, as CUDA drops output when its buffer is full")
     if renderer is not None and renderer.broken:
         _restore_stdout_after_broken_pipe()
         return 0

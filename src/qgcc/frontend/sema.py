@@ -24,9 +24,10 @@ from .sema_stmts import StmtSema
 from .sema_exprs import ExprSema
 from .sema_calls import CallSema
 from .sema_textures import TextureSema
+from .sema_printf import PrintfSema
 
 
-class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, TextureSema):
+class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, TextureSema, PrintfSema):
     def __init__(self, filename: str, source: str):
         self.filename = filename
         self.lines = source.split("\n")
@@ -117,7 +118,8 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Tex
         self.check_recursion([fs for fs, _ in defs])
         kernels = [fs for fs, _ in defs if fs.kind == "global"]
         self.texture_params(kernels)
-        return SemaResult(kernels, self.functions, self.constants)
+        printf, asserts = self.device_io()
+        return SemaResult(kernels, self.functions, self.constants, printf, asserts)
 
 
     # ------------------------------------------------------------------ templates

@@ -88,6 +88,8 @@ class SemaResult:
     kernels: list[FuncSym]
     functions: dict[str, FuncSym]
     constants: list[VarSym] = field(default_factory=list)  # __constant__ variables, by address
+    printf: list = field(default_factory=list)  # (format, kinds, %s literals, virtual line) per printf
+    asserts: list = field(default_factory=list)  # (virtual line, condition, function) per assert
 
 
 @dataclass
