@@ -2,7 +2,7 @@
 against its conversion and decides how many cells the record stores) and again by the host,
 which formats the stored raw bits after the launch (runtime/printf.py).
 
-The conversions are C's: %d %i %u %x %X %o %c %f %F %e %E %g %G %s %p and %%, with flags
+The conversions are C's: %d %i %u %x %X %o %c %f %F %e %E %g %G %s %p and %% (not %a), with flags
 (-+ #0), a width and a precision given as numbers (not `*`), and the length modifiers l and ll
 on the integer conversions (64-bit arguments).  What each conversion stores:
 
@@ -11,9 +11,9 @@ on the integer conversions (64-bit arguments).  What each conversion stores:
     u     u x X o (no l)                 32-bit integer         1
     I     ld lld li lli                  64-bit integer         2 (low word first)
     U     lu llu lx llx lo llo ...       64-bit integer         2
-    f     f F e E g G a A                float                  1 (its bits; C promotes it to double,
+    f     f F e E g G                    float                  1 (its bits; C promotes it to double,
                                                                    exactly, so the host widens the bits)
-    d     f F e E g G a A                double                 2
+    d     f F e E g G                    double                 2
     s     s                              a string literal       0 (the text is in the format table)
     p     p                              a pointer              1 (a cell address)
 """
@@ -28,7 +28,7 @@ SPEC_RE = re.compile(r"%(?P<flags>[-+ #0]*)(?P<width>\d+|\*)?(?:\.(?P<prec>\d*|\
                      r"(?P<conv>[a-zA-Z%])?")
 INT_SIGNED = "dic"
 INT_UNSIGNED = "uxXo"
-FLOATS = "fFeEgGaA"
+FLOATS = "fFeEgG"
 CELLS = {"i": 1, "u": 1, "I": 2, "U": 2, "f": 1, "d": 2, "s": 0, "p": 1}
 
 
@@ -79,10 +79,21 @@ def conversions(fmt: str) -> list[Conversion]:
 
 
 def _c_format(c: Conversion, value) -> str:
-    """One conversion with Python's %-formatting, which follows C's for these conversions."""
-    spec = "%" + c.flags + c.width + ("." + c.prec if c.prec is not None else "") + c.conv
-    if c.conv in "aA":
-        return float(value).hex()
+    """One conversion with Python's %-formatting, which follows C's for these conversions
+    except where the unsigned ones differ (handled first)."""
+    flags = c.flags
+    if c.conv in INT_UNSIGNED:
+        flags = flags.replace("+", "").replace(" ", "")  # C ignores them on unsigned conversions
+        if "#" in flags and (c.conv == "o" or value == 0):
+            # C: %#o prefixes a single 0 (Python writes 0o); %#x of 0 is plain 0
+            digits = ("%." + c.prec + c.conv if c.prec is not None else "%" + c.conv) % value
+            if c.conv == "o" and not digits.startswith("0"):
+                digits = "0" + digits
+            width = int(c.width or 0)
+            if "-" in flags:
+                return digits.ljust(width)
+            return digits.rjust(width, "0" if "0" in flags and c.prec is None else " ")
+    spec = "%" + flags + c.width + ("." + c.prec if c.prec is not None else "") + c.conv
     return spec % value
 
 
