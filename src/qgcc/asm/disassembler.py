@@ -275,6 +275,10 @@ def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = Tr
         ty = "".join(f"[{d}]" for d in c.dims)
         out.append(f".const {c.ctype} {c.name}{ty} " + ", ".join(f"{v:#x}" for v in c.init))
     out.extend(_struct_decl(st) for st in struct_layouts(p))
+    for f in getattr(p, "printf", ()):  # device printf's formats and asserts (docs/qsass.md)
+        out.append(f".printf {f.line} " + " ".join(json.dumps(x) for x in (f.kinds, f.text, *f.literals)))
+    for a in getattr(p, "asserts", ()):
+        out.append(f".assert {a.line} " + " ".join(json.dumps(x) for x in (a.file, a.function, a.cond)))
     for k in p.kernels:
         if out:
             out.append("")

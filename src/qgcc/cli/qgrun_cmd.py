@@ -444,6 +444,7 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
     from .. import engines
     from .args import check_writable
     from .jobs import ordered
+    from ..runtime.printf import assertion, collect
     from .render import fault_message, make_console, print_batch_summary
 
     eng = engines.get(engine)
@@ -490,11 +491,17 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
                 result = eng.run(launch, max_steps=max_steps, on_step=None, device=dev, dtype=dtype)
             network = launch.network
         except Fault as fault:
+            fault = assertion(fault, launch)  # a failing device assert (runtime/printf.py)
             summary.update(status=fault.kind, exit_code=int(fault.exit_code),
                            fault={"kind": fault.kind, "message": fault_message(fault, program)})
         else:
             for key in STAT_KEYS:
                 summary[key] = int(getattr(result.stats, key))
+            if program.printf:  # device printf: in --json only (each launch its own list)
+                out = collect(program, result.memory)
+                summary["printf"] = out.lines
+                if out.dropped:
+                    summary["printf_dropped_cells"] = out.dropped
             for name, path in outs.items():
                 buf = io.BytesIO()
                 np.save(buf, launch.read_buffer(result.memory, name), allow_pickle=False)
