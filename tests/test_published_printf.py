@@ -182,3 +182,20 @@ def test_printf_and_assert_run_inside_the_network(qgcc, qgrun, tmp_path):
               "--arg", "n=2", "--trace", "none")
     assert r.exit_code == 7
     assert "check: block [0,0,0], thread [2,0,0]: Assertion `gtid < n` failed." in r.stderr
+
+
+def test_qsass_keeps_textures_printf_formats_and_asserts():
+    """`qgcc -S` writes the formats, asserts and texture parameters, and assembling the text
+    gives back the same program description (kernels, constants, formats, asserts)."""
+    from qgcc.asm.assembler import assemble
+    from qgcc.asm.disassembler import disassemble
+    from qgcc.frontend import compile_source
+    from qgcc.qgfile import program_description
+
+    src = ASSERTING + REPORT + "texture<float, 2> img;\n__global__ void t(float *o) { o[0] = tex2D(img, 1.5f, 0); }\n"
+    prog = compile_source(src, "k.cu")
+    text = disassemble(prog)
+    assert '.assert 5 "k.cu" "check" "gtid < n"' in text and ".param texture2 float img" in text
+    again = assemble(text, "k.qsass")
+    assert program_description(again) == program_description(prog)
+    assert again.printf == prog.printf and again.asserts == prog.asserts
