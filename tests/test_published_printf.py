@@ -162,6 +162,9 @@ def test_a_failing_assert_stops_the_launch_naming_file_line_thread_and_condition
     with pytest.raises(AssertionFault, match=re.escape("k.cu:5: check: block [0,0,0], thread [5,0,0]: "
                                                        "Assertion `gtid < n` failed.")):
         prog.launch(1, 8, engine="ref", out=np.zeros(8, np.int32), n=5)
+    # C's rule: with NDEBUG defined before <assert.h>, assert(e) is nothing
+    quiet = qg_api.compile("#define NDEBUG\n" + ASSERTING)
+    assert quiet.launch(1, 8, engine="ref", out=np.zeros(8, np.int32), n=5)["out"][:5].tolist() == [0, 3, 6, 9, 12]
 
 
 @pytest.mark.slow

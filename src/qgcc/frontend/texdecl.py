@@ -41,14 +41,23 @@ class Lowering:
             t = toks[i]
             nxt = toks[i + 1].value if i + 1 < len(toks) else None
             if t.type == "NAME" and nxt == "<" and (i == 0 or toks[i - 1].value not in (".", "->")):
-                if t.value == "texture":
+                # a declaration starts a statement; `texture < n` elsewhere is a comparison
+                if t.value == "texture" and (i == 0 or toks[i - 1].value in (";", "}", "{", "static")):
                     i = yield from self.declaration(toks, i)
                     continue
-                if t.value in FETCHES:
+                if t.value in FETCHES and self.closes_before_call(toks, i + 1):
                     i = yield from self.typed_fetch(toks, i)
                     continue
             yield t
             i += 1
+
+    def closes_before_call(self, toks: list, i: int) -> bool:
+        """`tex2D<float>(`: the '<' at toks[i] closes with a '>' followed by '('."""
+        try:
+            _, j = self.angle_args(toks, i)
+        except Exception:  # not template arguments: a comparison, left to the parser
+            return False
+        return j < len(toks) and toks[j].value == "("
 
     def angle_args(self, toks: list, i: int) -> tuple[list[list[Token]], int]:
         """The comma-separated token lists between toks[i] == '<' and its '>', and the index after it."""
