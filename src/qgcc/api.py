@@ -407,7 +407,8 @@ class TraceStream:
         try:
             result, buffers = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=self._put, dtype=dtype)
             self.result = Result(program, launch, eng.name, dev, _shaped(buffers, shapes), result.stats,
-                                 round(time.perf_counter() - t0, 6), None)
+                                 round(time.perf_counter() - t0, 6), None, result.printf.lines,
+                                 result.printf.dropped)
         except _Stop:
             return
         except BaseException as e:  # handed to the consumer

@@ -18,7 +18,7 @@ import json
 
 from ..isa import FORMATS, AtomOp, Fmt, Instr, Op, SReg, encode, xlane_name
 from ..spec import SPEC
-from ..program import ELEM_DTYPES, Program, StructLayout
+from ..program import ELEM_DTYPES, PRINTF_NAME, Program, StructLayout
 from .assembler import IDENT_RE, MAX_LINE, PARAM_TYPES, RESERVED_PARAM_NAMES, invalid_fields
 
 
@@ -273,6 +273,9 @@ def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = Tr
         out.append(f".source {json.dumps(p.source_name)}")
     for c in p.constants:
         ty = "".join(f"[{d}]" for d in c.dims)
+        if c.name == PRINTF_NAME and not any(c.init):  # the printf buffer: zeros (no list)
+            out.append(f".const {c.ctype} {c.name}{ty}")
+            continue
         out.append(f".const {c.ctype} {c.name}{ty} " + ", ".join(f"{v:#x}" for v in c.init))
     out.extend(_struct_decl(st) for st in struct_layouts(p))
     for f in getattr(p, "printf", ()):  # device printf's formats and asserts (docs/qsass.md)
