@@ -167,6 +167,21 @@ def test_a_failing_assert_stops_the_launch_naming_file_line_thread_and_condition
     assert quiet.launch(1, 8, engine="ref", out=np.zeros(8, np.int32), n=5)["out"][:5].tolist() == [0, 3, 6, 9, 12]
 
 
+def test_batch_launches_list_their_printf_and_report_their_asserts(qgcc, qgrun, tmp_path):
+    """With --batch each launch's --json result has its own printf list, and a failing assert is
+    that launch's assert fault (exit code 7), the others unaffected."""
+    src = ASSERTING.replace("    out[gtid] = gtid * 3;", '    out[gtid] = gtid * 3;\n    printf("%d\\n", out[gtid]);')
+    (tmp_path / "k.cu").write_text(src)
+    (tmp_path / "b.jsonl").write_text('{"grid": 1, "block": 2, "args": {"out": "zeros:2", "n": 2}}\n'
+                                      '{"grid": 1, "block": 3, "args": {"out": "zeros:3", "n": 2}}\n')
+    r = qgrun(tmp_path / "k.cu", "--engine", "ref", "--batch", tmp_path / "b.jsonl", "--trace", "none",
+              "--json", tmp_path / "r.json")
+    assert r.exit_code == 7
+    res = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert res[0]["printf"] == ["0\n", "3\n"] and res[0]["status"] == "ok"
+    assert res[1]["status"] == "assert" and "Assertion `gtid < n` failed." in res[1]["fault"]["message"]
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_printf_and_assert_run_inside_the_network(qgcc, qgrun, tmp_path):

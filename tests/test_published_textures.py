@@ -131,6 +131,12 @@ __global__ void twiddle(float *dst, cudaTextureObject_t texComplex, int n) {
     fComplex b = LOAD_FCOMPLEX(n - 1 - i + 2);   // past the end: 0
     dst[i] = a.x * b.y - a.y * b.x;
 }
+
+__global__ void colour(float *dst, cudaTextureObject_t rgba) {
+    int x = threadIdx.x, y = blockIdx.x;
+    float4 p = tex2D<float4>(rgba, x + 0.25f, y - 1.0f);    // a 2-D texture of structs
+    dst[y * blockDim.x + x] = p.x + p.w;
+}
 """
 
 
@@ -164,6 +170,11 @@ def test_texture_objects_are_buffer_parameters_read_with_the_template_argument(q
         b = c[j] if j < n else zero
         want.append(F32(a["x"]) * F32(b["y"]) - F32(a["y"]) * F32(b["x"]))
     assert got.view(np.uint32).tolist() == np.array(want, F32).view(np.uint32).tolist()
+    rgba = np.zeros((3, 4), dtype=[("x", F32), ("y", F32), ("z", F32), ("w", F32)])
+    rgba["x"], rgba["w"] = np.arange(12).reshape(3, 4), np.arange(12).reshape(3, 4) * F32(0.5)
+    got = prog.launch(3, 4, kernel="colour", engine="ref", dst=np.zeros(12, F32), rgba=rgba)["dst"]
+    want = [rgba[max(y - 1, 0), x]["x"] + rgba[max(y - 1, 0), x]["w"] for y in range(3) for x in range(4)]
+    assert got.tolist() == want
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ A texture's parameter is a 64-bit handle (frontend/sema_textures.py): the buffer
 then (width - 1) | (height - 1) << 16.  A 1-D array of n elements is n wide and 1 high; a 2-D
 array of shape (H, W) is W wide and H high (row-major, as cudaBindTexture2D / a pitched
 texture object of W x H elements reads it).  A 1-D texture takes only a 1-D array; a texture of
-structs (float2, float4, ...) a 1-D structured array.
+structs (float2, float4, ...) a structured array of the same shapes.
 """
 
 from __future__ import annotations
@@ -23,10 +23,7 @@ def check_texture(label: str, what: str, arr: np.ndarray, p: Param) -> np.ndarra
     if p.struct is not None:
         from .structbuf import check_struct_array
 
-        if arr.ndim != 1:
-            raise UsageError(f"{label}: {what} has shape {tuple(arr.shape)}; texture '{p.name}' of structs "
-                             f"takes a 1-D structured array")
-        flat = check_struct_array(label, what, arr, p)
+        flat = check_struct_array(label, what, arr, p).reshape(arr.shape)  # the shape gives the size
         if flat.size * p.struct.words > SPEC.global_words:
             raise UsageError(f"{label}: {flat.size} structs of {p.struct.words} cells exceed the machine's "
                              f"global memory ({SPEC.global_words} cells)")
