@@ -208,6 +208,8 @@ def test_texture_modes_without_a_model_are_named_errors():
                         "pointer and index it")
     assert_error("texture<float, 2> t;\n__global__ void k(float *a) { a[0] = tex1D(t, 0.5f); }\n", 2, 38,
                  "'tex1D' on the 2-D texture 't'; use tex2D")
+    assert_error("texture<float, 2> t;\n__global__ void k(float *a) { a[0] = tex1Dfetch(t, 0); }\n", 2, 38,
+                 "'tex1Dfetch' on the 2-D texture 't'; use tex2D")
     assert_error("__global__ void k(float *a, cudaTextureObject_t t) { a[0] = tex1Dfetch(t, 0); }\n", 1, 61,
                  "a texture object's element type is its template argument: write tex1Dfetch<float>(...)")
     assert_error("texture<double> t;\n__global__ void k(float *a) { a[0] = tex1Dfetch(t, 0); }\n", 1, 17,

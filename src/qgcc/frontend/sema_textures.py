@@ -87,7 +87,7 @@ class TextureSema:
             if elem is not None and elem != info.elem:
                 raise self.error(e, f"texture '{sym.name}' holds '{info.elem}', not '{elem}'")
             elem = info.elem
-            if name != "tex1Dfetch" and ncoord != info.dims:
+            if (name == "tex1Dfetch" and info.dims != 1) or (name != "tex1Dfetch" and ncoord != info.dims):
                 raise self.error(e, f"'{name}' on the {info.dims}-D texture '{sym.name}'; use "
                                     f"{'tex1D or tex1Dfetch' if info.dims == 1 else 'tex2D'}")
         elif elem is None:
