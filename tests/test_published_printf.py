@@ -167,6 +167,32 @@ def test_a_failing_assert_stops_the_launch_naming_file_line_thread_and_condition
     assert quiet.launch(1, 8, engine="ref", out=np.zeros(8, np.int32), n=5)["out"][:5].tolist() == [0, 3, 6, 9, 12]
 
 
+CHATTY_ASSERT = r"""
+#include <assert.h>
+__global__ void k(int n) {
+    int i = threadIdx.x;
+    printf("before %d\n", i);
+    assert(i < n);
+    printf("after %d\n", i);
+}
+"""
+
+
+def test_printf_records_complete_before_a_failing_assert_are_still_printed(qgrun, tmp_path):
+    """As CUDA flushes what was printed before the launch failed: the records stored before the
+    fault are printed (each record's format number is stored last, so none is half there)."""
+    (tmp_path / "k.cu").write_text(CHATTY_ASSERT)
+    r = qgrun(tmp_path / "k.cu", "--engine", "ref", "--grid", "1", "--block", "8", "--arg", "n=6", "--trace", "none",
+              "--json", tmp_path / "r.json")
+    assert r.exit_code == 7
+    # warp 1 (threads 4..7) reaches the assert before warp 0 prints again: min-PC scheduling
+    assert r.stdout == "".join(f"before {i}\n" for i in range(8))
+    assert json.loads((tmp_path / "r.json").read_text())["printf"] == [f"before {i}\n" for i in range(8)]
+    with pytest.raises(AssertionFault) as info:
+        qg_api.compile(CHATTY_ASSERT).launch(1, 8, engine="ref", n=6)
+    assert info.value.printf.lines == [f"before {i}\n" for i in range(8)]
+
+
 def test_batch_launches_list_their_printf_and_report_their_asserts(qgcc, qgrun, tmp_path):
     """With --batch each launch's --json result has its own printf list, and a failing assert is
     that launch's assert fault (exit code 7), the others unaffected."""
@@ -195,11 +221,12 @@ def test_printf_and_assert_run_inside_the_network(qgcc, qgrun, tmp_path):
                   "--arg", f"f=@{tmp_path / 'f.npy'}", "--arg", "n=2", "--trace", "none") for e in ("ref", "neural")]
     assert outs[0].exit_code == outs[1].exit_code == 0
     assert outs[1].stdout == outs[0].stdout and outs[1].stdout.startswith("[0, 0]:\t\tValue is:5\n")
-    (tmp_path / "c.cu").write_text(ASSERTING)
-    r = qgrun(tmp_path / "c.cu", "--engine", "neural", "--grid", "1", "--block", "4", "--arg", "out=zeros:4",
-              "--arg", "n=2", "--trace", "none")
-    assert r.exit_code == 7
-    assert "check: block [0,0,0], thread [2,0,0]: Assertion `gtid < n` failed." in r.stderr
+    (tmp_path / "c.cu").write_text(CHATTY_ASSERT)
+    runs = [qgrun(tmp_path / "c.cu", "--engine", e, "--grid", "1", "--block", "8", "--arg", "n=6", "--trace", "none")
+            for e in ("ref", "neural")]
+    assert runs[0].exit_code == runs[1].exit_code == 7
+    assert runs[1].stdout == runs[0].stdout == "".join(f"before {i}\n" for i in range(8))
+    assert "k: block [0,0,0], thread [6,0,0]: Assertion `i < n` failed." in runs[1].stderr
 
 
 def test_qsass_keeps_textures_printf_formats_and_asserts():

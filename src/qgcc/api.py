@@ -60,7 +60,10 @@ def run_launch(engine, launch, *, device: str, max_steps: int, on_step=None, lin
     try:
         result = engine.run(launch, max_steps=max_steps, on_step=on_step, device=device, dtype=dtype, states=states)
     except Fault as fault:
-        raise assertion(fault, launch) from None
+        out = assertion(fault, launch)
+        memory = getattr(fault, "memory", None)  # an out-of-bounds fault's memory (the engines attach it)
+        out.printf = collect(launch.program, memory) if memory is not None else None
+        raise out from None
     result.printf = collect(launch.program, result.memory)
     if linked is not None and linked.network is None:
         linked.network = launch.network  # linked by this first network launch: reused from now on

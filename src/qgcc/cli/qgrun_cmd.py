@@ -184,6 +184,11 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
         summary["fault"] = {"kind": fault.kind, "message": fault.message, "block": fault.block,
                             "warp": fault.warp, "lane": fault.lane, "pc": fault.pc, "line": fault.line,
                             "step": fault.step}
+        printed = getattr(fault, "printf", None)  # device printf before an out-of-bounds fault or assert
+        if program.printf and printed is not None:
+            summary["printf"] = printed.lines
+            sys.stdout.write(printed.text)
+            sys.stdout.flush()
         if renderer is not None and renderer.broken:
             _restore_stdout_after_broken_pipe()
         extra = {}

@@ -182,6 +182,9 @@ class Host:
                     raise tracker.limit_fault(self.decode(h))
                 if tracker.feed(self.decode(h)):
                     break
+        except MemoryFault as fault:  # the printf records so far (runtime/printf.py)
+            fault.memory = self.read_cells(len(launch.memory))
+            raise
         finally:
             if states is not None:
                 states.finish(h, self.cm.num_layers, self.net.recurrent_state)

@@ -1,8 +1,9 @@
 """Lowering, device output: a printf call's record and an assert's check (sema_printf.py has the
 model).
 
-A record is RECORD_HEADER cells -- the format number, blockIdx.x/y/z and threadIdx.x/y/z --
-then the arguments' cells.  The call reserves its cells with one atomic add on the buffer's
+A record is RECORD_HEADER cells -- the format number + 1, blockIdx.x/y/z and threadIdx.x/y/z --
+then the arguments' cells; the number is stored last, so a launch stopped by a fault leaves
+no record that looks complete and is not.  The call reserves its cells with one atomic add on the buffer's
 cell 0 (the count of cells asked for so far, dropped ones included) and stores the record
 only if it fits: like CUDA, a full buffer drops records, and the host says how many.
 """
@@ -27,7 +28,7 @@ HEADER_REGS = (SReg.CTAID_X, SReg.CTAID_Y, SReg.CTAID_Z, SReg.TID_X, SReg.TID_Y,
 
 def printf(g: "KernelGen", e: A.Call):
     number, kinds, buffer = e.fmt  # buffer: the first cell of the __qg_printf array
-    cells: list = [C(number)]
+    cells: list = [C(number + 1)]  # 0 marks a record not yet complete (stored last, below)
     for sreg in HEADER_REGS:
         t = g.new()
         g.emit(Op.S2R, t, mod=sreg)
@@ -52,8 +53,8 @@ def printf(g: "KernelGen", e: A.Call):
     skip = g.label()
     g.emit(Op.BRZ, rs1=fits, target=skip)
     start = g.alu(Op.ADD, old, C(buffer + 1))
-    for k, v in enumerate(cells):
-        g.store(MemLV(start, k, UINT), g.reg(v))
+    for k in [*range(1, size), 0]:  # the format number last: a record is complete once it is there
+        g.store(MemLV(start, k, UINT), g.reg(cells[k]))
     g.place(skip)
     return C(len(e.args))
 

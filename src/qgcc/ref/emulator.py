@@ -89,6 +89,7 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
         fault = MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({memory_map(nglobal, launch.shared_words)})",
                             **ctx)
         fault.address = addr  # a failing assert's band (runtime/printf.py)
+        fault.memory = np.array(gmem, dtype=np.uint64).astype(np.uint32)  # the printf records so far
         raise fault
 
     step = 0

@@ -28,7 +28,7 @@ RECORD_HEADER = 7  # format number, blockIdx.x/y/z, threadIdx.x/y/z (frontend/pr
 @dataclass
 class PrintfOutput:
     lines: list[str]  # one string per printf call, in qgcc's order (each with its own newlines)
-    dropped: int  # cells of records that did not fit in the buffer
+    dropped: int  # cells of records not printed: they did not fit (or a fault cut them short)
 
     @property
     def text(self) -> str:
@@ -52,8 +52,8 @@ def collect(program: Program, memory: np.ndarray) -> PrintfOutput:
     records = []
     pos = 0
     while pos < min(asked, PRINTF_CELLS - 1):
-        number = cells[1 + pos]
-        if number >= len(program.printf):  # pragma: no cover - only a damaged buffer
+        number = cells[1 + pos] - 1  # stored last, as number + 1: 0 is a record cut short by a fault
+        if not 0 <= number < len(program.printf):
             break
         fmt = program.printf[number]
         size = RECORD_HEADER + sum(CELLS[k] for k in fmt.kinds)
