@@ -208,6 +208,9 @@ def test_texture_modes_without_a_model_are_named_errors():
                         "pointer and index it")
     assert_error("texture<float, 2> t;\n__global__ void k(float *a) { a[0] = tex1D(t, 0.5f); }\n", 2, 38,
                  "'tex1D' on the 2-D texture 't'; use tex2D")
+    assert_error("__device__ float f(texture<float> t) { return 0; }\n", 1, 20,
+                 "a texture reference is declared at file scope as 'texture<TYPE, DIMENSIONS, "
+                 "cudaReadModeElementType> NAME;' (docs/subset.md, \"Textures\")")
     assert_error("texture<float, 2> t;\n__global__ void k(float *a) { a[0] = tex1Dfetch(t, 0); }\n", 2, 38,
                  "'tex1Dfetch' on the 2-D texture 't'; use tex2D")
     assert_error("__global__ void k(float *a, cudaTextureObject_t t) { a[0] = tex1Dfetch(t, 0); }\n", 1, 61,

@@ -121,6 +121,9 @@ TEXTURE_TYPES = {"texture": "texture references", "surface": "surface references
 
 
 def _unknown_type(name: str) -> str:
+    if name == "texture":  # texdecl.py rewrites the declaration form
+        return ("a texture reference is declared at file scope as 'texture<TYPE, DIMENSIONS, "
+                "cudaReadModeElementType> NAME;' (docs/subset.md, \"Textures\")")
     if name in TEXTURE_TYPES:
         return (f"{TEXTURE_TYPES[name]} ('{name}') are not supported (there is no texture unit); pass the "
                 f"array as a pointer and index it (tex1Dfetch(t, i) is p[i])")
