@@ -85,13 +85,11 @@ BUILTIN_FUNCS = FENCES | ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin
     set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES) | set(MATH_FUNCS)
 
 UNSUPPORTED_FUNCS = {
-    "printf": "'printf' is not supported (there is no host I/O)",
     "malloc": "dynamic memory allocation ('malloc') is not supported",
     "calloc": "dynamic memory allocation ('calloc') is not supported",
     "realloc": "dynamic memory allocation ('realloc') is not supported",
     "free": "dynamic memory allocation ('free') is not supported",
     "cudaMalloc": "dynamic memory allocation ('cudaMalloc') is not supported",
-    "assert": "'assert' is not supported",
 }
 for _n in ("__syncthreads_count", "__syncthreads_and",
            "__syncthreads_or", "__ldg"):

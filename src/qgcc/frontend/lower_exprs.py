@@ -9,7 +9,7 @@ per-family lowerings, never `codegen`.
 from __future__ import annotations
 
 from ..isa import Op
-from . import ast as A, doubles, floatconst, wide
+from . import ast as A, doubles, floatconst, textures, wide
 from .structs import cells, is_struct
 from .types import (BOOL, CHAR, INT, NARROW_MASKS, IntType, PtrType, Type, VoidType, fold_binary, is_double, is_float, is_ptr,
                     is_wide, wrap)
@@ -134,6 +134,8 @@ class ExprGen:
 
     def e_Name(self, e: A.Name):
         sym = e.sym
+        if sym.kind == "texture":  # a texture reference: the kernel's hidden parameter for it
+            sym = textures.hidden_param(self, sym)
         if sym.kind == "shared" and sym.space in ("local", "bound"):  # a local whose address is taken
             return self.load(MemLV(*self.sym_addr(sym), sym.ty))
         if sym.kind == "shared":

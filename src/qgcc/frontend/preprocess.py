@@ -475,6 +475,9 @@ def _include(st: _State, text: str, idx: int, lerr, vline: int, filename: str, d
     if quoted:
         candidates.append(os.path.join(os.path.dirname(filename), hname))
     elif hname in BUILTIN_HEADERS:
+        if hname in ("assert.h", "cassert") and st.result.lookup("NDEBUG", vline) is not None:
+            # C's rule: with NDEBUG defined, assert(e) is nothing (sema_printf.py compiles it otherwise)
+            define(st.result, "assert(e) do {} while (0)", vline, lambda o, msg: lerr(name_idx, msg))
         for text in HEADER_MACROS.get(hname, ()):
             define(st.result, text, vline, lambda o, msg, t=text: lerr(name_idx, f"{hname}: {msg}"))
         return

@@ -37,6 +37,10 @@ class CallSema:
             return self.method_call(e)
         if self.lookup(name) is not None:
             raise self.error(e, f"called object '{name}' is not a function")
+        if name in ("tex1Dfetch", "tex1D", "tex2D", "tex3D") and name not in self.functions:
+            return self.texture_call(e, name)
+        if name in ("printf", "assert") and name not in self.functions:  # sema_printf.py
+            return self.printf_call(e) if name == "printf" else self.assert_call(e)
         fs = self.functions.get(name)
         if name in self.overloads:
             fs = self.resolve(self.overloads[name], e, name)

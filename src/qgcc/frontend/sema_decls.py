@@ -227,6 +227,9 @@ class DeclSema:
             if "__constant__" in st:
                 self.declare(self.constant_declaration(info, it))
                 continue
+            if "__qg_texture" in st:  # `texture<T, N> name;` (texdecl.py, sema_textures.py)
+                self.declare(self.texture_declaration(info, it))
+                continue
             if "__device__" in st:
                 self.declare(self.device_variable(info, it))
                 continue
@@ -400,6 +403,8 @@ class DeclSema:
                     continue
                 fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=word,
                                         hidden=p.name is None, ref=p.ref is not None))
+                if kind == "global":
+                    self.texture_object_param(p.type.specs, fs.params[-1])
                 word += 1 if isinstance(t, PtrType) else words(t)
         self.default_arguments(fs, params, kind)
         return fs

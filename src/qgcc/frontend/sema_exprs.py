@@ -203,6 +203,8 @@ class ExprSema:
                 raise self.error(e, "unknown identifier 'NULL'; use 0")
             raise self.error(e, f"unknown identifier '{e.name}'")
         e.sym = sym
+        if sym.kind == "texture":
+            self.texture_used(sym)
         if sym.const_value is not None:
             e.const = sym.const_value
         return sym.ty

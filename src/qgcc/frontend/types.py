@@ -131,7 +131,8 @@ MASK64 = (1 << 64) - 1
 # stdint.h names are the types of those widths that the machine has.
 BUILTIN_TYPEDEFS = {"size_t": UINT, "ptrdiff_t": INT, "int32_t": INT, "uint32_t": UINT,
                     "int8_t": CHAR, "uint8_t": UCHAR, "int16_t": SHORT, "uint16_t": USHORT, "clock_t": INT,  # clock(): 32 bits here
-                    "int64_t": LLONG, "uint64_t": ULLONG}
+                    "int64_t": LLONG, "uint64_t": ULLONG,
+                    "cudaTextureObject_t": ULLONG}  # a texture's handle (sema_textures.py)
 
 
 def is_int(t: Type) -> bool:

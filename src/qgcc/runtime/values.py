@@ -36,7 +36,12 @@ def check_int(label: str, v: int, p: Param) -> int:
 
 def check_array(label: str, what: str, arr: np.ndarray, p: Param) -> np.ndarray:
     """A buffer: dtype exactly the pointee's, at most the machine's global memory; flattened in C order.
-    A buffer of structs is a structured array (runtime/structbuf.py)."""
+    A buffer of structs is a structured array (runtime/structbuf.py).  A texture keeps its shape,
+    which gives its width and height (runtime/textures.py)."""
+    if p.texture:
+        from .textures import check_texture
+
+        return check_texture(label, what, arr, p)
     if p.struct is not None:
         from .structbuf import check_struct_array
 
