@@ -189,6 +189,8 @@ class HostCode:
                 it.names.add(tag)
         elif lead[0] == "typedef" or not (set(lead[:eq]) & (STORAGE | {"const", "constexpr"})):
             first = next((t for t in toks[k:] if _v(t) not in QUALIFIERS), None)
+            if first is not None and first.value in ("texture", "surface") and lead[0] != "typedef":
+                return  # a texture reference: device-side (frontend/texdecl.py)
             if first is not None and first.type == "NAME" and first.value not in self.known | params:
                 it.host = True  # a type nothing declares: a host header's
             else:  # a host global (`int nthreads = 4;`), or a typedef: only a name, kept when named
