@@ -216,6 +216,7 @@ typedef struct { list_item_t *head; int (*compare)(const void *, const void *); 
 typedef struct { int n; float **weights; } Net;
 FILE *logfile;
 int nthreads = 4;
+static const double PI = 3.1415926535897932384626433832795;
 typedef vector<bool> Code;
 template <typename T> T host_max(T a, T b) { return a > b ? a : b; }
 static void usage(const char *argv0) { fprintf(stderr, "usage: %s\n", argv0); exit(1); }
@@ -264,6 +265,9 @@ def test_host_code_a_kernel_uses_is_reported_as_before():
                  "global variable 'n' is not supported; only integer constants ('const int N = 4;') may be "
                  "declared at file scope")
     assert_error("class B { virtual int f(); };\n__global__ void k(B *b) {}\n", 1, 11, "'virtual' is not supported")
+    assert_error("static const double PI = 3.14159;\n__global__ void k(double *o) { o[0] = PI; }\n", 1, 21,
+                 "global variable 'PI' is not supported; only integer constants ('const int N = 4;') may be "
+                 "declared at file scope")
 
 
 # ---------------------------------------------------------------- a local variable named like a type

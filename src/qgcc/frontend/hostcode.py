@@ -12,9 +12,9 @@ file into its top-level items and leaves out those that are host code by themsel
   frontend/ctors.py's), a `void *` or `T **` member, or a member whose type is a name not
   declared before it;
 * a file-scope variable of a type not declared before it (`FILE *fp;`) or without device
-  storage (`int nthreads;`), and a typedef (`typedef vector<bool> Code;`, `typedef struct
-  list_item list_item_t;`: a typedef only names a type, it is kept when something kept uses
-  the name).
+  storage (`int nthreads;`, `static const double PI = ...;`), and a typedef (`typedef
+  vector<bool> Code;`, `typedef struct list_item list_item_t;`: a typedef only names a type,
+  it is kept when something kept uses the name).
 
 An item left out is still compiled, and so reported with the usual error, when a kept item
 names it (a kernel that uses a host struct, calls a host function or reads a host global):
@@ -187,7 +187,10 @@ class HostCode:
             it.host = self.host_struct(inner, params | ({tag} if tag else set()))
             if tag:
                 it.names.add(tag)
-        elif lead[0] == "typedef" or not (set(lead[:eq]) & (STORAGE | {"const", "constexpr"})):
+        elif lead[0] == "typedef" or not (set(lead[:eq]) & (STORAGE | {"const", "constexpr"})) or \
+                (not set(lead[:eq]) & STORAGE and "double" in lead[:eq]):
+            # (a double constant without device storage too: `static const double PI = ...;`, which
+            # device code cannot hold at file scope: the host's, kept when device code names it)
             first = next((t for t in toks[k:] if _v(t) not in QUALIFIERS), None)
             if first is not None and first.value in ("texture", "surface") and lead[0] != "typedef":
                 return  # a texture reference: device-side (frontend/texdecl.py)
