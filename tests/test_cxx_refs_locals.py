@@ -124,7 +124,7 @@ def test_local_frames_are_per_thread_and_sized_by_the_kernel():
      "reference 'r': references are supported only as parameters of device functions"),
     ("__global__ void k(int *a) { a[0] = (int &)a[1]; }\n", 1, 41,
      "references ('int &') are only supported as device function parameters"),
-    ("typedef int &iref;\n__global__ void k(int *a) { }\n", 1, 13,
+    ("typedef int &iref;\n__global__ void k(int *a) { iref x = a[0]; }\n", 1, 13,
      "reference types in typedefs are not supported ('iref')"),
     ("__global__ void k(int *a) { int v[2] = {1, 2, 3}; }\n", 1, 47, "too many initialisers for 'v' (3 for 2)"),
     ("__global__ void k(int *a) { int v[2][2][2]; }\n", 1, 33, "local arrays have at most 2 dimensions"),

@@ -68,7 +68,7 @@ def test_half_is_an_ordinary_name_unless_cuda_fp16_h_is_included():
     assert_error("__global__ void k(int *a) {\n    __half h = 1;\n}\n", 2, 5,
                  "unknown type name '__half' (half precision needs cuda_fp16.h, which qgcc does "
                  "not support; use float)")
-    assert_error("mytype f(int x);\n__global__ void k() {}\n", 1, 1, "unknown type name 'mytype'")
+    assert_error("__device__ mytype f(int x);\n__global__ void k() {}\n", 1, 12, "unknown type name 'mytype'")
 
 
 def test_extern_c_blocks_and_single_declarations():

@@ -200,7 +200,8 @@ WHOLE = [
     ("template <typename T> __global__ void k(T *a) {}\n", 1, 1,
      "no kernel: the file defines only templates; a kernel template is instantiated when it is named at "
      "launch (qgrun --kernel 'NAME<ARGS>')"),
-    ("enum E { X };\n", 1, 1, "'enum' types are not supported; use const int or #define"),
+    ("struct S { enum { X }; };\n", 1, 12, "an enum inside a struct or class is not supported; declare it "
+     "before the struct (at file scope)"),
     ("namespace n {}\n", 1, 1, "namespaces are not supported"),
     # --- functions
     ("__device__ int f(int x) { return f(x - 1); }\n"
@@ -252,7 +253,7 @@ WHOLE = [
     ("__device__ int f(int x) { return x; }\n", 1, 1,
      "no kernel: the file defines no __global__ function"),
     # --- file scope
-    ("int x;\n__global__ void k() {}\n", 1, 5,
+    ("int x;\n__global__ void k(int *o) { o[0] = x; }\n", 1, 5,
      "global variable 'x' is not supported; only integer constants ('const int N = 4;') may be "
      "declared at file scope"),
     ("__device__ double d;\n__global__ void k() {}\n", 1, 19,

@@ -276,7 +276,7 @@ NAMED_ERRORS = [
     ("struct S { int x; };\n__global__ void k(S *p, int *o) { o[0] = p[0]; }", 2, 42,
      "cannot convert 'S' to 'int' in assignment"),
     ("struct S { int x; __device__ S operator<<(int k); };", 1, 40,
-     "'operator<<' is not supported (a struct may define operator!=, operator%, operator*, operator*=, "
+     "'operator<<' is not supported (a struct may define operator!=, operator%, operator(), operator*, operator*=, "
      "operator+, operator+=, operator-, operator-=, operator/, operator/=, operator<, operator<=, "
      "operator=, operator==, operator>, operator>=, operator[])"),
     ("struct A { int x; };\nstruct B : A { int y; };", 2, 10,

@@ -42,6 +42,10 @@ def parse_pp(pp: Preprocessed, filename: str) -> A.TranslationUnit:
         if bad.type == "NAME" and prev is not None and prev.type == "NAME" and \
                 (prev.line, prev.column) != (bad.line, bad.column):
             raise ctx.error(prev.line, prev.column, _unknown_type(prev.value)) from None
+        if bad.value == "[" and bad.type == "LSQB" and prev is not None and prev.type not in ("STRLIT", "CHARLIT") \
+                and prev.value in ("=", "(", ",", "return"):
+            raise ctx.error(line, col, "lambda expressions are not supported; write a __device__ function "
+                                       "and pass what the lambda captures as parameters") from None
         expected = set(e.expected)
         try:  # exact set (LALR lookaheads of a reduce state over-approximate)
             expected = set((e.interactive_parser or ip).accepts()) or expected

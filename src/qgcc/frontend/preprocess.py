@@ -39,6 +39,10 @@ BUILTIN_HEADERS = frozenset({
     "stdint.h", "cstdio", "cstdlib", "cmath", "cstring", "cstddef", "climits", "cfloat",
     "cassert", "cstdint", "stdbool.h",
     "iostream", "cooperative_groups.h", "cooperative_groups/reduce.h",  # (frontend/coopgroups.py)
+    # host-only C/POSIX/C++ headers: what they declare is for host code, which qgcc does not compile
+    "malloc.h", "memory.h", "pthread.h", "unistd.h", "time.h", "ctime", "sys/time.h", "fstream",
+    "sstream", "iomanip", "string", "vector", "map", "set", "queue", "deque", "list", "iterator",
+    "algorithm", "utility", "chrono",
 })
 # The macros that built-in headers define, for this machine (32-bit int, signed 8-bit char).
 _LIMITS = ["CHAR_BIT 8", "SCHAR_MIN (-128)", "SCHAR_MAX 127", "UCHAR_MAX 255", "CHAR_MIN (-128)",
@@ -62,6 +66,10 @@ REJECTED_HEADERS = {
                      "directory with -I",
     "helper_functions.h": "'helper_functions.h' is host-side helper code of the CUDA samples and is "
                           "not built in; remove the #include, or give its directory with -I",
+    "curand_kernel.h": "'curand_kernel.h' (cuRAND's device API: curand_init, curand_uniform, ...) is "
+                       "not supported; make the random numbers on the host and pass them in an array",
+    "cuda/barrier": "'cuda/barrier' (cuda::barrier, arrive/wait barriers) is not supported; use "
+                    "__syncthreads() or cooperative groups' sync",
 }
 MAX_INCLUDE_DEPTH = 64
 # Predefined as nvcc's device pass defines them.  __CUDA_ARCH__ is 700 (compute capability 7.0):
@@ -489,8 +497,8 @@ def _include(st: _State, text: str, idx: int, lerr, vline: int, filename: str, d
         if hname in BUILTIN_HEADERS:
             return
         base = os.path.basename(hname)
-        if base in REJECTED_HEADERS:
-            raise lerr(name_idx, REJECTED_HEADERS[base])
+        if base in REJECTED_HEADERS or hname in REJECTED_HEADERS:
+            raise lerr(name_idx, REJECTED_HEADERS.get(hname) or REJECTED_HEADERS[base])
         where = ", ".join(os.path.dirname(c) or "." for c in candidates) or "no -I directories"
         raise lerr(name_idx, f"cannot find '{hname}' (looked in: {where}); it is not one of "
                              "qgcc's built-in headers (docs/subset.md lists them)")

@@ -39,6 +39,7 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Tex
         self.constants: list[VarSym] = []
         self.constant_cells = 0
         self.templates: dict[str, A.TemplateDef] = {}
+        self.template_overloads: dict[str, list[A.TemplateDef]] = {}  # name -> all (by parameter count)
         self.specialisations: dict[str, A.FunctionDef] = {}  # 'f<float>' -> its explicit specialisation
         self.instances: list[tuple[FuncSym, A.FunctionDef]] = []
         # typedef/using names -> (type, read-only); size_t is 32 bits (32-bit addresses).

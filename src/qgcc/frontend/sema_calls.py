@@ -28,8 +28,8 @@ class CallSema:
         f = e.func
         if isinstance(f, A.Member) and f.sreg is None:
             return self.method_call(e)
-        if not isinstance(f, A.Name):
-            raise self.error(e, "called object is not a function")
+        if not isinstance(f, A.Name) or (self.lookup(f.name) is not None and is_struct(self.lookup(f.name).ty)):
+            return self.functor_call(e)
         name = f.name
         st = self.func.method_of if self.func is not None else None
         if st is not None and name in st.methods and self.lookup(name) is None:
@@ -44,7 +44,7 @@ class CallSema:
         fs = self.functions.get(name)
         if name in self.overloads:
             fs = self.resolve(self.overloads[name], e, name)
-        t = self.templates.get(name)
+        t = self.template_for_call(name, e)
         if t is not None:
             given = self.template_args(t, f.targs or [], f)
             fs = self.instantiate(t, self.deduce(t, given, e.args, e), f)
@@ -66,6 +66,18 @@ class CallSema:
             e.callee = name
             return self.builtin_call(e, name)
         raise self.error(e, f"unknown function '{name}'")
+
+    def functor_call(self, e: A.Call) -> Type:
+        """`f(x)` where f is a struct with `operator()` (a functor, as dwt2d's lifting steps pass
+        them): the member function call `f.operator()(x)`."""
+        f = e.func
+        t = f.ty if f.ty is not None else self.check(f)
+        if not (is_struct(t) and "operator()" in t.methods):
+            raise self.error(e, f"called object of type '{t}' has no 'operator()'" if is_struct(t) else
+                             f"called object '{f.name}' is not a function" if isinstance(f, A.Name)
+                             else "called object is not a function")
+        e.func = A.Member(f.line, f.col, f, "operator()", arrow=False)
+        return self.method_call(e)
 
     def function_call(self, e: A.Call, fs: FuncSym, name: str, checked: int = 0) -> Type:
         """A call of a device function (the first `checked` arguments are typed already)."""

@@ -354,6 +354,10 @@ class ExprSema:
         if kind == "const":
             raise self.error(target, f"cannot {what} const variable '{target.sym.name}'")
         if kind == "mem":
+            if isinstance(target, A.Member) and not (self.func is not None and self.func.name.endswith("::__qg_ctor")):
+                st = target.base.ty.elem if target.arrow else target.base.ty
+                if target.name in getattr(st, "const_members", ()):
+                    raise self.error(target, f"cannot {what} const member '{target.name}' of '{st}'")
             if self.mem_const(target):
                 if isinstance(target, A.Name):
                     raise self.error(target, f"cannot {what} const variable '{target.name}'")

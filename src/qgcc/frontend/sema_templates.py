@@ -37,8 +37,34 @@ def address_taken(node) -> set[str]:
             stack.extend(v for v in vars(n).values() if isinstance(v, (A.Node, list)))
     return out
 
+def _arity(t: A.TemplateDef) -> tuple[int, int]:
+    """The fewest and the most arguments a function template takes (defaults may be left out)."""
+    params = [p for p in t.func.decl.params or [] if not (p.name is None and not p.type.pointers and
+                                                           [s.text for s in p.type.specs] == ["void"])]
+    return sum(1 for p in params if p.default is None), len(params)
+
+
+def _same_params(a: A.TemplateDef, b: A.TemplateDef) -> bool:
+    def spelled(t):
+        return [([s.text for s in p.type.specs], len(p.type.pointers), p.ref is not None, len(p.arrays or []))
+                for p in t.func.decl.params or []]
+    return spelled(a) == spelled(b)
+
+
 class TemplateSema:
     """Templates and the call graph (a mixin of `sema.Sema`)."""
+
+    def template_for_call(self, name: str, e: A.Call) -> A.TemplateDef | None:
+        """The function template a call names: of overloads (bisect's two `storeIntervalConverged`),
+        the one that takes as many arguments as the call gives."""
+        group = self.template_overloads.get(name)
+        if not group:
+            return self.templates.get(name)
+        fits = [t for t in group if _arity(t)[0] <= len(e.args) <= _arity(t)[1]]
+        if len(fits) != 1:
+            raise self.error(e, f"no overload of function template '{name}' takes {len(e.args)} "
+                                f"argument{'s' if len(e.args) != 1 else ''}")
+        return fits[0]
 
     def template_declaration(self, t: A.TemplateDef) -> None:
         name = t.name
@@ -64,6 +90,16 @@ class TemplateSema:
                 raise self.error(t.func.decl, f"template '{name}' redeclared with different template parameters")
             if t.func.body is None:
                 return  # a prototype after the definition (or another prototype)
+        elif earlier is not None and earlier.func is not None and name not in self.functions:
+            group = self.template_overloads.setdefault(name, [earlier])
+            for other in group:
+                if _arity(other) == _arity(t):
+                    raise self.error(t.func.decl, f"redefinition of '{name}'" if _same_params(other, t) else
+                                     f"function template '{name}' is overloaded with the same number of "
+                                     f"parameters as the one on line {other.line} (qgcc tells function "
+                                     f"template overloads apart by their number of parameters); rename one")
+            group.append(t)
+            return
         elif name in self.templates or name in self.functions:
             raise self.error(t.func.decl, f"redefinition of '{name}'")
         seen: set[str] = set()
@@ -203,7 +239,10 @@ class TemplateSema:
     def instantiate(self, t: A.TemplateDef, values: list, at: A.Node) -> FuncSym:
         name = t.func.decl.name
         display = self.instance_name(name, values)
-        fs = self.functions.get(display)
+        group = self.template_overloads.get(name, [t])
+        nth = next(i for i, x in enumerate(group) if x is t)
+        key = display if nth == 0 else f"{display}#t{nth}"  # overloads may share template arguments
+        fs = self.functions.get(key)
         if fs is not None:
             return fs
         special = self.specialisations.get(display)
@@ -217,7 +256,7 @@ class TemplateSema:
         consts = self.bind_template_params(t.params, values) if special is None else {}
         try:
             self.func, self.scopes = None, []
-            fs = self.declare_function(fd.specs, fd.decl, definition=fd)
+            fs = self.declare_function(fd.specs, fd.decl, definition=fd, key=key)
             fs.template = (name, [v if isinstance(v, int) else getattr(v, "kind", str(v)) for v in values])
             self.check_body(fs, fd, consts)
         finally:

@@ -39,6 +39,7 @@ class StructType(Type):
         self.fields: list[Field] | None = None  # None until the body is read (incomplete)
         self.size = 0
         self.methods: dict[str, object] = {}  # name -> FuncSym (member functions and operators)
+        self.const_members: set[str] = set()  # `const T x;` members: a constructor sets them
 
     def name(self) -> str:
         return self.tag or f"(anonymous {self.keyword})"

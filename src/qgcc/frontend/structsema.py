@@ -57,6 +57,7 @@ class StructSema:
             raise self.error(sd, f"redefinition of '{sd.keyword} {sd.tag}'")
         members: list[tuple[str, Type, int, int]] = []
         seen: dict[str, int] = {}
+        consts: set[str] = set()
         for d in sd.fields:
             for it in d.items:
                 decl = it.decl
@@ -66,8 +67,8 @@ class StructSema:
             info = self.spec_info(d.specs, "member declaration")
             for k, sp in info.storage.items():
                 raise self.error(sp, f"'{k}' is not allowed on a struct member")
-            if info.const and not all(it.decl.pointers for it in d.items):
-                raise self.error(d, "const struct members are not supported")
+            if info.const:  # `const float scale;`: set by a constructor only (sema_exprs.check_assignable)
+                consts.update(it.decl.name for it in d.items if not it.decl.pointers)
             for it in d.items:
                 decl = it.decl
                 self.check_declarator_shape(decl)
@@ -101,6 +102,7 @@ class StructSema:
             # so the SharedMemory<T> idiom (a struct that only has member functions) works.
             members.append((EMPTY_MEMBER, UCHAR, sd.line, sd.col))
         st.layout(members)
+        st.const_members = consts
         if cells(st) > SPEC.global_words:
             raise self.error(sd, f"'{st}' needs {cells(st)} cells; global memory has {SPEC.global_words}")
         for fd in sd.methods:

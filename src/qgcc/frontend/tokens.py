@@ -12,7 +12,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters
 
 from ..diagnostics import CompileError
-from . import ctors, texdecl
+from . import ctors, enums, hostcode, texdecl
 from .coopgroups import Lowering
 from .grammar import HINTS, get_lark
 from .macros import Expander, HASH, HASHHASH
@@ -25,7 +25,6 @@ from .types import BUILTIN_TYPEDEFS
 UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "goto": "'goto' is not supported",
     "union": "'union' types are not supported",
-    "enum": "'enum' types are not supported; use const int or #define",
     "typename": "'typename' is supported only in a template parameter list",
     "new": "dynamic memory allocation ('new') is not supported",
     "delete": "dynamic memory allocation ('delete') is not supported",
@@ -73,7 +72,7 @@ STD_NAMES = frozenset({"min", "max", "abs", "fabs", "fmin", "fmax", "sqrt", "cbr
 CONVERSION_WORDS = frozenset({"const", "unsigned", "signed", "int", "char", "bool", "float", "double", "long",
                               "void", "volatile", "struct"})
 OVERLOADABLE = frozenset({"+", "-", "*", "/", "%", "+=", "-=", "*=", "/=", "==", "!=", "<", ">",
-                          "<=", ">=", "=", "[]"})
+                          "<=", ">=", "=", "[]", "()"})
 # Functional casts: the type keywords that may be called like a function, and the tokens after
 # which such a call is an expression.
 FCAST_WORDS = frozenset({"int", "unsigned", "signed", "char", "bool", "float", "double", "long", "short"})
@@ -182,6 +181,7 @@ class _Stream:
         self.structs: list[list] = []
         self.struct_state: str | None = None
         self.struct_tag: str | None = None
+        self.shadowed: list[set[str]] = [set()]  # per open '{': type names a local variable hides
 
     def _placed(self):
         smap = self.pp.srcmap
@@ -285,8 +285,9 @@ class _Stream:
         prev = None
         cg = Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         ct = ctors.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
+        en = enums.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         tx = texdecl.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(tx.run(ct.run(self._operators(self._drop_hints(self._std(exp.expand(self._placed()))))))):  # one token of lookahead, for '::'
+        for tok in cg.run(tx.run(ct.run(self._operators(self._std(en.run(hostcode.run(self._drop_hints(exp.expand(self._placed()))))))))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
@@ -298,7 +299,13 @@ class _Stream:
                     # C++11: `>>` closes two template argument lists (`A<B<int>>`).
                     first, prev = self._split_shift(prev)
                     yield self._classify(first)
+                if prev.type == "NAME" and prev.value in self.typedefs and self._shadows(tok):
+                    self.shadowed[-1].add(prev.value)
                 cls = self._classify(prev)
+                if cls.type in ("LBRACE", "LBRACE_INIT"):
+                    self.shadowed.append(set())
+                elif cls.type == "RBRACE" and len(self.shadowed) > 1:
+                    self.shadowed.pop()
                 if tok.value == "(" and tok.type == "LPAR" and self._functional_cast(cls):
                     cls = self._retype(cls, "FCAST_TYPE")
                 elif tok.value == "<" and self._template_value_init(cls):
@@ -307,6 +314,16 @@ class _Stream:
             prev = tok
         if prev is not None:
             yield self._classify(prev)
+
+    def _shadows(self, nxt: Token) -> bool:
+        """`LatLong *latLong = ...;` in a function: a local variable named like a type (rodinia
+        nn's struct tag) hides the type in its block, as in C++; it is a name there."""
+        p = self.prev
+        if len(self.shadowed) < 2 or self.structs or p is None or nxt.value not in ("=", ";", ",", "["):
+            return False
+        if p.value == "*" and p.type == "STAR":
+            return self.prev2_type == "TYPE_NAME" or self.prev2 in TYPE_KEYWORDS or self.prev2 == "*"
+        return p.type == "TYPE_NAME" or (p.value in TYPE_KEYWORDS and p.type != "NAME")
 
     @staticmethod
     def _split_shift(tok: Token) -> tuple[Token, Token]:
@@ -445,7 +462,8 @@ class _Stream:
             if v in HALF_TYPES and fp16 is not None and tok.line > fp16:
                 raise err(tok.line, tok.column, f"'{v}' (half precision, cuda_fp16.h) is not "
                                                 "supported; use float")
-            if v in self.typedefs and not (self.decl and self.decl[4] is True):
+            if v in self.typedefs and not (self.decl and self.decl[4] is True) and \
+                    not any(v in names for names in self.shadowed):
                 tok = Token("TYPE_NAME", v, start_pos=tok.start_pos, line=tok.line,
                             column=tok.column, end_line=tok.end_line, end_column=tok.end_column,
                             end_pos=tok.end_pos)
