@@ -1,0 +1,136 @@
+"""Launch specs of published kernels: how the manifest says a kernel is run, and its input data.
+
+A file's manifest entry (outside the repo, next to the file it describes) may carry
+"runs": [{"kernel": "vectorAdd", "grid": [2], "block": [64], "shared": 0,
+          "args": ["A:float[128]=rand", "B:float[128]=rand(-2,2)", "C:float[128]", "numElements=128"],
+          "consts": ["c_Kernel:float[17]=rand"], "neural": false, "from": "where the host code says so"}]
+Arguments are in the kernel's parameter order.  `name:type[n]=gen` is a buffer of n elements
+(zeros without `=gen`); `name=value` or `name:type=value` a scalar.  Generators: rand
+(floats in [-1, 1), integers in [0, 100)), rand(lo,hi), iota, iota(start), fill(v), perm
+(a permutation of 0..n-1), bits (any pattern).  Inputs are drawn from a seed made of the file,
+kernel and run index, so every run of the tool sees the same data.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+CTYPES = {"float": ("float", "f4"), "double": ("double", "f8"), "int": ("int", "i4"),
+          "unsigned": ("unsigned", "u4"), "uint": ("unsigned", "u4"), "unsigned int": ("unsigned", "u4"),
+          "char": ("char", "i1"), "uchar": ("unsigned char", "u1"), "unsigned char": ("unsigned char", "u1"),
+          "bool": ("bool", "?"), "long long": ("long long", "i8"), "long": ("long", "i8"),
+          "ull": ("unsigned long long", "u8"), "unsigned long long": ("unsigned long long", "u8"),
+          "short": ("short", "i2")}
+
+
+@dataclass
+class Arg:
+    name: str
+    ctype: str  # C type of an element (or of the scalar)
+    dtype: str  # numpy dtype
+    count: int | None = None  # elements of a buffer; None for a scalar
+    gen: str = ""
+    value: str = ""  # a scalar's text
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.count is not None
+
+
+@dataclass
+class Run:
+    kernel: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: list[Arg]
+    consts: list[Arg] = field(default_factory=list)
+    shared: int = 0
+    neural: bool = False
+    origin: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel}<<<{','.join(map(str, self.grid))}; {','.join(map(str, self.block))}>>>"
+
+
+ARG_RE = re.compile(r"^\s*(\w+)\s*(?::\s*([\w ]+?)\s*(?:\[(\d+)\])?)?\s*(?:=\s*(.+?))?\s*$")
+
+
+def parse_arg(text: str, scalar_default: str = "int") -> Arg:
+    m = ARG_RE.match(text)
+    if not m:
+        raise ValueError(f"cannot read the argument {text!r} (want name:type[n]=gen or name=value)")
+    name, t, n, rhs = m.groups()
+    t = t or scalar_default
+    if t not in CTYPES:
+        raise ValueError(f"unknown element type {t!r} in {text!r}")
+    ctype, dt = CTYPES[t]
+    if n is not None:
+        return Arg(name, ctype, dt, int(n), rhs or "zeros")
+    if rhs is None:
+        raise ValueError(f"the scalar {name!r} needs a value ({text!r})")
+    return Arg(name, ctype, dt, None, value=rhs)
+
+
+def dims(v) -> tuple[int, int, int]:
+    v = [v] if isinstance(v, int) else list(v)
+    return tuple(v + [1] * (3 - len(v)))  # type: ignore[return-value]
+
+
+def parse_run(d: dict) -> Run:
+    return Run(d["kernel"], dims(d["grid"]), dims(d["block"]), [parse_arg(a) for a in d["args"]],
+               [parse_arg(c) for c in d.get("consts", [])], int(d.get("shared", 0)), bool(d.get("neural", False)),
+               d.get("from", ""))
+
+
+def generate(a: Arg, rng: np.random.Generator) -> np.ndarray:
+    n, dt = a.count or 0, np.dtype(a.dtype)
+    m = re.match(r"(\w+)(?:\((.*)\))?$", a.gen.strip())
+    if not m:
+        raise ValueError(f"unknown generator {a.gen!r} for {a.name!r}")
+    kind, params = m.group(1), [float(x) for x in m.group(2).split(",")] if m.group(2) else []
+    if kind == "zeros":
+        return np.zeros(n, dt)
+    if kind == "fill":
+        return np.full(n, params[0], dt)
+    if kind == "iota":
+        return (np.arange(n) + (params[0] if params else 0)).astype(dt)
+    if kind == "perm":
+        return rng.permutation(n).astype(dt)
+    if kind == "bits":
+        return np.frombuffer(rng.bytes(n * dt.itemsize), dt).copy()
+    if kind == "rand":
+        if dt.kind == "f":
+            lo, hi = params or (-1.0, 1.0)
+            return rng.uniform(lo, hi, n).astype(dt)
+        if dt.kind == "b":
+            return rng.integers(0, 2, n).astype(dt)
+        lo, hi = params or (0, 100)
+        return rng.integers(int(lo), int(hi), n).astype(dt)
+    raise ValueError(f"unknown generator {a.gen!r} for {a.name!r}")
+
+
+def inputs(file: str, run: Run, index: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """(buffers, constants) of the run, from its own seed."""
+    seed = int.from_bytes(hashlib.sha256(f"{file}:{run.kernel}:{index}".encode()).digest()[:8], "little")
+    rng = np.random.default_rng(seed)
+    bufs = {a.name: generate(a, rng) for a in run.args if a.is_buffer}
+    consts = {c.name: generate(c, rng) for c in run.consts}
+    return bufs, consts
+
+
+def c_scalar(a: Arg) -> str:
+    """The scalar as a C++ expression of its type (floats exactly, through a hex literal)."""
+    if a.ctype in ("float", "double"):
+        v = float(a.value)
+        return f"(({a.ctype}){v.hex()})"
+    return f"(({a.ctype}){int(a.value, 0)})"
+
+
+def qgrun_scalar(a: Arg) -> str:
+    if a.ctype in ("float", "double"):
+        return repr(float(a.value))
+    return str(int(a.value, 0))
