@@ -39,6 +39,8 @@ LIBM_OVERLOADS = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin"
 LIBM_RE = re.compile(r"\b(" + "|".join(LIBM + LIBM_OVERLOADS) + r")\s*\(")
 
 EXTRA = r"""
+#include <cstdint>
+typedef int clock_t;  // docs/subset.md: clock_t is a 32-bit int on this machine
 struct dim3 { unsigned x, y, z; dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {} };
 typedef unsigned int uint;
 typedef unsigned short ushort;
@@ -52,9 +54,19 @@ static inline void __threadfence() {}
 static inline void __threadfence_block() {}
 static inline void __threadfence_system() {}
 static inline long long clock64() { return 0; }
-static inline long clock() { return 0; }
-template <class T> static T atomicExch(T *p, T v) { T o = *p; *p = v; return o; }
-template <class T> static T atomicCAS(T *p, T c, T v) { T o = *p; *p = o == c ? v : o; return o; }
+static inline clock_t clock() { return 0; }
+template <class T, class U> static T atomicExch(T *p, U v) { T o = *p; *p = v; return o; }
+template <class T, class U, class V> static T atomicCAS(T *p, U c, V v) { T o = *p; *p = o == (T)c ? (T)v : o; return o; }
+// an operand of another integer type converts to the pointee's (CUDA declares one type per overload)
+template <class T, class U> static T atomicAdd(T *p, U v) { return atomicAdd(p, (T)v); }
+template <class T, class U> static T atomicSub(T *p, U v) { return atomicSub(p, (T)v); }
+template <class T, class U> static T atomicAnd(T *p, U v) { return atomicAnd(p, (T)v); }
+template <class T, class U> static T atomicOr(T *p, U v) { return atomicOr(p, (T)v); }
+template <class T, class U> static T atomicXor(T *p, U v) { return atomicXor(p, (T)v); }
+template <class T, class U> static T atomicMin(T *p, U v) { return atomicMin(p, (T)v); }
+template <class T, class U> static T atomicMax(T *p, U v) { return atomicMax(p, (T)v); }
+static inline unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+static inline unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
 static inline float __fsub_rn(float a, float b) { return a - b; }
 static inline float __fsqrt_rn(float x) { return __builtin_sqrtf(x); }
 static inline float __frcp_rn(float x) { return 1.0f / x; }

@@ -230,6 +230,13 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
             tally.no_spec += 1
             say(f"no spec           {name}")
             return
+        skips = [s["skip"] for s in specs if "skip" in s]
+        for why in skips:
+            tally.cannot += 1
+            say(f"cannot run        {name}: {why}")
+        specs = [s for s in specs if "skip" not in s]
+        if not specs:
+            return
         try:
             runs = [parse_run(s) for s in specs]
         except (ValueError, KeyError) as e:
@@ -259,6 +266,9 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
                 continue
             tally.runnable += 1
             tally.libm_runnable += bool(libm)
+            for k in run.ignore:
+                want.bufs.pop(k, None)
+                got.bufs.pop(k, None)
             diff = differences(want.bufs, got.bufs)
             if diff:
                 tally.mismatches += 1

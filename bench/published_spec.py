@@ -7,7 +7,10 @@ A file's manifest entry (outside the repo, next to the file it describes) may ca
 Arguments are in the kernel's parameter order.  `name:type[n]=gen` is a buffer of n elements
 (zeros without `=gen`); `name=value` or `name:type=value` a scalar.  Generators: rand
 (floats in [-1, 1), integers in [0, 100)), rand(lo,hi), iota, iota(start), fill(v), perm
-(a permutation of 0..n-1), bits (any pattern).  Inputs are drawn from a seed made of the file,
+(a permutation of 0..n-1), bits (any pattern), vals(a,b,...) (repeated), sorted(lo,hi,seg)
+(rand, sorted within segments of seg elements).  A run may list "ignore": buffers whose
+contents the kernel leaves undefined (clock() readings), and a file's runs may be replaced by
+{"skip": "why"} where the published launch cannot be scaled to the machine.  Inputs are drawn from a seed made of the file,
 kernel and run index, so every run of the tool sees the same data.
 """
 from __future__ import annotations
@@ -23,7 +26,7 @@ CTYPES = {"float": ("float", "f4"), "double": ("double", "f8"), "int": ("int", "
           "char": ("char", "i1"), "uchar": ("unsigned char", "u1"), "unsigned char": ("unsigned char", "u1"),
           "bool": ("bool", "?"), "long long": ("long long", "i8"), "long": ("long", "i8"),
           "ull": ("unsigned long long", "u8"), "unsigned long long": ("unsigned long long", "u8"),
-          "short": ("short", "i2")}
+          "short": ("short", "i2"), "clock_t": ("clock_t", "i4")}
 
 
 @dataclass
@@ -50,6 +53,7 @@ class Run:
     shared: int = 0
     neural: bool = False
     origin: str = ""
+    ignore: tuple[str, ...] = ()  # buffers whose contents are not defined by the kernel's semantics (clock())
 
     @property
     def label(self) -> str:
@@ -83,7 +87,7 @@ def dims(v) -> tuple[int, int, int]:
 def parse_run(d: dict) -> Run:
     return Run(d["kernel"], dims(d["grid"]), dims(d["block"]), [parse_arg(a) for a in d["args"]],
                [parse_arg(c) for c in d.get("consts", [])], int(d.get("shared", 0)), bool(d.get("neural", False)),
-               d.get("from", ""))
+               d.get("from", ""), tuple(d.get("ignore", ())))
 
 
 def generate(a: Arg, rng: np.random.Generator) -> np.ndarray:
@@ -98,6 +102,12 @@ def generate(a: Arg, rng: np.random.Generator) -> np.ndarray:
         return np.full(n, params[0], dt)
     if kind == "iota":
         return (np.arange(n) + (params[0] if params else 0)).astype(dt)
+    if kind == "vals":
+        return np.resize(np.array(params, dt), n)
+    if kind == "sorted":  # rand(lo, hi), sorted within segments of params[2] elements
+        lo, hi, seg = params
+        v = rng.uniform(lo, hi, n) if dt.kind == "f" else rng.integers(int(lo), int(hi), n)
+        return np.concatenate([np.sort(v[i:i + int(seg)]) for i in range(0, n, int(seg))]).astype(dt)
     if kind == "perm":
         return rng.permutation(n).astype(dt)
     if kind == "bits":
