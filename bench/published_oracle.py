@@ -49,6 +49,7 @@ typedef unsigned short ushort;
 #define __noinline__
 #define __inline__ inline
 #define __CUDACC__ 1
+#define CUDART_VERSION 12000
 #define CUDART_PI_F 3.141592654f
 static inline void __threadfence() {}
 static inline void __threadfence_block() {}
@@ -172,8 +173,19 @@ def write_stubs(d: Path) -> None:
 
 def rewrite(text: str) -> str:
     """The one textual change: dynamic shared arrays become static cells of the block."""
-    return re.sub(r"extern\s+__shared__\s+((?:__align__\s*\(\s*\d+\s*\)\s*)?[\w ]+?)\s*(\w+)\s*\[\s*\]\s*;",
-                  r"static \1 \2[4096];", text)
+    def static(m: re.Match) -> str:
+        decl = re.sub(r"\b(extern|__shared__)\b", " ", m.group(1))
+        return f"static {' '.join(decl.split())}[4096];"
+    return re.sub(r"\bextern\s+([^;\[\]{}]*?\b__shared__\b[^;\[\]{}]*?)\s*\[\s*\]\s*;", static, text)
+
+
+def copy_tree(files: list[Path], root: Path, dest: Path) -> None:
+    """The translation unit's own files, rewritten, at the same relative places under dest."""
+    for f in files:
+        rel = f.resolve().relative_to(root.resolve())
+        out = dest / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(rewrite(f.read_text(errors="replace")))
 
 
 def uses_libm(files: list[Path]) -> list[str]:
@@ -184,16 +196,17 @@ def uses_libm(files: list[Path]) -> list[str]:
     return sorted(found)
 
 
-def build(src: Path, launcher: str, workdir: Path, include: list[Path], libm: str) -> tuple[Path | None, str]:
-    """Compile the file (rewritten into workdir, with its own directory on the quote path) and the launcher."""
+def build(src: Path, files: list[Path], root: Path, launcher: str, workdir: Path, include: list[Path],
+          libm: str) -> tuple[Path | None, str]:
+    """Compile the file and the local headers it includes (rewritten copies in workdir) with the launcher."""
     write_stubs(workdir / "stubs")
-    body = workdir / ("k_" + src.name.replace(".cu", ".cpp"))
-    body.write_text(rewrite(src.read_text(errors="replace")))
+    copy_tree(files, root, workdir / "tu")
+    body = workdir / "tu" / src.resolve().relative_to(root.resolve())
     math = HOST_LIBM if libm == "host" else qgcc_libm()
     cpp = workdir / "oracle.cpp"
     cpp.write_text(SHIM + EXTRA + math + f'\n#include "{body}"\n' + launcher)
     exe = workdir / "oracle"
-    args = ["g++", *GXX_FLAGS, "-fpermissive", "-I", str(workdir / "stubs"), "-iquote", str(src.parent)]
+    args = ["g++", *GXX_FLAGS, "-fpermissive", "-I", str(workdir / "stubs")]
     for i in include:
         args += ["-I", str(i)]
     r = subprocess.run(args + ["-o", str(exe), str(cpp)], capture_output=True, text=True)

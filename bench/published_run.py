@@ -104,7 +104,7 @@ def oracle_run(exe: Path, idx: int, run: Run, bufs: dict, consts: dict, work: Pa
         return Side(None, "the g++ oracle ran over 300 s")
     if r.returncode != 0:
         return Side(None, f"the g++ oracle failed (exit {r.returncode})")
-    size = 4 + sum(a.count * np.dtype(a.dtype).itemsize for a in run.args if a.is_buffer)
+    size = 4 + sum(a.count * a.np_dtype.itemsize for a in run.args if a.is_buffer)
     if len(r.stdout) != 2 * size:
         return Side(None, "the g++ oracle wrote a short output")
     runs = []
@@ -115,8 +115,8 @@ def oracle_run(exe: Path, idx: int, run: Run, bufs: dict, consts: dict, work: Pa
         pos, got = 4, {}
         for a in run.args:
             if a.is_buffer:
-                n = a.count * np.dtype(a.dtype).itemsize
-                got[a.name] = np.frombuffer(half[pos:pos + n], a.dtype).copy()
+                n = a.count * a.np_dtype.itemsize
+                got[a.name] = np.frombuffer(half[pos:pos + n], a.dtype).copy()  # vector types: flat
                 pos += n
         runs.append(got)
     if any(not equal_bits(runs[0][k], runs[1][k]) for k in runs[0]):
@@ -140,13 +140,13 @@ def invoke(main, args: list[str]) -> tuple[bool, str]:
     return True, r.output
 
 
-def qgcc_compile(corpus: Path, entry: dict, out: Path, link: bool) -> tuple[bool, str]:
+def qgcc_compile(corpus: Path, entry: dict, out: Path, link: bool, extra: list[str] = ()) -> tuple[bool, str]:
     from qgcc.cli.qgcc_cmd import main as qgcc_main
 
     args = [str(corpus / entry["file"]), "-o", str(out)] + ([] if link else ["--no-link"])
     if (corpus / "include").is_dir():
         args += ["-I", str(corpus / "include")]
-    for inst in entry.get("instantiate", []):
+    for inst in list(entry.get("instantiate", [])) + [i for i in extra if i not in entry.get("instantiate", [])]:
         args += ["--instantiate", inst]
     return invoke(qgcc_main, args)
 
@@ -172,8 +172,15 @@ def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: 
     ok, msg = invoke(qgrun_main, args)
     if not ok:
         return Side(None, msg)
-    return Side({a.name: np.load(work / f"{tag}_o_{a.name}.npy").reshape(-1).view(a.dtype)
-                 for a in run.args if a.is_buffer})
+    return Side({a.name: flat(np.load(work / f"{tag}_o_{a.name}.npy"), a.dtype) for a in run.args if a.is_buffer})
+
+
+def flat(arr: np.ndarray, dtype: str) -> np.ndarray:
+    """The buffer as one array of its scalars (a vector type's components in memory order)."""
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.names:
+        arr = np.stack([arr[f] for f in arr.dtype.names], axis=-1)
+    return arr.reshape(-1).view(dtype) if arr.dtype.itemsize == np.dtype(dtype).itemsize else arr.reshape(-1)
 
 
 def differences(want: dict, have: dict) -> list[str]:
@@ -222,7 +229,9 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
     specs = entry.get("runs", [])
     with tempfile.TemporaryDirectory(prefix="qgpub") as d:
         work = Path(d)
-        ok, msg = qgcc_compile(corpus, entry, work / "k.qg", link=False)
+        # kernel-template instances a run launches beyond those the file's compile names
+        extra = [i for sp in specs for i in sp.get("instantiate", [])]
+        ok, msg = qgcc_compile(corpus, entry, work / "k.qg", link=False, extra=extra)
         if not ok:
             say(f"does not compile  {name}: {msg}")
             return
@@ -244,8 +253,9 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
             say(f"cannot run        {name}: bad spec: {e}")
             return
         src = corpus / name
-        libm = uses_libm(tu_files(src))
-        exe, err = build(src, launcher(runs), work, [corpus / "include"], "qgcc" if libm else "host")
+        files = tu_files(src)
+        libm = uses_libm(files)
+        exe, err = build(src, files, corpus, launcher(runs), work, [corpus / "include"], "qgcc" if libm else "host")
         if exe is None:
             tally.cannot += len(runs)
             say(f"cannot run        {name}: the oracle does not build: {err}")
@@ -279,7 +289,7 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
             verdict = "exact (libm-dependent: vs qgcc's mathlib)" if libm else "exact"
             if neural and run.neural:
                 if linked is None:
-                    linked, lmsg = qgcc_compile(corpus, entry, work / "n.qg", link=True)
+                    linked, lmsg = qgcc_compile(corpus, entry, work / "n.qg", link=True, extra=extra)
                     if not linked:
                         tally.mismatches += 1
                         say(f"MISMATCH          {label}: linking failed: {lmsg}")

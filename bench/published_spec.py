@@ -27,6 +27,9 @@ CTYPES = {"float": ("float", "f4"), "double": ("double", "f8"), "int": ("int", "
           "bool": ("bool", "?"), "long long": ("long long", "i8"), "long": ("long", "i8"),
           "ull": ("unsigned long long", "u8"), "unsigned long long": ("unsigned long long", "u8"),
           "short": ("short", "i2"), "clock_t": ("clock_t", "i4")}
+# CUDA's vector types: (C type, scalar dtype, lanes); buffers of them are structured arrays x, y, z, w
+VECTORS = {f"{b}{k}": (f"{b}{k}", dt, k) for b, dt in (("float", "f4"), ("int", "i4"), ("uint", "u4"))
+           for k in (2, 3, 4)}
 
 
 @dataclass
@@ -37,6 +40,13 @@ class Arg:
     count: int | None = None  # elements of a buffer; None for a scalar
     gen: str = ""
     value: str = ""  # a scalar's text
+    lanes: int = 0  # a vector type's components (0: a scalar element)
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        if not self.lanes:
+            return np.dtype(self.dtype)
+        return np.dtype([(c, self.dtype) for c in "xyzw"[:self.lanes]])
 
     @property
     def is_buffer(self) -> bool:
@@ -69,6 +79,9 @@ def parse_arg(text: str, scalar_default: str = "int") -> Arg:
         raise ValueError(f"cannot read the argument {text!r} (want name:type[n]=gen or name=value)")
     name, t, n, rhs = m.groups()
     t = t or scalar_default
+    if t in VECTORS and n is not None:
+        ctype, dt, k = VECTORS[t]
+        return Arg(name, ctype, dt, int(n), rhs or "zeros", lanes=k)
     if t not in CTYPES:
         raise ValueError(f"unknown element type {t!r} in {text!r}")
     ctype, dt = CTYPES[t]
@@ -91,7 +104,13 @@ def parse_run(d: dict) -> Run:
 
 
 def generate(a: Arg, rng: np.random.Generator) -> np.ndarray:
-    n, dt = a.count or 0, np.dtype(a.dtype)
+    """The buffer's initial contents (a vector type's components drawn as one flat array)."""
+    n, dt = (a.count or 0) * max(a.lanes, 1), np.dtype(a.dtype)
+    flat = scalars(a, n, dt, rng)
+    return flat.view(a.np_dtype) if a.lanes else flat
+
+
+def scalars(a: Arg, n: int, dt: np.dtype, rng: np.random.Generator) -> np.ndarray:
     m = re.match(r"(\w+)(?:\((.*)\))?$", a.gen.strip())
     if not m:
         raise ValueError(f"unknown generator {a.gen!r} for {a.name!r}")
