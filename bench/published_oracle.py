@@ -87,6 +87,8 @@ static inline float round(float x) { return __builtin_roundf(x); }
 static inline float fmin(float a, float b) { return fminf(a, b); }
 static inline float fmax(float a, float b) { return fmaxf(a, b); }
 static inline double fabs(int x) { return __builtin_fabs(x); }
+static inline float abs(float x) { return __builtin_fabsf(x); }
+static inline double abs(double x) { return __builtin_fabs(x); }
 static inline float nearbyintf(float x) { return __builtin_rintf(x); }
 static inline float scalbnf(float a, int e) { return __builtin_ldexpf(a, e); }
 static inline float frexpf(float a, int *e) { return __builtin_frexpf(a, e); }

@@ -28,7 +28,7 @@ CTYPES = {"float": ("float", "f4"), "double": ("double", "f8"), "int": ("int", "
           "ull": ("unsigned long long", "u8"), "unsigned long long": ("unsigned long long", "u8"),
           "short": ("short", "i2"), "clock_t": ("clock_t", "i4")}
 # CUDA's vector types: (C type, scalar dtype, lanes); buffers of them are structured arrays x, y, z, w
-VECTORS = {f"{b}{k}": (f"{b}{k}", dt, k) for b, dt in (("float", "f4"), ("int", "i4"), ("uint", "u4"))
+VECTORS = {f"{b}{k}": (f"{b}{k}", dt, k) for b, dt in (("float", "f4"), ("int", "i4"), ("uint", "u4"), ("uchar", "u1"))
            for k in (2, 3, 4)}
 
 
