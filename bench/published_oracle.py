@@ -190,11 +190,38 @@ def copy_tree(files: list[Path], root: Path, dest: Path) -> None:
         out.write_text(rewrite(f.read_text(errors="replace")))
 
 
-def uses_libm(files: list[Path]) -> list[str]:
-    found = set()
-    for f in files:
-        text = re.sub(r"//[^\n]*|/\*.*?\*/", "", f.read_text(errors="replace"), flags=re.S)
-        found |= set(LIBM_RE.findall(text))
+KEYWORDS = {"for", "if", "while", "switch", "catch", "return", "sizeof", "do", "else"}
+
+
+def uses_libm(files: list[Path], kernel: str | None = None) -> list[str]:
+    """The approximate math functions the kernel can reach (all the files' when kernel is None).
+
+    A kernel reaches the functions its body calls, transitively (overloads merged by name), and
+    the function-like macros it names whose text calls one."""
+    text = "\n".join(re.sub(r"//[^\n]*|/\*.*?\*/", "", f.read_text(errors="replace"), flags=re.S) for f in files)
+    if kernel is None:
+        return sorted(set(LIBM_RE.findall(text)))
+    bodies: dict[str, str] = {}
+    for m in re.finditer(r"#\s*define\s+(\w+)\(([^)]*)\)([^\n]*(?:\\\n[^\n]*)*)", text):
+        bodies[m.group(1)] = bodies.get(m.group(1), "") + m.group(3)
+    for m in re.finditer(r"\b(\w+)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*(?:const\s*)?\{", text):
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        if m.group(1) not in KEYWORDS:
+            bodies[m.group(1)] = bodies.get(m.group(1), "") + text[m.end():i]
+    seen, todo, found = set(), [re.sub(r"<.*", "", kernel).strip()], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in bodies:
+            continue
+        seen.add(name)
+        found |= set(LIBM_RE.findall(bodies[name]))
+        todo += [c for c in re.findall(r"\b(\w+)\s*\(", bodies[name]) if c in bodies]
+        todo += [c for c in re.findall(r"\b([A-Z_][A-Z0-9_]*)\b", bodies[name]) if c in bodies]
     return sorted(found)
 
 

@@ -254,8 +254,8 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
             return
         src = corpus / name
         files = tu_files(src)
-        libm = uses_libm(files)
-        exe, err = build(src, files, corpus, launcher(runs), work, [corpus / "include"], "qgcc" if libm else "host")
+        file_libm = uses_libm(files)
+        exe, err = build(src, files, corpus, launcher(runs), work, [corpus / "include"], "qgcc" if file_libm else "host")
         if exe is None:
             tally.cannot += len(runs)
             say(f"cannot run        {name}: the oracle does not build: {err}")
@@ -263,6 +263,7 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
         linked = None
         for i, run in enumerate(runs):
             label = f"{name} {run.label}"
+            libm = uses_libm(files, run.kernel) if file_libm else []
             bufs, consts = inputs(name, run, i)
             want = oracle_run(exe, i, run, bufs, consts, work)
             if want.bufs is None:
@@ -286,7 +287,7 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
                 continue
             tally.exact += 1
             tally.libm_exact += bool(libm)
-            verdict = "exact (libm-dependent: vs qgcc's mathlib)" if libm else "exact"
+            verdict = f"exact (libm-dependent: {', '.join(libm)}; vs qgcc's mathlib)" if libm else "exact"
             if neural and run.neural:
                 if linked is None:
                     linked, lmsg = qgcc_compile(corpus, entry, work / "n.qg", link=True, extra=extra)
@@ -310,12 +311,12 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
             say(f"{verdict:<17} {label}")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default="/work/corpus")
     ap.add_argument("--only", default="")
     ap.add_argument("--no-neural", action="store_true", help="skip the network sample")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     corpus = Path(a.corpus)
     entries = [e for e in json.loads((corpus / "manifest.json").read_text()) if a.only in e["file"]]
     tally = Tally()
