@@ -181,11 +181,15 @@ def rewrite(text: str) -> str:
     return re.sub(r"\bextern\s+([^;\[\]{}]*?\b__shared__\b[^;\[\]{}]*?)\s*\[\s*\]\s*;", static, text)
 
 
-def copy_tree(files: list[Path], root: Path, dest: Path) -> None:
+def mirrored(f: Path, dest: Path) -> Path:
+    """Where file f's rewritten copy lives: its absolute path under dest (relative includes still resolve)."""
+    return dest / str(f.resolve()).lstrip("/")
+
+
+def copy_tree(files: list[Path], dest: Path) -> None:
     """The translation unit's own files, rewritten, at the same relative places under dest."""
     for f in files:
-        rel = f.resolve().relative_to(root.resolve())
-        out = dest / rel
+        out = mirrored(f, dest)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(rewrite(f.read_text(errors="replace")))
 
@@ -225,12 +229,12 @@ def uses_libm(files: list[Path], kernel: str | None = None) -> list[str]:
     return sorted(found)
 
 
-def build(src: Path, files: list[Path], root: Path, launcher: str, workdir: Path, include: list[Path],
+def build(src: Path, files: list[Path], launcher: str, workdir: Path, include: list[Path],
           libm: str) -> tuple[Path | None, str]:
     """Compile the file and the local headers it includes (rewritten copies in workdir) with the launcher."""
     write_stubs(workdir / "stubs")
-    copy_tree(files, root, workdir / "tu")
-    body = workdir / "tu" / src.resolve().relative_to(root.resolve())
+    copy_tree(files, workdir / "tu")
+    body = mirrored(src, workdir / "tu")
     math = HOST_LIBM if libm == "host" else qgcc_libm()
     cpp = workdir / "oracle.cpp"
     cpp.write_text(SHIM + EXTRA + math + f'\n#include "{body}"\n' + launcher)

@@ -54,6 +54,10 @@ def launcher(runs: list[Run]) -> str:
     for i, r in enumerate(runs):
         ns = f"qgr{i}"
         out.append(f"namespace {ns} {{")
+        for a in r.args + r.consts:
+            if a.lanes:  # the spec's member list must be the type's layout
+                out.append(f"static_assert(sizeof({a.ctype}) == {a.np_dtype.itemsize}, \"{a.name}: the spec's members "
+                           f"are not {a.ctype}'s layout\");")
         for a in r.args:
             if a.is_buffer:
                 out.append(f"static {a.ctype} *b_{a.name};")
@@ -66,7 +70,7 @@ def launcher(runs: list[Run]) -> str:
                 out.append(f"    if (!b_{a.name}) b_{a.name} = new {a.ctype}[{a.count} + 1]();")
                 out.append(f"    if (fread(b_{a.name}, sizeof({a.ctype}), {a.count}, in) != {a.count}) __builtin_trap();")
         for c in r.consts:
-            out.append(f"    if (fread((void *)&{c.name}, sizeof({c.ctype}), {c.count}, in) != {c.count}) __builtin_trap();")
+            out.append(f"    if (fread((void *)&{c.name}, {c.np_dtype.itemsize}, {c.count}, in) != {c.count}) __builtin_trap();")
         gx, gy, gz = r.grid
         bx, by, bz = r.block
         out.append(f"    int status = 0; gridDim = {{{gx}u, {gy}u, {gz}u}}; blockDim = {{{bx}u, {by}u, {bz}u}};")
@@ -255,7 +259,7 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
         src = corpus / name
         files = tu_files(src)
         file_libm = uses_libm(files)
-        exe, err = build(src, files, corpus, launcher(runs), work, [corpus / "include"], "qgcc" if file_libm else "host")
+        exe, err = build(src, files, launcher(runs), work, [corpus / "include"], "qgcc" if file_libm else "host")
         if exe is None:
             tally.cannot += len(runs)
             say(f"cannot run        {name}: the oracle does not build: {err}")
@@ -288,6 +292,8 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
             tally.exact += 1
             tally.libm_exact += bool(libm)
             verdict = f"exact (libm-dependent: {', '.join(libm)}; vs qgcc's mathlib)" if libm else "exact"
+            if all(equal_bits(want.bufs[k], flat(bufs[k], want.bufs[k].dtype.str)) for k in want.bufs):
+                verdict += " (but the launch changed no buffer)"
             if neural and run.neural:
                 if linked is None:
                     linked, lmsg = qgcc_compile(corpus, entry, work / "n.qg", link=True, extra=extra)

@@ -8,7 +8,9 @@ Arguments are in the kernel's parameter order.  `name:type[n]=gen` is a buffer o
 (zeros without `=gen`); `name=value` or `name:type=value` a scalar.  Generators: rand
 (floats in [-1, 1), integers in [0, 100)), rand(lo,hi), iota, iota(start), fill(v), perm
 (a permutation of 0..n-1), bits (any pattern), vals(a,b,...) (repeated), sorted(lo,hi,seg)
-(rand, sorted within segments of seg elements).  A run may list "ignore": buffers whose
+(rand, sorted within segments of seg elements).  `name:Node{starting,no_of_edges}int[n]` is a
+buffer of structs whose members, in declaration order, are all of one scalar type; a vector
+type (float4, uint2, uchar4, ...) is written as such.  A run may list "ignore": buffers whose
 contents the kernel leaves undefined (clock() readings), and a file's runs may be replaced by
 {"skip": "why"} where the published launch cannot be scaled to the machine.  Inputs are drawn from a seed made of the file,
 kernel and run index, so every run of the tool sees the same data.
@@ -40,13 +42,14 @@ class Arg:
     count: int | None = None  # elements of a buffer; None for a scalar
     gen: str = ""
     value: str = ""  # a scalar's text
-    lanes: int = 0  # a vector type's components (0: a scalar element)
+    lanes: int = 0  # a vector type's or struct's members (0: a scalar element)
+    fields: tuple[str, ...] = ()  # a struct's member names (a vector type's are x, y, z, w)
 
     @property
     def np_dtype(self) -> np.dtype:
         if not self.lanes:
             return np.dtype(self.dtype)
-        return np.dtype([(c, self.dtype) for c in "xyzw"[:self.lanes]])
+        return np.dtype([(c, self.dtype) for c in (self.fields or tuple("xyzw"[:self.lanes]))])
 
     @property
     def is_buffer(self) -> bool:
@@ -73,7 +76,17 @@ class Run:
 ARG_RE = re.compile(r"^\s*(\w+)\s*(?::\s*([\w ]+?)\s*(?:\[(\d+)\])?)?\s*(?:=\s*(.+?))?\s*$")
 
 
+STRUCT_RE = re.compile(r"^\s*(\w+)\s*:\s*(\w+)\s*\{([\w\s,]+)\}\s*([\w ]+?)\s*\[(\d+)\]\s*(?:=\s*(.+?))?\s*$")
+
+
 def parse_arg(text: str, scalar_default: str = "int") -> Arg:
+    s = STRUCT_RE.match(text)
+    if s:  # name:Struct{m1,m2,...}scalar[n]=gen, a struct whose members are all of one scalar type
+        name, struct, members, t, n, rhs = s.groups()
+        if t not in CTYPES:
+            raise ValueError(f"unknown member type {t!r} in {text!r}")
+        fields = tuple(f.strip() for f in members.split(","))
+        return Arg(name, struct, CTYPES[t][1], int(n), rhs or "zeros", lanes=len(fields), fields=fields)
     m = ARG_RE.match(text)
     if not m:
         raise ValueError(f"cannot read the argument {text!r} (want name:type[n]=gen or name=value)")
