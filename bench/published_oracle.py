@@ -104,6 +104,23 @@ struct thread_block {
 };
 static inline thread_block this_thread_block() { return thread_block(); }
 static inline void sync(const thread_block &) { __syncthreads(); }
+// A tile's barrier: the warp's (all live lanes) for tiles of at most 4 threads, the block's for wider
+// ones: as strong or stronger than CUDA's, the same when every thread reaches it (else: a deadlock,
+// reported).  Shuffles work within a warp only; a wider tile's shuffle does not compile here.
+template <unsigned N> struct thread_block_tile {
+    unsigned thread_rank() const { return thread_block().thread_rank() % N; }
+    unsigned size() const { return N; }
+    unsigned num_threads() const { return N; }
+    unsigned meta_group_rank() const { return thread_block().thread_rank() / N; }
+    unsigned meta_group_size() const { return (thread_block().size() + N - 1) / N; }
+    void sync() const { if (N > 4) __syncthreads(); else (void)__activemask(); }
+    template <class T> T shfl(T v, int src) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_sync(0xffffffffu, v, src, N); }
+    template <class T> T shfl_down(T v, unsigned d) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_down_sync(0xffffffffu, v, d, N); }
+    template <class T> T shfl_up(T v, unsigned d) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_up_sync(0xffffffffu, v, d, N); }
+    template <class T> T shfl_xor(T v, int m) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_xor_sync(0xffffffffu, v, m, N); }
+};
+template <unsigned N> static inline thread_block_tile<N> tiled_partition(const thread_block &) { return {}; }
+template <unsigned N> static inline void sync(const thread_block_tile<N> &t) { t.sync(); }
 }
 namespace cg = cooperative_groups;
 """
