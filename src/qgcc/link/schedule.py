@@ -3,7 +3,8 @@ signals into residual dimensions.
 
 Stages: layer L's mixer is stage 2L, its MLP stage 2L+1; step inputs are stage -1.
 A gate goes in the earliest MLP after all its inputs (as soon as possible), unless
-that MLP is full.  A memory sits in the layer the machine design names; its key
+that MLP is full; then gates whose outputs wait for a late reader move later where that
+frees residual room (sink.py).  A memory sits in the layer the machine design names; its key
 and value inputs must exist before that layer.  Residual dimensions are reused
 once a signal's last reader has run.  Every step output (`Netlist.outputs`) is
 copied into its input's dimension by the last layer, so the residual leaving
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..qwen35 import QWEN35_2B as qwen
 from .netlist import Gate, Input, MemRead, Netlist, Sig, Table, TableOut, gate_inputs
+from .sink import sink
 
 
 
@@ -99,6 +101,12 @@ def place(net: Netlist, num_layers: int) -> Placement:
         units[last] += 3
     if units[last] > qwen.intermediate:
         raise CapacityError(f"the commit layer needs {units[last]} units; an MLP has {qwen.intermediate}")
+    # Gates whose outputs wait for a late reader go later, where that costs no residual room.
+    # (Launch constants and layer-0 read buses hold their dimensions all step; a state field
+    # that the commit rewrites lends its dimension after its last reader, so it counts.)
+    always = {s for s, node in enumerate(nodes) if (isinstance(node, Input) and s not in commit) or (
+        isinstance(node, MemRead) and bus_reset[s] == last and min(net.memories[mm].layer for mm in node.mems) == 0)}
+    sink(net, stage, layer_gates, units, 2 * last + 1, always)
 
     # Last use of every signal.
     last_use: dict[Sig, int] = {s: stage[s] for s in stage}
