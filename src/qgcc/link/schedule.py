@@ -86,8 +86,9 @@ def place(net: Netlist, num_layers: int) -> Placement:
             stage[s] = 2 * L + 1
             layer_gates[L].append(s)
             units[L] += cost
+    mem_inputs = [m.key_and_value_inputs() for m in net.memories]  # (a set over 128 slots' keys: once)
     for i, m in enumerate(net.memories):
-        for x in m.key_and_value_inputs():
+        for x in mem_inputs[i]:
             if stage[x] >= 2 * m.layer:
                 raise CapacityError(f"memory {m.name} in layer {m.layer} needs {net.names.get(x, x)}, "
                                     f"which is produced at stage {stage[x]} (layer {stage[x] // 2})")
@@ -106,7 +107,7 @@ def place(net: Netlist, num_layers: int) -> Placement:
     # that the commit rewrites lends its dimension after its last reader, so it counts.)
     always = {s for s, node in enumerate(nodes) if (isinstance(node, Input) and s not in commit) or (
         isinstance(node, MemRead) and bus_reset[s] == last and min(net.memories[mm].layer for mm in node.mems) == 0)}
-    sink(net, stage, layer_gates, units, 2 * last + 1, always)
+    sink(net, stage, layer_gates, units, 2 * last + 1, always, mem_inputs)
 
     # Last use of every signal.
     last_use: dict[Sig, int] = {s: stage[s] for s in stage}
@@ -114,8 +115,8 @@ def place(net: Netlist, num_layers: int) -> Placement:
         if isinstance(node, (Gate, Table)):
             for x in gate_inputs(node):
                 last_use[x] = max(last_use[x], stage[s])
-    for m in net.memories:
-        for x in m.key_and_value_inputs():
+    for m, xs in zip(net.memories, mem_inputs):
+        for x in xs:
             last_use[x] = max(last_use[x], 2 * m.layer)
     end = 2 * last + 1
     for inp, new in copies:

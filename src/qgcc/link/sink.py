@@ -30,14 +30,15 @@ def _latest_before(c: int) -> int:
 
 
 def sink(net: Netlist, stage: dict[Sig, int], layer_gates: list[list[Sig]], units: list[int],
-         commit_stage: int, always: set[Sig], passes: int = 3) -> int:
+         commit_stage: int, always: set[Sig], mem_inputs: list[list[Sig]], passes: int = 3) -> int:
     """Move gates later where that frees residual room (see the module docstring); returns the moves.
 
     `stage`, `layer_gates` and `units` are updated in place.  `commit_stage` is the stage at
     which the step outputs are read (the last MLP); `always`: signals that hold their
     dimension for the whole step whoever reads them (launch constants, layer-0 read buses).
     A state field that the commit rewrites is not among them: its dimension is lent to other
-    signals after its last reader (schedule.place), so a later reader costs room too."""
+    signals after its last reader (schedule.place), so a later reader costs room too.
+    `mem_inputs`: each memory's key and value inputs (Memory.key_and_value_inputs)."""
     nodes = net.nodes
     outs: dict[Sig, list[Sig]] = {}
     for s, node in enumerate(nodes):
@@ -55,8 +56,8 @@ def sink(net: Netlist, stage: dict[Sig, int], layer_gates: list[list[Sig]], unit
     for s, rs in readers.items():
         read_at[s] = Counter(stage[r] for r in rs)
     fixed_reads: dict[Sig, list[int]] = {}
-    for m in net.memories:
-        for x in m.key_and_value_inputs():
+    for m, xs in zip(net.memories, mem_inputs):
+        for x in xs:
             fixed_reads.setdefault(x, []).append(2 * m.layer)
     for _, new in net.outputs:
         fixed_reads.setdefault(new, []).append(commit_stage)
