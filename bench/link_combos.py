@@ -5,7 +5,9 @@
 The linker includes only the units a program uses (the float unit, FFMA's fused datapath,
 the lane-crossing unit, ...), and their signals compete for the residual stream's 2,048
 dimensions.  This links one small kernel per combination of the units below (every subset)
-and prints the layers it takes, or where the residual or an MLP overflowed.  No launch runs:
+and prints the layers it takes and the fewest residual dimensions left free at any point
+(Placement.spare_dims, besides the state dimensions lent after their last reader), or where
+the residual or an MLP overflowed.  No launch runs:
 the numbers are the linker's (qgcc.link.schedule.place, as `qgcc -o` links).
 """
 
@@ -45,14 +47,14 @@ def kernel(units: tuple[str, ...]) -> str:
 
 
 def layers(src: str) -> tuple[int | None, str]:
-    """(layers, "") if the kernel links, else (None, the linker's reason)."""
+    """(layers, where the residual came closest to full) if the kernel links, else (None, the linker's reason)."""
     prog = qgcc.compile(src)
     net = build_core(prog.program).net
     err = ""
     for L in range(16, MAX_LAYERS + 1):
         try:
-            place(net, L)
-            return L, ""
+            pl = place(net, L)
+            return L, f"{pl.spare_dims} dims spare at layer {pl.tightest_stage // 2}"
         except CapacityError as e:
             err = str(e)
     return None, err
@@ -74,8 +76,7 @@ def main(argv=None) -> int:
         L, why = layers(kernel(c))
         fails += L is None
         if L is None or not args.only_failures:
-            print(f"{'+'.join(c) or '(integer only)':45s} {L if L is not None else 'FAIL'}"
-                  + (f"  {why}" if why else ""), flush=True)
+            print(f"{'+'.join(c) or '(integer only)':45s} {L if L is not None else 'FAIL'}  {why}", flush=True)
     print(f"{len(combos)} combinations, {fails} do not link ({time.time() - t0:.0f} s)")
     return 0
 

@@ -36,6 +36,10 @@ class Placement:
     copies: list[tuple[Sig, Sig]] = field(default_factory=list)  # (state input, new value) committed last
     units_used: list[int] = field(default_factory=list)
     table_outputs: dict[Sig, list[Sig]] = field(default_factory=dict)
+    # The fewest residual dimensions left free (besides lent state dimensions) when a signal
+    # was given one, and the stage where that happened: how close the program came to the limit.
+    spare_dims: int = 0
+    tightest_stage: int = 0
 
 
 def place(net: Netlist, num_layers: int) -> Placement:
@@ -156,6 +160,7 @@ def place(net: Netlist, num_layers: int) -> Placement:
         if s not in dim:
             alloc_stage[s] = 2 * L + 1
     order = sorted(alloc_stage, key=lambda s: (alloc_stage[s], s))
+    spare = (len(pool), 0)
     for s in order:
         p = alloc_stage[s]
         while busy and busy[0][0] <= p:
@@ -179,6 +184,8 @@ def place(net: Netlist, num_layers: int) -> Placement:
             top = ", ".join(f"{k}:{v}" for k, v in live.most_common(12))
             raise CapacityError(f"the residual stream ({qwen.hidden} dims) is full at stage {p} "
                                 f"({nxt} fixed; live: {top})")
+        if len(pool) - 1 < spare[0]:
+            spare = (len(pool) - 1, p)
         d = pool.pop()
         dim[s] = d
         heapq.heappush(busy, (last_use[s], d))
@@ -188,4 +195,4 @@ def place(net: Netlist, num_layers: int) -> Placement:
             table_outputs.setdefault(node.table, []).append(s)
     read_resets = [(bus_reset[s], dim[s]) for s in bus_reset]
     return Placement(num_layers, stage, dim, layer_gates, layer_heads, read_resets, copies, units,
-                     table_outputs)
+                     table_outputs, spare[0], spare[1])
