@@ -86,10 +86,13 @@ def sink(net: Netlist, stage: dict[Sig, int], layer_gates: list[list[Sig]], unit
             hi = min(_latest_before(c) for c in cons)
             if hi <= s:
                 continue
-            # Inputs that g would keep alive longer: at most len(o) of them may end before s'.
+            # Inputs that g would keep alive longer: no more of them may end before s' than g
+            # has outputs that are read (an output nobody reads holds its dimension one stage
+            # wherever g sits).
+            freed = sum(1 for x in o if read_at.get(x))
             ends = sorted(other_last(x, s) for x in inputs[g])
-            if len(ends) > len(o):
-                hi = min(hi, ends[len(o)])
+            if len(ends) > freed:
+                hi = min(hi, ends[freed])
             if hi % 2 == 0:
                 hi -= 1
             cost = (node.units_per_step * len(node.steps) + len(node.coefs) if isinstance(node, Table)
