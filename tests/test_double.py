@@ -280,11 +280,6 @@ def test_what_double_does_not_have_is_named(line, col, message):
     assert_error("__global__ void k(double *p) {\n" + line + "\n}\n", 2, col, message)
 
 
-def test_struct_double_member_is_named():
-    assert_error("struct S { int a; double d; };\n__global__ void k(S *s) {}\n", 1, 26,
-                 "double struct members are not supported yet ('d'); keep doubles in their own arrays")
-
-
 def test_double_with_the_other_constructs():
     """A double warp reduction through __shfl_down_sync (both halves from the same lane), a
     template instantiated with double, an extern __shared__ double array sized at launch and a

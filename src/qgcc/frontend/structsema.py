@@ -82,9 +82,6 @@ class StructSema:
                                            "defined; use a pointer")
                 if is_struct(ty) and not ty.complete:
                     raise self.error(decl, f"member '{decl.name}' has incomplete type '{ty}'")
-                if getattr(ty, "kind", None) == "double":
-                    raise self.error(decl, f"double struct members are not supported yet ('{decl.name}'); "
-                                           "keep doubles in their own arrays")
                 if decl.arrays:
                     if len(decl.arrays) > 2:
                         raise self.error(decl, "array members have at most 2 dimensions")
