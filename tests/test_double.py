@@ -316,6 +316,3 @@ def test_double_with_the_other_constructs():
     assert o.view(np.uint64).tolist() == want.view(np.uint64).tolist()
 
 
-def test_constant_double_is_named():
-    assert_error("__constant__ double c[2] = {1.0, 2.0};\n__global__ void k(double *p) {}\n", 1, 21,
-                 "__constant__ variables of type double are not supported ('c'); pass a 'const double *' buffer")

@@ -255,8 +255,6 @@ WHOLE = [
     ("int x;\n__global__ void k() {}\n", 1, 5,
      "global variable 'x' is not supported; only integer constants ('const int N = 4;') may be "
      "declared at file scope"),
-    ("__device__ double d;\n__global__ void k() {}\n", 1, 19,
-     "__constant__ variables of type double are not supported ('d'); pass a 'const double *' buffer"),
     ("__shared__ int s[4];\n__global__ void k() {}\n", 1, 1,
      "__shared__ variables must be declared inside a kernel or device function"),
     ("const int N = 3;\nconst int N = 4;\n__global__ void k() {}\n", 2, 11,

@@ -77,3 +77,36 @@ def test_double_struct_members_and_double_vectors_match_gxx(qgcc, qgrun, tmp_pat
     assert got["ps"].tobytes() == want["ps"].tobytes()
     assert got["vel"].tobytes() == want["vel"].tobytes()
     assert got["energy"].tobytes() == want["energy"].tobytes()
+
+
+CONSTANT_DOUBLES = r"""
+#define NVAR 3
+__constant__ double coef[NVAR] = {0.1, -2.5, 1e-3};
+__constant__ double3 flux[1] = {{0.3333333333333333, 2.1f, -7}};   // a double3 constant from double, float, int
+__constant__ double scale[2];                                // set at launch (--const)
+__device__ double bias;                                      // a __device__ double: 0 until written
+__global__ void init(double *v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double x = v[i];
+    v[i] = (coef[0] + x * (coef[1] + x * coef[2])) * scale[i & 1] + bias;
+    v[n + i] = flux[0].x * x + flux[0].y - flux[0].z * scale[0];
+}
+"""
+
+
+@need_gxx
+def test_constant_doubles_and_constant_double_structs_match_gxx(qgcc, qgrun, tmp_path):
+    """`__constant__ double` arrays and `__constant__ double3` with initialisers (each value
+    converted as C converts it), one set at launch with `qgrun --const`, a `__device__ double`:
+    the results equal g++ running the same text with the launch values as initialisers."""
+    v = np.random.default_rng(3).normal(size=16) * 4
+    v[8:] = 0
+    scale = np.array([0.75, -1.0 / 7.0])
+    np.save(tmp_path / "scale.npy", scale)
+    got = cli_run(qgcc, qgrun, tmp_path, CONSTANT_DOUBLES, "init", 2, 4, {"v": v}, {"n": 8},
+                  extra=("--const", f"scale=@{tmp_path / 'scale.npy'}"))
+    model = CONSTANT_DOUBLES.replace("scale[2];", f"scale[2] = {{{scale[0].hex()}, {scale[1].hex()}}};")
+    want = gxx_model(tmp_path, GXX_VECTORS + model, "init", 2, 4, [("v", v), ("n", 8)])
+    assert got["v"].tobytes() == want["v"].tobytes()
+    assert np.count_nonzero(got["v"]) == 16

@@ -135,7 +135,7 @@ class Constant:
     @property
     def words(self) -> int:
         """The number of cells (two per element of a 64-bit type)."""
-        return self.length * (2 if self.ctype in ("llong", "ullong") else 1)
+        return self.length * (2 if self.ctype in ("llong", "ullong", "double") else 1)
 
     def describe(self) -> str:
         c = {"uchar": "unsigned char"}.get(self.ctype, self.ctype)
