@@ -70,7 +70,7 @@ class StructLayout:
     @property
     def words(self) -> int:
         """The struct's size in cells."""
-        return sum(2 if ct in ("llong", "ullong") else 1 for _, ct in self.cells)
+        return sum(2 if ct in ("llong", "ullong", "double") else 1 for _, ct in self.cells)
 
 
 @dataclass
