@@ -82,6 +82,9 @@ class Param:
     # A pointer to a struct (ctype "struct"): the struct's name and its cells in memory order,
     # as (dotted member path, ctype) pairs (frontend/structs.py: one cell per scalar member).
     struct: "StructLayout | None" = None
+    # `T **` (T a scalar): the buffer holds the cell addresses of other buffers of ctype, which
+    # the launch lays out from a list of arrays (docs/subset.md, "Pointers to pointers").
+    indirect: bool = False
 
     @property
     def words(self) -> int:
@@ -96,7 +99,8 @@ class Param:
         if self.struct is not None:
             return f"{'const ' if self.const else ''}{self.struct.name} * {self.name}"
         c = {"uchar": "unsigned char", "llong": "long long", "ullong": "unsigned long long"}.get(self.ctype, self.ctype)
-        return f"{'const ' if self.const else ''}{c}{' *' if self.pointer else ''} {self.name}"
+        stars = " **" if self.indirect else " *" if self.pointer else ""
+        return f"{'const ' if self.const else ''}{c}{stars} {self.name}"
 
 
 @dataclass

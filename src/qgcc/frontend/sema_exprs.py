@@ -70,7 +70,7 @@ class ExprSema:
             raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
         if isinstance(dst, PtrType):
             if isinstance(src, PtrType):
-                if src.elem != dst.elem:
+                if src.elem != dst.elem and not isinstance(dst.elem, VoidType):  # T * -> void *
                     raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
                 if src.const and not dst.const:
                     raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx} "
@@ -564,6 +564,8 @@ class ExprSema:
             return t
         assert isinstance(t, PtrType)
         if isinstance(st, PtrType):
+            if isinstance(st.elem, VoidType) or isinstance(t.elem, VoidType):
+                return t  # to and from an untyped address: the same cell address
             if st.elem != t.elem and not (_byte_faithful(st.elem) and _byte_faithful(t.elem)):
                 raise self.error(e, f"casts between pointer types are not supported "
                                     f"('{st}' to '{t}'): memory is addressed in 32-bit cells, so "
