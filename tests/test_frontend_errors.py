@@ -42,8 +42,8 @@ IN_KERNEL = [
     ("float x = 1.0f; x <<= 1;", 19, "invalid operands to '<<=' ('float' and 'int')"),
     ("float x = ~1.0f;", 11, "invalid operand to unary '~' ('float')"),
     ("float x = 1.5L;", 11, "'long double' constant '1.5L' is not supported; write '1.5f'"),
-    ("float x = pow(1.0, 2.0f);", 11, "'pow' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc and round); use 'powf' on float"),
-    ("float x = sin(1.0);", 11, "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc and round); use 'sinf' on float"),
+    ("float x = pow(1.0, 2.0f);", 11, "'pow' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round and exp); use 'powf' on float"),
+    ("float x = sin(1.0);", 11, "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round and exp); use 'sinf' on float"),
     ("int x = abs(1.0);", 9, "'abs' needs an integer argument ('double'); use fabs"),
     ("atomicMin(ch, 1.0f);", 11, "first argument of 'atomicMin' must be an 'int *' or 'unsigned int *' "
                                  "pointer (got 'char *')"),
@@ -58,7 +58,7 @@ IN_KERNEL = [
     ("const x = 1;", 1, "missing type specifier in declaration"),
     # --- unsupported constructs, each named
     ("int *b[4];", 6, "arrays of pointers are not supported ('b')"),
-    ("int **pp;", 7, "pointers to pointers are not supported"),
+    ("int **pp = 0; int x = **pp + *(pp - a);", 35, "invalid operands to binary '-' ('int **' and 'int *')"),
     ("extern __shared__ int s[8];", 23, "extern __shared__ 's' must be a 1-D array of unknown size "
                                         "('s[]'); its size is set at launch (qgrun --shared BYTES)"),
     ('printf("%d", n);', 1, "'printf' is not supported (there is no host I/O)"),
@@ -113,7 +113,10 @@ IN_KERNEL = [
     ("int x = n ? a : 1;", 11, "incompatible operand types in '?:' ('int *' and 'int')"),
     ("int x = (void)1;", 9, "void value used in an expression"),
     ("void v;", 6, "variable 'v' has type void"),
-    ("void *vp;", 7, "'void *' pointers are not supported; use a typed pointer"),
+    ("void *vp = a; int x = *vp;", 23, "'void *' points to no type; cast it to a typed pointer first "
+                                       "('(float *)p')"),
+    ("void *vp = a; vp += 1;", 18, "'void *' points to no type; cast it to a typed pointer first ('(float *)p')"),
+    ("void *vp = a; int *q = vp;", 24, "cannot convert 'void *' to 'int *' in initialisation"),
     # --- assignment targets
     ("c[0] = 1;", 1, "cannot assign to read-only memory (through 'const int *')"),
     ("*c = 1;", 1, "cannot assign to read-only memory (through 'const int *')"),

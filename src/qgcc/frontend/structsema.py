@@ -70,6 +70,12 @@ class StructSema:
                 raise self.error(d, "const struct members are not supported")
             for it in d.items:
                 decl = it.decl
+                if decl.funcptr and not decl.arrays and decl.ref is None:
+                    # `int (*compare)(const void *, const void *);`: host code's callback, kept as
+                    # one opaque cell (an untyped address) that device code cannot call
+                    members.append((decl.name, PtrType(VoidType()), decl.line, decl.col))
+                    seen[decl.name] = decl.line
+                    continue
                 self.check_declarator_shape(decl)
                 if it.init is not None:
                     raise self.error(it.init, f"default member initialisers of a class template are "
