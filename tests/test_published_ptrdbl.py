@@ -166,3 +166,69 @@ def test_exp_model_is_within_one_ulp_of_the_true_value():
     x = x[np.isfinite(x)]
     errs = [dmathref.ulp_error(float(dmathref.exp(v)), dmathref.exact_exp(float(v))) for v in x]
     assert max(errs) < 1.0
+
+
+# ---------------------------------------------------------------- pointers to pointers, void *
+
+ROWS = r"""
+struct Cell { unsigned key; void *value; Cell *next; };   // a void * member and a self pointer
+struct Table { unsigned count; Cell **heads; Cell *pool; };
+typedef struct { float *data; float **rows; int (*compare)(const void *, const void *); } Host;  // host-side
+__device__ float clampf(float v) { return v < 0.0f ? 0.0f : v; }
+__global__ void normalise(float **rows, const int *len, float *total, int nrows) {
+    int r = blockIdx.x;                  // one block per row, as rodinia's leukocyte does per cell
+    if (r >= nrows) return;
+    float *row = rows[r];                // a pointer loaded from the buffer of pointers
+    int n = len[r];
+    float s = 0.0f;
+    for (int j = 0; j < n; j++)
+        s += clampf(row[j]);
+    __syncthreads();
+    void *raw = (void *)rows[r];         // an untyped address, typed again before use
+    float *same = (float *)raw;
+    for (int j = threadIdx.x; j < n; j += blockDim.x)
+        rows[r][j] = clampf(same[j]) / (s + 1.0f);   // written through rows[r]
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        total[r] = s;
+        float **slot = rows + r;
+        *slot = row + (n - 1);           // a pointer stored into the buffer of pointers
+    }
+}
+"""
+
+
+def test_pointer_to_pointer_parameters_take_a_list_of_buffers(qgcc, qgrun, tmp_path):
+    """`float **rows` at launch: `--arg rows=@a.npy,@b.npy,...` makes each array its own buffer and
+    rows the buffer of their addresses; `--out 'rows[J]=...'` writes the J-th buffer back and
+    `--out rows=...` the addresses (here changed by the kernel).  Rows are loaded and stored
+    through the pointers, cast to void * and back; the results equal a numpy model in the
+    kernel's operation order."""
+    rng = np.random.default_rng(7)
+    lens = [5, 9, 3]
+    rows = [rng.normal(size=n).astype(np.float32) for n in lens]
+    d = tmp_path / "pp"
+    d.mkdir()
+    (d / "k.cu").write_text(ROWS)
+    assert qgcc(d / "k.cu", "--no-link", "-o", d / "k.qg").exit_code == 0
+    argv = [d / "k.qg", "--engine", "ref", "--grid", "3", "--block", "4", "--trace", "none",
+            "--arg", "rows=" + ",".join(f"@{d / f'r{j}.npy'}" for j in range(3)),
+            "--arg", f"len=@{d / 'len.npy'}", "--arg", f"total=zeros:3", "--arg", "nrows=3",
+            "--out", f"total={d / 'total.npy'}", "--out", f"rows={d / 'addr.npy'}"]
+    for j, r in enumerate(rows):
+        np.save(d / f"r{j}.npy", r)
+        argv += ["--out", f"rows[{j}]={d / f'o{j}.npy'}"]
+    np.save(d / "len.npy", np.array(lens, np.int32))
+    res = qgrun(*argv)
+    assert res.exit_code == 0, res.stderr
+    total = np.load(d / "total.npy")
+    for j, r in enumerate(rows):
+        c = np.maximum(r, np.float32(0))
+        s = np.float32(0)
+        for v in c:
+            s = np.float32(s + v)
+        assert total[j].tobytes() == s.tobytes()
+        assert np.load(d / f"o{j}.npy").tobytes() == (c / np.float32(s + np.float32(1))).astype(np.float32).tobytes()
+    addr = np.load(d / "addr.npy")
+    base = addr - np.array(lens) + 1         # each address moved to its row's last element
+    assert np.diff(base).tolist() == lens[:2]   # the rows lie one after another in memory

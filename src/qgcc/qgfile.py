@@ -68,7 +68,8 @@ def kernels_json(kernels: list[Kernel]) -> str:
         {"name": k.name, "entry": k.entry, "end": k.end,
          "params": [{"name": p.name, "ctype": p.ctype, "pointer": p.pointer, "const": p.const,
                      **({"struct": {"name": p.struct.name, "cells": [list(c) for c in p.struct.cells]}}
-                        if p.struct is not None else {})}
+                        if p.struct is not None else {}),
+                     **({"indirect": True} if p.indirect else {})}
                     for p in k.params],
          "shared_words": k.shared_words, "regs": k.regs,
          **({"local_words": k.local_words} if k.local_words else {})}
@@ -209,7 +210,8 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
             raise bad
         params = []
         for p in k["params"]:
-            if not isinstance(p, dict) or set(p) - {"struct"} != {"name", "ctype", "pointer", "const"}:
+            if not isinstance(p, dict) or set(p) - {"struct", "indirect"} != {"name", "ctype", "pointer", "const"} \
+                    or p.get("indirect", True) is not True:
                 raise bad
             layout = None
             if "struct" in p:  # a pointer to a struct: its cells (a buffer is a structured array)
@@ -221,7 +223,8 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
                 layout = StructLayout(st["name"], tuple((str(a), b) for a, b in st["cells"]))
             elif p["ctype"] not in ELEM_DTYPES:
                 raise bad
-            params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"], layout))
+            params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"], layout,
+                                indirect="indirect" in p))
         kernels.append(Kernel(k["name"], k["entry"], k["end"], params, k["shared_words"], k["regs"],
                               k.get("local_words", 0)))
     return kernels
