@@ -6,6 +6,7 @@ model (g++ on the same text where threads do not communicate)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gxx import gxx_model, need_gxx
 from test_published_constructs import cli_run
@@ -136,6 +137,7 @@ def exp_inputs() -> np.ndarray:
     return np.concatenate([special, rng.uniform(-745.2, 709.8, 24), rng.normal(size=16) * 3])
 
 
+@pytest.mark.slow  # about 15 s: 64 arguments, each some 30 double routine calls on the emulator
 def test_exp_on_double_equals_its_documented_algorithm_bit_for_bit(qgcc, qgrun, tmp_path):
     """`exp(double)` is dmath.cu's routine: Cody-Waite reduction and a degree-13 Taylor polynomial
     in binary64 operations; every result equals the numpy model of the same operation sequence
@@ -198,12 +200,13 @@ __global__ void normalise(float **rows, const int *len, float *total, int nrows)
 """
 
 
-def test_pointer_to_pointer_parameters_take_a_list_of_buffers(qgcc, qgrun, tmp_path):
+@pytest.mark.parametrize("engine", ["ref", pytest.param("neural", marks=pytest.mark.slow)])
+def test_pointer_to_pointer_parameters_take_a_list_of_buffers(qgcc, qgrun, tmp_path, engine):
     """`float **rows` at launch: `--arg rows=@a.npy,@b.npy,...` makes each array its own buffer and
     rows the buffer of their addresses; `--out 'rows[J]=...'` writes the J-th buffer back and
     `--out rows=...` the addresses (here changed by the kernel).  Rows are loaded and stored
     through the pointers, cast to void * and back; the results equal a numpy model in the
-    kernel's operation order."""
+    kernel's operation order; the network engine's too."""
     rng = np.random.default_rng(7)
     lens = [5, 9, 3]
     rows = [rng.normal(size=n).astype(np.float32) for n in lens]
@@ -211,9 +214,9 @@ def test_pointer_to_pointer_parameters_take_a_list_of_buffers(qgcc, qgrun, tmp_p
     d.mkdir()
     (d / "k.cu").write_text(ROWS)
     assert qgcc(d / "k.cu", "--no-link", "-o", d / "k.qg").exit_code == 0
-    argv = [d / "k.qg", "--engine", "ref", "--grid", "3", "--block", "4", "--trace", "none",
+    argv = [d / "k.qg", "--engine", engine, "--grid", "3", "--block", "4", "--trace", "none",
             "--arg", "rows=" + ",".join(f"@{d / f'r{j}.npy'}" for j in range(3)),
-            "--arg", f"len=@{d / 'len.npy'}", "--arg", f"total=zeros:3", "--arg", "nrows=3",
+            "--arg", f"len=@{d / 'len.npy'}", "--arg", "total=zeros:3", "--arg", "nrows=3",
             "--out", f"total={d / 'total.npy'}", "--out", f"rows={d / 'addr.npy'}"]
     for j, r in enumerate(rows):
         np.save(d / f"r{j}.npy", r)
@@ -232,3 +235,45 @@ def test_pointer_to_pointer_parameters_take_a_list_of_buffers(qgcc, qgrun, tmp_p
     addr = np.load(d / "addr.npy")
     base = addr - np.array(lens) + 1         # each address moved to its row's last element
     assert np.diff(base).tolist() == lens[:2]   # the rows lie one after another in memory
+
+
+def test_pointer_to_pointer_parameters_in_the_python_api():
+    """The API takes a `T **` argument as a list of arrays and gives back the list of their final
+    contents (CUDA-style calls write each array back), the same numbers as qgrun."""
+    import qgcc
+
+    prog = qgcc.compile(ROWS)
+    rows = [np.array([1.0, -2.0, 3.0], np.float32), np.array([0.5, 0.25], np.float32)]
+    total = np.zeros(2, np.float32)
+    r = prog.normalise[2, 2](rows, np.array([3, 2], np.int32), total, 2, engine="ref")
+    assert isinstance(r["rows"], list) and len(r["rows"]) == 2
+    assert total.tolist() == [4.0, 0.75]
+    assert rows[0].tolist() == [np.float32(1) / np.float32(5), 0.0, np.float32(3) / np.float32(5)]
+    assert rows[1].tobytes() == (np.array([0.5, 0.25], np.float32) / np.float32(1.75)).tobytes()
+    assert r["rows"][1].tobytes() == rows[1].tobytes()
+
+
+@need_gxx
+def test_exp_library_text_built_by_gxx_equals_the_model(tmp_path):
+    """dmath.cu is valid C++ too: built by g++ (IEEE binary64, no contraction) it computes what the
+    numpy model computes, bit for bit, on 3,000 arguments across the range (the emulator test
+    above shows qgcc compiles the same text to the same bits)."""
+    import subprocess
+    from pathlib import Path
+
+    import dmathref
+
+    lib = Path(__file__).resolve().parents[1] / "src/qgcc/frontend/dmath.cu"
+    cpp = tmp_path / "dm.cpp"
+    cpp.write_text("#include <cstdio>\n#include <cstring>\n#define __device__ static\n"
+                   "static double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }\n"
+                   "static long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, 8); return u; }\n"
+                   + lib.read_text() +
+                   "int main() { unsigned long long u; while (scanf(\"%llu\", &u) == 1) "
+                   "printf(\"%llu\\n\", (unsigned long long)__double_as_longlong(__qgd_exp(__longlong_as_double((long long)u)))); }\n")
+    subprocess.run(["g++", "-O1", "-ffp-contract=off", "-o", str(tmp_path / "dm"), str(cpp)], check=True)
+    rng = np.random.default_rng(5)
+    x = np.concatenate([exp_inputs(), rng.uniform(-746, 710, 2000), rng.normal(size=900)])
+    out = subprocess.run([str(tmp_path / "dm")], input="\n".join(str(v) for v in x.view(np.uint64)),
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert [int(v) for v in out] == [dmathref.bits(dmathref.exp(v)) for v in x]

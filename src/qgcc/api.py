@@ -488,6 +488,10 @@ class KernelLauncher:
                 arr = values.get(p.name)
                 if p.pointer and not p.const and isinstance(arr, np.ndarray) and arr.flags.writeable:
                     arr[...] = result.outputs[p.name].reshape(arr.shape)
+                if p.indirect and isinstance(arr, (list, tuple)):  # `T **`: into each array of the list
+                    for a, out in zip(arr, result.outputs[p.name]):
+                        if a.flags.writeable:
+                            a[...] = out.reshape(a.shape)
             return result
 
         return call
