@@ -277,3 +277,21 @@ def test_exp_library_text_built_by_gxx_equals_the_model(tmp_path):
     out = subprocess.run([str(tmp_path / "dm")], input="\n".join(str(v) for v in x.view(np.uint64)),
                          capture_output=True, text=True, check=True).stdout.split()
     assert [int(v) for v in out] == [dmathref.bits(dmathref.exp(v)) for v in x]
+
+
+def test_exp_in_a_kernel_without_spills_keeps_each_lanes_frame():
+    """exp's routine keeps its values in the thread's frame: in a kernel that needs no spill slots
+    the frame base is still computed at the entry and kept across the calls (each of the four
+    lanes gets its own exp, equal to the model)."""
+    from qgcc.frontend import compile_source
+    from qgcc.ref.emulator import run
+    from qgcc.runtime.launch import make_launch
+
+    import dmathref
+
+    prog = compile_source("__global__ void k(const double *a, double *r) { int i = threadIdx.x; "
+                          "r[i] = exp(a[i]); }\n", "k.cu")
+    a = np.array([0.5, -3.25, 700.0, -740.0])
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {}, {"a": a, "r": np.zeros(4)})
+    r = launch.read_buffer(run(launch).memory, "r")
+    assert r.view(np.uint64).tolist() == [dmathref.bits(dmathref.exp(v)) for v in a]
