@@ -108,7 +108,7 @@ for _n in ("fma", "sin", "cos", "tan", "exp2", "log2", "fmod", "atan2", "hypot",
            "rint", "nearbyint", "cbrt", "rsqrt", "asin", "acos", "atan", "sinh", "cosh", "tanh", "expm1",
            "log1p", "copysign", "fdim", "ldexp", "frexp", "remainder", "sincos", "scalbn"):
     UNSUPPORTED_FUNCS[_n] = (f"'{_n}' on double is not supported (qgcc's double functions are sqrt, fabs, "
-                             f"fmin, fmax, floor, ceil, trunc, round and exp); use '{_n}f' on float")
+                             f"fmin, fmax, floor, ceil, trunc, round, exp, log, log10 and pow); use '{_n}f' on float")
 
 TYPE_WORDS = ("void", "bool", "char", "int", "unsigned", "signed", "float", "double")
 STORAGE_WORDS = ("__global__", "__device__", "__shared__", "static", "inline", "__inline__",
