@@ -147,7 +147,7 @@ def pow_exponents(n: int) -> np.ndarray:
     return np.concatenate([special, rng.integers(-9, 9, 12).astype(float), rng.normal(size=n) * 4])[:n]
 
 
-@pytest.mark.slow  # about 60 s: 64 arguments, each some 150 double routine calls on the emulator
+@pytest.mark.slow  # 1-2 minutes: 64 arguments, each some 150 double routine calls on the emulator
 def test_exp_log_log10_pow_on_double_equal_their_documented_algorithms_bit_for_bit(qgcc, qgrun, tmp_path):
     """`exp`, `log`, `log10` and `pow` on double are dmath.cu's routines (Cody-Waite reduction
     and Taylor polynomials in binary64 operations, a double-double log for pow); every result
