@@ -47,7 +47,7 @@ static void __syncthreads() {}
 
 CTYPES = {np.dtype(np.int32): "int", np.dtype(np.uint32): "unsigned", np.dtype(np.float32): "float",
           np.dtype(np.int64): "long long", np.dtype(np.uint64): "unsigned long long",
-          np.dtype(np.float64): "double"}
+          np.dtype(np.float64): "double", np.dtype(np.int16): "short", np.dtype(np.uint16): "unsigned short"}
 
 
 def gxx_model(tmp_path, src: str, kernel: str, grid: int, block: int, args: list, flags=()) -> dict:

@@ -409,8 +409,6 @@ def test_fixed_width_integer_names_of_stdint_h():
     got = run(src, {"bytes": np.array(bs, np.uint8), "out": Z4}, {"n": 0})
     assert got["out"] == [(((b + 100) + 128) % 256 - 128) * 1000 + 100 + (3 - i)
                           for i, b in enumerate(bs)]
-    assert_error("__global__ void k(uint16_t *a) {}\n", 1, 19,
-                 "'uint16_t' is not supported ('short' is not supported)")
 
 
 def test_size_t_is_a_32_bit_unsigned():

@@ -23,12 +23,13 @@ FRONTEND_LAYERS = [
     # shared types and tables: the AST, C types, constants, symbols, built-in tables, lowering values, the IR
     {"ast", "types", "structs", "floatconst", "doubleconst", "grammar", "symbols", "builtin_names", "values", "ir",
      "overloads"},
-    {"preprocess", "macros", "coopgroups", "coopwide", "ctors"},                                    # preprocess (and #if, macros)
+    {"preprocess", "macros", "coopgroups", "coopwide", "coopparts", "ctors", "texdecl"},                       # preprocess (and #if, macros)
     {"tokens", "parser"},                                                      # parse
-    {"structsema", "sema_decls", "sema_templates", "sema_stmts", "sema_exprs", "sema_calls"},  # sema by topic
+    {"structsema", "sema_decls", "sema_templates", "sema_stmts", "sema_exprs", "sema_calls", "sema_textures",
+     "sema_printf"},  # sema by topic
     {"sema"},                                                                  # sema's composition and entry
     {"softfloat"},                                                             # the .cu libraries, checked
-    {"bitops", "wide", "doubles", "intrinsics"},                               # lowering by family
+    {"bitops", "wide", "doubles", "intrinsics", "textures", "printf"},                               # lowering by family
     {"lower_stmts", "lower_memory", "lower_exprs", "lower_calls"},             # lowering by construct
     {"codegen"},                                                               # lowering's composition
     {"regalloc", "spill"},                                                     # registers -> isa.Instr

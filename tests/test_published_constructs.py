@@ -120,16 +120,6 @@ def test_cuda_arch_is_700_and_template_arguments_take_integer_suffixes(qgcc, qgr
     assert got["out"].tolist() == [0, -1, -2, -3]
 
 
-def test_textures_are_named_errors():
-    """The machine has no texture unit: texture references and objects are named, with the fix."""
-    assert_error("texture<float, 1, cudaReadModeElementType> tex;\n__global__ void k(float *a) {}\n", 1, 1,
-                 "texture references ('texture') are not supported (there is no texture unit); pass the "
-                 "array as a pointer and index it (tex1Dfetch(t, i) is p[i])")
-    assert_error("__global__ void k(float *a, cudaTextureObject_t t) {}\n", 1, 29,
-                 "texture objects ('cudaTextureObject_t') are not supported (there is no texture unit); "
-                 "pass the array as a pointer and index it (tex1Dfetch(t, i) is p[i])")
-
-
 # ---------------------------------------------------------------- the SharedMemory<T> idiom
 
 SHARED_MEMORY = r"""

@@ -140,7 +140,8 @@ def test_qgrun_instantiates_the_kernel_it_is_asked_for(tmp_path, qgrun, monkeypa
      "kernel 'nope<1>': the program has no kernel template 'nope' (kernel templates: matrixMulTile, scale)"),
     (KERNELS, ("matrixMulTile<float>",), 1, 1, "kernel 'matrixMulTile<float>': 'float' is not an integer for "
                                                 "'BLOCK_SIZE'"),
-    (KERNELS, ("scale<short>",), 1, 1, "kernel 'scale<short>': 'short' is not supported (for 'T')"),
+    (KERNELS, ("scale<long double>",), 1, 1,
+     "kernel 'scale<long double>': 'long double' is not supported; use 'double' (for 'T')"),
     ("template <typename T> __device__ T f(T a, T b) { return a; }\n"
      "__global__ void k(int *a, float *b) { a[0] = f(a[0], b[0]); }\n", (), 2, 54,
      "conflicting deductions of 'T' for 'f' ('int' and 'float'); write f<...>(...)"),

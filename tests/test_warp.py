@@ -419,9 +419,14 @@ def test_cooperative_groups_inside_the_network():
     ("auto t = cg::tiled_partition<8>(cg::this_thread_block()); unsigned b = t.ballot(1);",
      "'.ballot()' on a tile of 8 threads is not supported (a warp has 4 lanes here; tiles of 1, 2 or 4 "
      "threads have it)"),
-    ("const int n = 4; auto t = cg::tiled_partition<n>(cg::this_thread_block());",
-     "the size of a tile must be a number (1, 2 or 4) or a macro for one, not 'n'"),
-    ("cg::grid_group g = cg::this_grid();", "'grid_group' from cooperative groups is not supported"),
+    ("const int n = 4; auto t = cg::tiled_partition<n + 0>(cg::this_thread_block());",
+     "the size of a tile must be a number (1, 2, 4, 8, 16 or 32), a macro or a template parameter, not 'n + 0'"),
+    ("cg::grid_group g = cg::this_grid(); g.sync();", "'grid.sync()' (a barrier of the whole grid) is not supported"),
+    ("auto c = cg::coalesced_threads(); auto t = cg::tiled_partition<2>(c);",
+     "'tiled_partition' of a coalesced group is not supported (tiles are taken from the thread block)"),
+    ("auto b = cg::this_thread_block(); auto p = cg::labeled_partition(b, 1);",
+     "'cg::labeled_partition' needs a coalesced group or a tile (cg::tiled_partition<N>) declared in this file, "
+     "not 'b'"),
     ("auto b = cg::this_thread_block(); int s = b.shfl(1, 0);",
      "'.shfl()' needs a tile (cg::tiled_partition<N>), not a thread block"),
 ])

@@ -53,8 +53,18 @@ def run_launch(engine, launch, *, device: str, max_steps: int, on_step=None, lin
 
     The arrays are every pointer parameter's final contents in its pointee dtype, flat.
     `states` (qgcc.engines.states.StateDump) receives the network's states (qgrun --dump-states).
-    Faults propagate as the engine raises them."""
-    result = engine.run(launch, max_steps=max_steps, on_step=on_step, device=device, dtype=dtype, states=states)
+    Faults propagate as the engine raises them, a failing device assert as an AssertionFault.
+    `result.printf` is the launch's device printf output (runtime/printf.py)."""
+    from .runtime.printf import assertion, collect
+
+    try:
+        result = engine.run(launch, max_steps=max_steps, on_step=on_step, device=device, dtype=dtype, states=states)
+    except Fault as fault:
+        out = assertion(fault, launch)
+        memory = getattr(fault, "memory", None)  # an out-of-bounds fault's memory (the engines attach it)
+        out.printf = collect(launch.program, memory) if memory is not None else None
+        raise out from None
+    result.printf = collect(launch.program, result.memory)
     if linked is not None and linked.network is None:
         linked.network = launch.network  # linked by this first network launch: reused from now on
     buffers = {p.name: launch.read_buffer(result.memory, p.name) for p in launch.kernel.params if p.pointer}
@@ -294,7 +304,7 @@ class Program:
         if dump is not None:
             _save_dump(dump_states, dump, launch, eng.name, dev, dtype, "ok")
         return Result(self, launch, eng.name, dev, _shaped(buffers, shapes), result.stats,
-                      round(time.perf_counter() - t0, 6), records)
+                      round(time.perf_counter() - t0, 6), records, result.printf.lines, result.printf.dropped)
 
     def stream(self, grid, block, *, kernel: str | None = None, engine: str = "neural", device: str = "cpu",
                dtype: str = "fp32", max_steps: int = DEFAULT_MAX_STEPS, args: dict[str, Any] | None = None,
@@ -345,6 +355,10 @@ class Result:
     stats: Stats
     wall_time_s: float
     trace: list[StepRecord] | None = field(default=None, repr=False)
+    # device printf: one string per call, by block, thread, then call order (docs/subset.md),
+    # and the cells of records dropped because the buffer was full
+    printf: list[str] = field(default_factory=list)
+    printf_dropped: int = 0
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.outputs[name]
@@ -402,7 +416,8 @@ class TraceStream:
         try:
             result, buffers = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=self._put, dtype=dtype)
             self.result = Result(program, launch, eng.name, dev, _shaped(buffers, shapes), result.stats,
-                                 round(time.perf_counter() - t0, 6), None)
+                                 round(time.perf_counter() - t0, 6), None, result.printf.lines,
+                                 result.printf.dropped)
         except _Stop:
             return
         except BaseException as e:  # handed to the consumer

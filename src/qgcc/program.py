@@ -15,6 +15,8 @@ ELEM_DTYPES = {
     "bool": "bool",
     "char": "int8",
     "uchar": "uint8",
+    "short": "int16",  # one cell per element, like char: the 16-bit pattern zero-extended
+    "ushort": "uint16",
     "float": "float32",
     "llong": "int64",  # two cells per element, the low word first
     "ullong": "uint64",
@@ -26,7 +28,8 @@ ELEM_DTYPES = {
 _TYPE_KINDS = {"int": "int", "signed": "int", "signed int": "int", "int32_t": "int", "unsigned": "unsigned",
                "unsigned int": "unsigned", "uint32_t": "unsigned", "size_t": "unsigned", "bool": "bool",
                "char": "char", "signed char": "char", "int8_t": "char", "unsigned char": "uchar",
-               "uint8_t": "uchar", "float": "float", "long long": "llong", "long": "llong", "int64_t": "llong",
+               "uint8_t": "uchar", "short": "short", "short int": "short", "signed short": "short",
+               "int16_t": "short", "unsigned short": "ushort", "unsigned short int": "ushort", "uint16_t": "ushort", "float": "float", "long long": "llong", "long": "llong", "int64_t": "llong",
                "unsigned long long": "ullong", "unsigned long": "ullong", "uint64_t": "ullong",
                "double": "double"}
 
@@ -82,6 +85,9 @@ class Param:
     # A pointer to a struct (ctype "struct"): the struct's name and its cells in memory order,
     # as (dotted member path, ctype) pairs (frontend/structs.py: one cell per scalar member).
     struct: "StructLayout | None" = None
+    # A texture (1 or 2: its dimensions; docs/subset.md, "Textures"): a read-only buffer whose
+    # parameter is a 64-bit handle, the buffer's first cell and (width-1) | (height-1) << 16.
+    texture: int = 0
     # `T **` (T a scalar): the buffer holds the cell addresses of other buffers of ctype, which
     # the launch lays out from a list of arrays (docs/subset.md, "Pointers to pointers").
     indirect: bool = False
@@ -89,11 +95,16 @@ class Param:
     @property
     def words(self) -> int:
         """Parameter words (LDC slots) the parameter takes: a 64-bit scalar two, low word first."""
+        if self.texture:
+            return 2
         if self.struct is not None and not self.pointer:
             return self.struct.words  # a struct by value: one word per cell
         return 2 if not self.pointer and self.ctype in ("llong", "ullong", "double") else 1
 
     def describe(self) -> str:
+        if self.texture:
+            elem = self.struct.name if self.struct is not None else {"uchar": "unsigned char"}.get(self.ctype, self.ctype)
+            return f"texture<{elem}, {self.texture}> {self.name}"
         if self.struct is not None and not self.pointer:
             return f"{'const ' if self.const else ''}{self.struct.name} {self.name}"
         if self.struct is not None:
@@ -146,6 +157,34 @@ class Constant:
         return f"__constant__ {c} {self.name}" + "".join(f"[{d}]" for d in self.dims)
 
 
+# Device printf and assert (frontend/sema_printf.py, runtime/printf.py): the record buffer, a
+# __device__ array the compiler adds, and the address band a failing assert stores to.
+PRINTF_NAME = "__qg_printf"
+PRINTF_CELLS = 1024
+ASSERT_BAND = 0xA55E0000
+
+
+@dataclass(frozen=True)
+class PrintfFormat:
+    """A printf call's format: its text, one argument kind per conversion (printfmt.py), the
+    %s literals in order, and its source line."""
+
+    text: str
+    kinds: str
+    literals: tuple[str, ...]
+    line: int
+
+
+@dataclass(frozen=True)
+class DeviceAssert:
+    """An assert call: where it is, its condition as written, and the function it is in."""
+
+    file: str
+    line: int
+    cond: str
+    function: str
+
+
 @dataclass
 class Program:
     code: list[Instr]
@@ -154,6 +193,8 @@ class Program:
     # Source text lines (1-based line N is source_lines[N-1]) for annotations and traces.
     source_lines: list[str] = field(default_factory=list)
     constants: list[Constant] = field(default_factory=list)
+    printf: list[PrintfFormat] = field(default_factory=list)  # by format number
+    asserts: list[DeviceAssert] = field(default_factory=list)  # by assert number
 
     @property
     def constant_cells(self) -> int:

@@ -34,13 +34,13 @@ import numpy as np
 from .atomicfile import atomic_write
 from .diagnostics import QgFileError
 from .isa import Instr, decode, encode
-from .program import ELEM_DTYPES, Constant, Kernel, Param, Program, StructLayout
+from .program import ELEM_DTYPES, Constant, DeviceAssert, Kernel, Param, PrintfFormat, Program, StructLayout
 
 FORMAT = "qg"
 FORMAT_VERSION = "2"  # 2: extra metadata is hashed
 CODE_TENSOR = "program.code"
 RESERVED_META = ("format", "format_version", "kernels", "lines", "source_name", "source", "qsass",
-                 "content_hash", "constants")
+                 "content_hash", "constants", "device_io")
 _FIX = "recompile it with qgcc"
 
 
@@ -69,6 +69,7 @@ def kernels_json(kernels: list[Kernel]) -> str:
          "params": [{"name": p.name, "ctype": p.ctype, "pointer": p.pointer, "const": p.const,
                      **({"struct": {"name": p.struct.name, "cells": [list(c) for c in p.struct.cells]}}
                         if p.struct is not None else {}),
+                     **({"texture": p.texture} if p.texture else {}),
                      **({"indirect": True} if p.indirect else {})}
                     for p in k.params],
          "shared_words": k.shared_words, "regs": k.regs,
@@ -81,16 +82,43 @@ def constants_json(constants: list[Constant]) -> str:
                        for c in constants], separators=(",", ":"))
 
 
-def _hashed_program(kjson: str, cjson: str | None) -> str:
+def _hashed_program(kjson: str, cjson: str | None, djson: str | None = None) -> str:
     """What the hash covers of the program's description: the kernels, then the constants if any
-    (a program without __constant__ variables hashes as before they existed)."""
-    return kjson if cjson is None else kjson + "\0constants\0" + cjson
+    (a program without __constant__ variables hashes as before they existed), then the printf
+    formats and asserts if any."""
+    out = kjson if cjson is None else kjson + "\0constants\0" + cjson
+    return out if djson is None else out + "\0device_io\0" + djson
+
+
+def device_io_json(program: Program) -> str | None:
+    """The printf formats and asserts (runtime/printf.py), or None when there are none."""
+    if not program.printf and not program.asserts:
+        return None
+    return json.dumps({"printf": [[f.text, f.kinds, list(f.literals), f.line] for f in program.printf],
+                       "asserts": [[a.file, a.line, a.cond, a.function] for a in program.asserts]},
+                      separators=(",", ":"))
+
+
+def _parse_device_io(path: str, text: str | None) -> tuple[list[PrintfFormat], list[DeviceAssert]]:
+    if text is None:
+        return [], []
+    bad = _bad(path, "corrupt 'device_io' metadata")
+    try:
+        d = json.loads(text)
+        printf = [PrintfFormat(str(t), str(k), tuple(str(x) for x in lits), int(ln)) for t, k, lits, ln in d["printf"]]
+        asserts = [DeviceAssert(str(f), int(ln), str(c), str(fn)) for f, ln, c, fn in d["asserts"]]
+    except (ValueError, TypeError, KeyError):
+        raise bad from None
+    if any(set(f.kinds) - set("iuIUfdsp") for f in printf):
+        raise bad
+    return printf, asserts
 
 
 def program_description(program: Program) -> str:
     """The hashed description of a program's kernels and constants (.qg files, checkpoints)."""
     return _hashed_program(kernels_json(program.kernels),
-                           constants_json(program.constants) if program.constants else None)
+                           constants_json(program.constants) if program.constants else None,
+                           device_io_json(program))
 
 
 def content_hash(code: np.ndarray, kernels: str, tensors: dict[str, np.ndarray],
@@ -142,9 +170,12 @@ def save(program: Program, path: str | os.PathLike, extra_tensors: dict[str, np.
     code = code_tensor(program)
     kjson = kernels_json(program.kernels)
     cjson = constants_json(program.constants) if program.constants else None
+    djson = device_io_json(program)
     meta = dict(extra_meta)
     if cjson is not None:
         meta["constants"] = cjson
+    if djson is not None:
+        meta["device_io"] = djson
     meta.update({
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -153,7 +184,7 @@ def save(program: Program, path: str | os.PathLike, extra_tensors: dict[str, np.
         "source_name": program.source_name,
         "source": "\n".join(program.source_lines),
         "qsass": disassemble(program, header=f"{program.source_name}: qsass disassembly"),
-        "content_hash": content_hash(code, _hashed_program(kjson, cjson), extra_tensors, extra_meta),
+        "content_hash": content_hash(code, _hashed_program(kjson, cjson, djson), extra_tensors, extra_meta),
     })
     import safetensors.numpy
 
@@ -210,7 +241,10 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
             raise bad
         params = []
         for p in k["params"]:
-            if not isinstance(p, dict) or set(p) - {"struct", "indirect"} != {"name", "ctype", "pointer", "const"} \
+            if not isinstance(p, dict) or set(p) - {"struct", "texture", "indirect"} != {"name", "ctype", "pointer",
+                                                                                 "const"}:
+                raise bad
+            if p.get("texture", 1) not in (1, 2) or ("texture" in p and p["pointer"] is not True) \
                     or p.get("indirect", True) is not True:
                 raise bad
             layout = None
@@ -223,7 +257,7 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
                 layout = StructLayout(st["name"], tuple((str(a), b) for a, b in st["cells"]))
             elif p["ctype"] not in ELEM_DTYPES:
                 raise bad
-            params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"], layout,
+            params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"], layout, p.get("texture", 0),
                                 indirect="indirect" in p))
         kernels.append(Kernel(k["name"], k["entry"], k["end"], params, k["shared_words"], k["regs"],
                               k.get("local_words", 0)))
@@ -281,11 +315,12 @@ def load(path: str | os.PathLike) -> QgFile:
     code = tensors.pop(CODE_TENSOR)
     if code.dtype != np.int64 or code.ndim != 1:
         raise _bad(spath, f"tensor '{CODE_TENSOR}' must be int64 [n], found {code.dtype} {list(code.shape)}")
-    if content_hash(code, _hashed_program(meta["kernels"], meta.get("constants")), tensors,
+    if content_hash(code, _hashed_program(meta["kernels"], meta.get("constants"), meta.get("device_io")), tensors,
                     extra_meta_of(meta)) != meta["content_hash"]:
         raise _bad(spath, "content hash mismatch (the file was modified or damaged)")
     kernels = _parse_kernels(spath, meta["kernels"])
     constants = _parse_constants(spath, meta.get("constants"))
+    printf, asserts = _parse_device_io(spath, meta.get("device_io"))
     try:
         lines = json.loads(meta["lines"])
     except ValueError:
@@ -304,7 +339,8 @@ def load(path: str | os.PathLike) -> QgFile:
     source = meta.get("source", "")
     program = Program(code=instrs, kernels=kernels,
                       source_name=meta.get("source_name", spath),
-                      source_lines=source.split("\n") if source else [], constants=constants)
+                      source_lines=source.split("\n") if source else [], constants=constants,
+                      printf=printf, asserts=asserts)
     problem = check_program(program)
     if problem:
         raise _bad(spath, f"inconsistent program ({problem})")

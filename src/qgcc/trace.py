@@ -20,6 +20,7 @@ class ExitCode(enum.IntEnum):
     MEMORY_FAULT = 4
     BARRIER_FAULT = 5
     STEP_LIMIT = 6
+    ASSERT = 7  # a device assert failed (runtime/printf.py)
     INTERNAL = 70
 
 

@@ -19,7 +19,7 @@ from ..diagnostics import CompileError
 from ..isa import (FORMATS, WRITES_RD, AtomOp, Fmt, Instr, Op, SReg, VoteMode, decode, to_s32, xlane_name,
                    xlane_valid)
 from ..spec import SPEC
-from ..program import ELEM_DTYPES, Constant, Kernel, Param, Program, StructLayout
+from ..program import ELEM_DTYPES, Constant, DeviceAssert, Kernel, Param, PrintfFormat, Program, StructLayout
 
 MAX_LINE = 1_000_000  # largest source line number a .loc (and Instr.line) may name
 IMM_MIN = -(1 << 31)
@@ -32,6 +32,8 @@ PARAM_TYPES = {
     "bool": "bool",
     "char": "char",
     "uchar": "uchar",
+    "short": "short",
+    "ushort": "ushort",
     "float": "float",
     "llong": "llong",  # 64-bit: two parameter words, the low one first
     "ullong": "ullong",
@@ -271,6 +273,8 @@ class _Assembler:
         self.code: list[Instr] = []
         self.kernels: list[Kernel] = []
         self.constants: list[Constant] = []
+        self.printf: list[PrintfFormat] = []
+        self.asserts: list[DeviceAssert] = []
         self.structs: dict[str, StructLayout] = {}
         self.cur: _KernelState | None = None
         self.kernel_names: dict[str, int] = {}
@@ -291,7 +295,8 @@ class _Assembler:
             src_lines = [self.source_text.get(i, "") for i in range(1, top + 1)]
         return Program(code=self.code, kernels=self.kernels,
                        source_name=self.source_name if self.source_name is not None else self.filename,
-                       source_lines=src_lines, constants=self.constants)
+                       source_lines=src_lines, constants=self.constants, printf=self.printf,
+                       asserts=self.asserts)
 
     # -- statements ---------------------------------------------------------
     def statement(self, ln: _Line):
@@ -393,6 +398,19 @@ class _Assembler:
             self.source_name = name
         elif d == ".const":
             self.constant(ln, t)
+        elif d in (".printf", ".assert"):  # `.printf LINE "KINDS" "FORMAT" "LIT"...`, `.assert LINE "FILE" "FN" "COND"`
+            if self.cur is not None or self.kernels:
+                ln.error(t.col, f"{d} must come before the first kernel")
+            line = self.uint_arg(ln, "a source line", 0, 1 << 31)
+            texts = [ln.json_string("a quoted string")]
+            while ln.peek() is not None:
+                texts.append(ln.json_string("a quoted string"))
+            if d == ".printf" and len(texts) >= 2 and not set(texts[0]) - set("iuIUfdsp"):
+                self.printf.append(PrintfFormat(texts[1], texts[0], tuple(texts[2:]), line))
+            elif d == ".assert" and len(texts) == 3:
+                self.asserts.append(DeviceAssert(texts[0], line, texts[2], texts[1]))
+            else:
+                ln.error(t.col, f"malformed {d} (docs/qsass.md)")
         elif d == ".struct":
             self.struct(ln, t)
         elif d == ".word":
@@ -412,7 +430,7 @@ class _Assembler:
             self.emit(ln, t, k, ins, None)
         else:
             ln.error(t.col, f"unknown directive '{t.text}' (directives: .kernel .param .shared .regs "
-                            ".local .loc .end .source .const .struct .word)")
+                            ".local .loc .end .source .const .struct .printf .assert .word)")
 
     def struct(self, ln: _Line, t: Tok):
         """`.struct NAME "path" TYPE, ...`: the cells of a struct that a `.param struct NAME*`
@@ -482,6 +500,11 @@ class _Assembler:
     def param(self, ln: _Line, t: Tok, k: _KernelState):
         const = False
         tt = ln.next("a parameter type")
+        texture = 0
+        if tt.kind == "ident" and tt.text in ("texture1", "texture2"):  # `.param texture2 float t`
+            texture = int(tt.text[-1])
+            const = True
+            tt = ln.next("a texture's element type")
         if tt.kind == "ident" and tt.text == "const":
             const = True
             tt = ln.next("a parameter type")
@@ -489,8 +512,8 @@ class _Assembler:
             st = ln.next("a struct name")
             if st.text not in self.structs:
                 ln.error(st.col, f"unknown struct '{st.text}' (declare it with .struct before the first kernel)")
-            pointer = ln.accept_punct("*")  # without '*': the struct by value, a word per cell
-            self.param_name(ln, t, k, Param("", "struct", pointer, const, self.structs[st.text]))
+            pointer = ln.accept_punct("*") or bool(texture)  # without '*': the struct by value, a word per cell
+            self.param_name(ln, t, k, Param("", "struct", pointer, const, self.structs[st.text], texture))
             return
         if tt.kind != "ident" or tt.text not in PARAM_TYPES:
             ln.error(tt.col, f"unknown parameter type '{tt.text}' (types: {', '.join(PARAM_TYPES)})")
@@ -499,9 +522,9 @@ class _Assembler:
         if ctype == "unsigned" and nxt is not None and nxt.kind == "ident" and nxt.text in ("char", "int"):
             ln.i += 1
             ctype = "uchar" if nxt.text == "char" else "unsigned"
-        pointer = ln.accept_punct("*")
+        pointer = ln.accept_punct("*") or bool(texture)
         assert ctype in ELEM_DTYPES
-        self.param_name(ln, t, k, Param("", ctype, pointer, const))
+        self.param_name(ln, t, k, Param("", ctype, pointer, const, texture=texture))
 
     def param_name(self, ln: _Line, t: Tok, k: _KernelState, prm: Param):
         nt = ln.next("a parameter name")

@@ -18,7 +18,7 @@ import json
 
 from ..isa import FORMATS, AtomOp, Fmt, Instr, Op, SReg, encode, xlane_name
 from ..spec import SPEC
-from ..program import ELEM_DTYPES, Program, StructLayout
+from ..program import ELEM_DTYPES, PRINTF_NAME, Program, StructLayout
 from .assembler import IDENT_RE, MAX_LINE, PARAM_TYPES, RESERVED_PARAM_NAMES, invalid_fields
 
 
@@ -252,6 +252,8 @@ def _param_words(k) -> list[str]:
 
 def _param_decl(prm) -> str:
     ty = f"struct {prm.struct.name}" if prm.struct is not None else prm.ctype
+    if getattr(prm, "texture", 0):  # a texture: its handle, two words (docs/qsass.md)
+        return f".param texture{prm.texture} {ty} {prm.name}"
     return f".param {'const ' if prm.const else ''}{ty}{'*' if prm.pointer else ''} {prm.name}"
 
 
@@ -271,8 +273,15 @@ def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = Tr
         out.append(f".source {json.dumps(p.source_name)}")
     for c in p.constants:
         ty = "".join(f"[{d}]" for d in c.dims)
+        if c.name == PRINTF_NAME and not any(c.init):  # the printf buffer: zeros (no list)
+            out.append(f".const {c.ctype} {c.name}{ty}")
+            continue
         out.append(f".const {c.ctype} {c.name}{ty} " + ", ".join(f"{v:#x}" for v in c.init))
     out.extend(_struct_decl(st) for st in struct_layouts(p))
+    for f in getattr(p, "printf", ()):  # device printf's formats and asserts (docs/qsass.md)
+        out.append(f".printf {f.line} " + " ".join(json.dumps(x) for x in (f.kinds, f.text, *f.literals)))
+    for a in getattr(p, "asserts", ()):
+        out.append(f".assert {a.line} " + " ".join(json.dumps(x) for x in (a.file, a.function, a.cond)))
     for k in p.kernels:
         if out:
             out.append("")

@@ -26,6 +26,7 @@ import click
 
 from ..diagnostics import OutputError, UsageError
 from ..inputs import open_program
+from ..program import PRINTF_CELLS
 from ..qgfile import FORMAT_VERSION as QG_FORMAT_VERSION
 from ..spec import SPEC
 from ..trace import ExitCode, Fault, Stats, StepRecord
@@ -184,6 +185,11 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
         summary["fault"] = {"kind": fault.kind, "message": fault.message, "block": fault.block,
                             "warp": fault.warp, "lane": fault.lane, "pc": fault.pc, "line": fault.line,
                             "step": fault.step}
+        printed = getattr(fault, "printf", None)  # device printf before an out-of-bounds fault or assert
+        if program.printf and printed is not None:
+            summary["printf"] = printed.lines
+            sys.stdout.write(printed.text)
+            sys.stdout.flush()
         if renderer is not None and renderer.broken:
             _restore_stdout_after_broken_pipe()
         extra = {}
@@ -199,6 +205,10 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     stats = result.stats
     for key in STAT_KEYS:
         summary[key] = int(getattr(stats, key))
+    if program.printf:  # device printf: the formatted calls, in qgcc's order (runtime/printf.py)
+        summary["printf"] = result.printf.lines
+        if result.printf.dropped:
+            summary["printf_dropped_cells"] = result.printf.dropped
 
     buffers = {}
     for name, path in out_paths.items():
@@ -214,6 +224,12 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     if dump is not None:
         buffers[dump_states] = _dump_bytes(dump, launch, eng.name, dev, dtype, "ok")
     _write_outputs(buffers, json_path, summary)
+    if result.printf.lines:
+        sys.stdout.write(result.printf.text)
+        sys.stdout.flush()
+    if result.printf.dropped:
+        note(TOOL, f"the printf buffer ({PRINTF_CELLS} cells) was full: {result.printf.dropped} cells of "
+                   f"records were dropped, as CUDA drops output when its buffer is full")
     if renderer is not None and renderer.broken:
         _restore_stdout_after_broken_pipe()
         return 0
@@ -436,6 +452,7 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
     from .. import engines
     from .args import check_writable
     from .jobs import ordered
+    from ..runtime.printf import assertion, collect
     from .render import fault_message, make_console, print_batch_summary
 
     eng = engines.get(engine)
@@ -482,11 +499,17 @@ def _run_batch(program_file: str, batch_path: str, engine: str, device: str, tra
                 result = eng.run(launch, max_steps=max_steps, on_step=None, device=dev, dtype=dtype)
             network = launch.network
         except Fault as fault:
+            fault = assertion(fault, launch)  # a failing device assert (runtime/printf.py)
             summary.update(status=fault.kind, exit_code=int(fault.exit_code),
                            fault={"kind": fault.kind, "message": fault_message(fault, program)})
         else:
             for key in STAT_KEYS:
                 summary[key] = int(getattr(result.stats, key))
+            if program.printf:  # device printf: in --json only (each launch its own list)
+                out = collect(program, result.memory)
+                summary["printf"] = out.lines
+                if out.dropped:
+                    summary["printf_dropped_cells"] = out.dropped
             for name, path in outs.items():
                 buf = io.BytesIO()
                 np.save(buf, launch.read_buffer(result.memory, name), allow_pickle=False)

@@ -182,6 +182,9 @@ class Host:
                     raise tracker.limit_fault(self.decode(h))
                 if tracker.feed(self.decode(h)):
                     break
+        except MemoryFault as fault:  # the printf records so far (runtime/printf.py)
+            fault.memory = self.read_cells(len(launch.memory))
+            raise
         finally:
             if states is not None:
                 states.finish(h, self.cm.num_layers, self.net.recurrent_state)
@@ -313,7 +316,9 @@ class Tracker:
             where = memory_map(len(launch.memory), launch.shared_words)
             op = code[pc].op if pc is not None and pc < len(code) else None
             what = {Op.LD: "load from", Op.ST: "store to", Op.ATOM: "atomic on"}.get(op, "access to")
-            return MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({where})", **ctx)
+            fault = MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({where})", **ctx)
+            fault.address = addr  # a failing assert's band (runtime/printf.py)
+            return fault
         if flt & 2:
             mask = "" if active is None else f" (active {active:0{W}b})"
             return BarrierFault("barrier in divergent code: __syncthreads() reached by only some live lanes "

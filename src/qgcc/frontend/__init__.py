@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from ..diagnostics import CompileError
 from ..spec import SPEC
-from ..program import Constant, Kernel, Program, instance_name
+from ..program import Constant, DeviceAssert, Kernel, PrintfFormat, Program, instance_name
 from . import ast as A
 from .codegen import KernelGen
 from .parser import parse_pp
@@ -96,7 +96,18 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
         kernels.append(Kernel(kname, entry, len(code), params, gen.shared_used, nregs,
                               local_words=gen.local_used + spill_words))
     return Program(code, kernels, source_name=filename,
-                   source_lines=_program_lines(pp, filename, code), constants=constants)
+                   source_lines=_program_lines(pp, filename, code), constants=constants,
+                   **_device_io(pp, filename, result))
+
+
+def _device_io(pp, filename: str, result) -> dict:
+    """The printf formats and asserts, at their real file and line (sema_printf.py)."""
+    def where(v: int) -> tuple[str, int]:
+        vl = pp.srcmap.vlines
+        return (vl[v - 1][0], vl[v - 1][1]) if 0 < v <= len(vl) else (filename, v)
+    printf = [PrintfFormat(text, kinds, lits, where(line)[1]) for text, kinds, lits, line in result.printf]
+    asserts = [DeviceAssert(*where(line), cond, fn) for line, cond, fn in result.asserts]
+    return {"printf": printf, "asserts": asserts}
 
 
 def _generate(fs, filename: str, lines: list[str], remat_params: bool, local_region: int, soft_float: bool,

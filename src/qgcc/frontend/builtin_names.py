@@ -8,7 +8,7 @@ import this module, neither imports the other for it.
 from __future__ import annotations
 
 from ..isa import SReg
-from .types import BOOL, CHAR, DOUBLE, FLOAT, INT, LLONG, PtrType, UCHAR, UINT, ULLONG, VOID
+from .types import BOOL, CHAR, DOUBLE, FLOAT, INT, LLONG, SHORT, PtrType, UCHAR, UINT, ULLONG, USHORT, VOID
 from .overloads import UNSIGNED_MINMAX
 
 
@@ -87,13 +87,11 @@ BUILTIN_FUNCS = FENCES | ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin
     set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES) | set(MATH_FUNCS)
 
 UNSUPPORTED_FUNCS = {
-    "printf": "'printf' is not supported (there is no host I/O)",
     "malloc": "dynamic memory allocation ('malloc') is not supported",
     "calloc": "dynamic memory allocation ('calloc') is not supported",
     "realloc": "dynamic memory allocation ('realloc') is not supported",
     "free": "dynamic memory allocation ('free') is not supported",
     "cudaMalloc": "dynamic memory allocation ('cudaMalloc') is not supported",
-    "assert": "'assert' is not supported",
 }
 for _n in ("__syncthreads_count", "__syncthreads_and",
            "__syncthreads_or", "__ldg"):
@@ -110,7 +108,7 @@ for _n in ("fma", "sin", "cos", "tan", "exp2", "log2", "fmod", "atan2", "hypot",
     UNSUPPORTED_FUNCS[_n] = (f"'{_n}' on double is not supported (qgcc's double functions are sqrt, fabs, "
                              f"fmin, fmax, floor, ceil, trunc, round, exp, log, log10 and pow); use '{_n}f' on float")
 
-TYPE_WORDS = ("void", "bool", "char", "int", "unsigned", "signed", "float", "double")
+TYPE_WORDS = ("void", "bool", "char", "short", "int", "unsigned", "signed", "float", "double")
 STORAGE_WORDS = ("__global__", "__device__", "__shared__", "static", "inline", "__inline__",
                  "__forceinline__", "__noinline__", "register")
 BASE_TYPES = {
@@ -119,6 +117,12 @@ BASE_TYPES = {
     ("char",): CHAR,
     ("char", "signed"): CHAR,
     ("char", "unsigned"): UCHAR,
+    ("short",): SHORT,
+    ("short", "signed"): SHORT,
+    ("int", "short"): SHORT,
+    ("int", "short", "signed"): SHORT,
+    ("short", "unsigned"): USHORT,
+    ("int", "short", "unsigned"): USHORT,
     ("int",): INT,
     ("signed",): INT,
     ("int", "signed"): INT,
@@ -130,7 +134,7 @@ BASE_TYPES = {
 # Element types that fill a 32-bit cell exactly, as in CUDA: pointers to them convert freely.
 CELL_TYPES = (INT, UINT, FLOAT)
 PARAM_CTYPES = {"int": "int", "unsigned": "unsigned", "bool": "bool", "char": "char", "uchar": "uchar",
-                "llong": "llong", "ullong": "ullong", "double": "double"}
+                "short": "short", "ushort": "ushort", "llong": "llong", "ullong": "ullong", "double": "double"}
 
 
 # 64-bit atomics: the machine's ATOM works on one 32-bit cell.  Addition and the bitwise

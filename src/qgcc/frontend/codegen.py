@@ -44,6 +44,7 @@ from .lower_stmts import StmtGen
 from .lower_memory import MemoryGen
 from .lower_exprs import ExprGen
 from .lower_calls import CallGen
+from . import textures
 
 
 class KernelGen(StmtGen, MemoryGen, ExprGen, CallGen):
@@ -180,7 +181,9 @@ class KernelGen(StmtGen, MemoryGen, ExprGen, CallGen):
         params = []
         for p in fs.params:
             t = p.ty
-            if is_struct(t):  # by value: its cells are parameter words
+            if p.texture is not None:  # a texture's handle: a read-only buffer to the launcher
+                params.append(textures.texture_param(p))
+            elif is_struct(t):  # by value: its cells are parameter words
                 params.append(Param(p.name, "struct", pointer=False, const=p.readonly, struct=struct_layout(t)))
             elif isinstance(t, PtrType) and is_struct(t.elem):
                 params.append(Param(p.name, "struct", pointer=True, const=t.const,

@@ -56,7 +56,7 @@ template <int G> __device__ void __qg_tile_sync() {{
 }}
 __device__ void __qg_group_sync(int g) {{
     if (g == 0) __syncthreads();
-    else if (g <= 4) __syncwarp();
+    else if (g <= 4 || (g & 0x40000000)) __syncwarp();
     else if (g == 8) __qg_tile_sync<8>();
     else if (g == 16) __qg_tile_sync<16>();
     else __qg_tile_sync<32>();
@@ -118,8 +118,13 @@ def member(g: str, size: int, m: str, args: list[str]) -> str | None:
 
 def any_group(g: str, m: str) -> str | None:
     """`g.m()` on a `thread_group` parameter: g is 0 for a thread block, else its tile size."""
-    table = {"sync": f"__qg_group_sync({g})", "thread_rank": f"({g} == 0 ? {LIN} : {LIN} % {g})",
-             "size": f"({g} == 0 ? {SIZE} : (unsigned){g})", "num_threads": f"({g} == 0 ? {SIZE} : (unsigned){g})"}
+    coal = f"({g} & 0x40000000)"  # a coalesced group (coopparts.COALESCED | its lane mask)
+    crank = f"(unsigned)__popc({g} & 15 & ((1 << ({LIN} % warpSize)) - 1))"
+    size = f"({g} == 0 ? {SIZE} : {coal} ? (unsigned)__popc({g} & 15) : (unsigned){g})"
+    table = {"sync": f"__qg_group_sync({g})", "thread_rank": f"({g} == 0 ? {LIN} : {coal} ? {crank} : {LIN} % {g})",
+             "size": size, "num_threads": size,
+             "meta_group_rank": f"({g} == 0 || {coal} ? 0u : {LIN} / {g})",
+             "meta_group_size": f"({g} == 0 || {coal} ? 1u : ({SIZE} + {g} - 1) / {g})"}
     return table.get(m)
 
 

@@ -10,7 +10,7 @@ per-family lowerings, never `codegen`.
 from __future__ import annotations
 
 from ..isa import AtomOp, FORMATS, Fmt, Op, to_s32
-from . import ast as A, doubles, floatconst, intrinsics, wide
+from . import ast as A, doubles, floatconst, intrinsics, printf, textures, wide
 from .builtin_names import ATOMICS, BIT_CASTS, DOUBLE_FUNCS, FENCES, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS
 from .ir import VI
 from .softfloat import library
@@ -40,6 +40,12 @@ class CallGen:
             for a, f in zip(e.args, e.ty.fields):
                 self.store(MemLV(base, off + f.offset, f.ty), self.convert(self.val(a), a.ty, f.ty))
             return self.address(MemLV(base, off, e.ty))
+        if callee in ("tex1Dfetch", "tex1D", "tex2D"):
+            return textures.fetch(self, e)
+        if callee == "printf":
+            return printf.printf(self, e)
+        if callee == "assert":
+            return printf.check_assert(self, e)
         if callee == "__syncthreads":
             self.emit(Op.BAR)
             return None

@@ -9,9 +9,9 @@ per-family lowerings, never `codegen`.
 from __future__ import annotations
 
 from ..isa import Op
-from . import ast as A, doubles, floatconst, wide
+from . import ast as A, doubles, floatconst, textures, wide
 from .structs import cells, is_struct
-from .types import (BOOL, CHAR, INT, IntType, PtrType, Type, VoidType, fold_binary, is_double, is_float, is_ptr,
+from .types import (BOOL, CHAR, INT, NARROW_MASKS, IntType, PtrType, Type, VoidType, fold_binary, is_double, is_float, is_ptr,
                     is_wide, wrap)
 from .values import C, MASK32, MemLV, Pair, VarLV, _log2, is_c
 
@@ -35,7 +35,7 @@ class ExprGen:
                 c = floatconst.to_uint(v.value) if dst.kind == "unsigned" else floatconst.to_int(v.value)
                 return C(wrap(c, dst))
             r = self.call_lib("__qg_f2u" if dst.kind == "unsigned" else "__qg_f2i", [v])
-            return self.convert(r, INT, dst) if dst.kind in ("char", "uchar") else r
+            return self.convert(r, INT, dst) if dst.kind in NARROW_MASKS else r
         if not isinstance(dst, IntType) or not isinstance(src, IntType):
             return v
         if is_c(v):
@@ -51,6 +51,14 @@ class ExprGen:
             if src.kind in ("uchar", "bool"):
                 return v
             return self.alu(Op.AND, v, C(0xFF))
+        if k == "short":
+            if src.kind in ("short", "char", "uchar", "bool"):
+                return v
+            return self.alu(Op.SRA, self.alu(Op.SHL, v, C(16)), C(16))
+        if k == "ushort":
+            if src.kind in ("ushort", "uchar", "bool"):
+                return v
+            return self.alu(Op.AND, v, C(0xFFFF))
         return v
 
     def convert_wide(self, v, src: Type, dst: Type):
@@ -126,6 +134,8 @@ class ExprGen:
 
     def e_Name(self, e: A.Name):
         sym = e.sym
+        if sym.kind == "texture":  # a texture reference: the kernel's hidden parameter for it
+            sym = textures.hidden_param(self, sym)
         if sym.kind == "shared" and sym.space in ("local", "bound"):  # a local whose address is taken
             return self.load(MemLV(*self.sym_addr(sym), sym.ty))
         if sym.kind == "shared":

@@ -12,7 +12,7 @@ from ..isa import Op, to_s32
 from . import ast as A
 from .structs import cells, is_struct
 from .symbols import FuncSym
-from .types import CHAR, INT, is_pair, is_ptr
+from .types import CHAR, INT, SHORT, is_pair, is_ptr
 from .values import C, MemLV, Pair, VarLV, _log2, is_c
 
 
@@ -35,14 +35,15 @@ class MemoryGen:
             return Pair(lo, hi)
         t = self.new()
         self.emit(Op.LD, t, b, imm=off)
-        if lv.elem == CHAR:
-            return self.alu(Op.SRA, self.alu(Op.SHL, t, C(24)), C(24))
+        if lv.elem in (CHAR, SHORT):  # the cell holds the low bits: sign-extend them
+            k = 24 if lv.elem == CHAR else 16
+            return self.alu(Op.SRA, self.alu(Op.SHL, t, C(k)), C(k))
         return t
 
     def store(self, lv: MemLV, v) -> None:
         """Store v (already converted to the element type) into a cell."""
-        if lv.elem == CHAR:
-            v = self.alu(Op.AND, v, C(0xFF))
+        if lv.elem in (CHAR, SHORT):
+            v = self.alu(Op.AND, v, C(0xFF if lv.elem == CHAR else 0xFFFF))
         if is_pair(lv.elem):
             lo, hi = self.reg(v.lo), self.reg(v.hi)
             b, off = self.base_reg(lv)

@@ -42,7 +42,8 @@ BUILTIN_HEADERS = frozenset({
 })
 # The macros that built-in headers define, for this machine (32-bit int, signed 8-bit char).
 _LIMITS = ["CHAR_BIT 8", "SCHAR_MIN (-128)", "SCHAR_MAX 127", "UCHAR_MAX 255", "CHAR_MIN (-128)",
-           "CHAR_MAX 127", "INT_MIN (-2147483647 - 1)", "INT_MAX 2147483647",
+           "CHAR_MAX 127", "SHRT_MIN (-32768)", "SHRT_MAX 32767", "USHRT_MAX 65535",
+           "INT_MIN (-2147483647 - 1)", "INT_MAX 2147483647",
            "UINT_MAX 4294967295u", "LONG_MIN (-9223372036854775807ll - 1)", "LONG_MAX 9223372036854775807ll",
            "ULONG_MAX 18446744073709551615ull", "LLONG_MIN (-9223372036854775807ll - 1)",
            "LLONG_MAX 9223372036854775807ll", "ULLONG_MAX 18446744073709551615ull"]
@@ -474,6 +475,9 @@ def _include(st: _State, text: str, idx: int, lerr, vline: int, filename: str, d
     if quoted:
         candidates.append(os.path.join(os.path.dirname(filename), hname))
     elif hname in BUILTIN_HEADERS:
+        if hname in ("assert.h", "cassert") and st.result.lookup("NDEBUG", vline) is not None:
+            # C's rule: with NDEBUG defined, assert(e) is nothing (sema_printf.py compiles it otherwise)
+            define(st.result, "assert(e) do {} while (0)", vline, lambda o, msg: lerr(name_idx, msg))
         for text in HEADER_MACROS.get(hname, ()):
             define(st.result, text, vline, lambda o, msg, t=text: lerr(name_idx, f"{hname}: {msg}"))
         return

@@ -23,9 +23,11 @@ from .sema_templates import TemplateSema
 from .sema_stmts import StmtSema
 from .sema_exprs import ExprSema
 from .sema_calls import CallSema
+from .sema_textures import TextureSema
+from .sema_printf import PrintfSema
 
 
-class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema):
+class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, TextureSema, PrintfSema):
     def __init__(self, filename: str, source: str):
         self.filename = filename
         self.lines = source.split("\n")
@@ -115,7 +117,9 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema):
         self.check_calls()
         self.check_recursion([fs for fs, _ in defs])
         kernels = [fs for fs, _ in defs if fs.kind == "global"]
-        return SemaResult(kernels, self.functions, self.constants)
+        self.texture_params(kernels)
+        printf, asserts = self.device_io()
+        return SemaResult(kernels, self.functions, self.constants, printf, asserts)
 
 
     # ------------------------------------------------------------------ templates

@@ -16,7 +16,7 @@ from .builtin_names import (ATOMIC_SCOPES, BIT_CASTS, BUILTIN_FUNCS, DOUBLE_FUNC
                             MATH_FUNCS, UNSUPPORTED_FUNCS, WARP_FUNCS, _wide_atomic_problem)
 from .overloads import FLOAT_OVERLOADS, UNSIGNED_MINMAX, float_overload
 from .structs import is_struct
-from .symbols import FuncSym
+from .symbols import FuncSym, VarSym
 from .types import (DOUBLE, FLOAT, INT, LLONG, PtrType, Type, UINT, ULLONG, VOID, fold_binary, is_arith, is_double,
                     is_float, is_floating, is_int, is_pair, is_wide, promote, usual_arithmetic, wrap)
 
@@ -37,6 +37,10 @@ class CallSema:
             return self.method_call(e)
         if self.lookup(name) is not None:
             raise self.error(e, f"called object '{name}' is not a function")
+        if name in ("tex1Dfetch", "tex1D", "tex2D", "tex3D") and name not in self.functions:
+            return self.texture_call(e, name)
+        if name in ("printf", "assert") and name not in self.functions:  # sema_printf.py
+            return self.printf_call(e) if name == "printf" else self.assert_call(e)
         fs = self.functions.get(name)
         if name in self.overloads:
             fs = self.resolve(self.overloads[name], e, name)
@@ -109,6 +113,9 @@ class CallSema:
         as C++ does; a `const T &` takes any value of a convertible type as a temporary."""
         readonly = fs.param_ref_consts[i]
         kind = self.lvalue_kind(a)
+        if fs.template is not None and a.ty == pt and isinstance(a, A.Name) and isinstance(a.sym, VarSym) and \
+                (kind == "const" or (kind == "var" and a.sym.readonly)):
+            return False  # a template's `T &` deduced from a const variable is `const T &` in C++: a copy reads the same
         if kind in ("var", "mem") and a.ty == pt:
             if not readonly:
                 self.check_assignable(a, a, "bind a non-const reference to")

@@ -45,8 +45,6 @@ class DeclSema:
                 if len(longs) > 2 and s is longs[2]:
                     raise self.error(s, "'long long long' is too long")
                 continue
-            if t == "short":
-                raise self.error(s, "'short' is not supported")
             if t == "auto":
                 raise self.error(s, "'auto' is not supported; write the type")
             if t == "__host__":
@@ -229,6 +227,9 @@ class DeclSema:
             if "__constant__" in st:
                 self.declare(self.constant_declaration(info, it))
                 continue
+            if "__qg_texture" in st:  # `texture<T, N> name;` (texdecl.py, sema_textures.py)
+                self.declare(self.texture_declaration(info, it))
+                continue
             if "__device__" in st:
                 self.declare(self.device_variable(info, it))
                 continue
@@ -402,6 +403,8 @@ class DeclSema:
                     continue
                 fs.params.append(VarSym(name, t, "param", p.line, p.col, readonly=readonly, index=word,
                                         hidden=p.name is None, ref=p.ref is not None))
+                if kind == "global":
+                    self.texture_object_param(p.type.specs, fs.params[-1])
                 word += 1 if isinstance(t, PtrType) else words(t)
         self.default_arguments(fs, params, kind)
         return fs

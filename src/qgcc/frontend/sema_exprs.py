@@ -203,6 +203,8 @@ class ExprSema:
                 raise self.error(e, "unknown identifier 'NULL'; use 0")
             raise self.error(e, f"unknown identifier '{e.name}'")
         e.sym = sym
+        if sym.kind == "texture":
+            self.texture_used(sym)
         if sym.const_value is not None:
             e.const = sym.const_value
         return sym.ty
@@ -541,8 +543,8 @@ class ExprSema:
             if t.kind == "bool":
                 e.const = int(doubleconst.truth(dc))
             else:
-                bits = 32 if t.kind in ("char", "uchar") else t.bits
-                signed = t.signed or t.kind == "uchar"
+                bits = 32 if t.kind in ("char", "uchar", "short", "ushort") else t.bits
+                signed = t.signed or t.kind in ("uchar", "ushort")
                 lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
                 e.const = wrap(doubleconst.to_int(dc, lo, hi), t)
             return t

@@ -10,8 +10,8 @@ from ..spec import SPEC
 from . import ast as A, doubleconst, floatconst
 from .structs import cells, is_struct
 from .symbols import SpecInfo, VarSym
-from .types import (ArrayType, PtrType, Type, VoidType, is_arith, is_double, is_float, is_int, is_pair,
-                    is_scalar, is_wide, promote, wrap)
+from .types import (NARROW_MASKS, ArrayType, PtrType, Type, VoidType, is_arith, is_double, is_float, is_int,
+                    is_pair, is_scalar, is_wide, promote, wrap)
 
 SWITCH_DEPTH = 1000  # a switch's share of Sema.loop_depth: break needs > 0, continue a loop
 
@@ -454,10 +454,10 @@ class StmtSema:
             if ty.kind == "bool":
                 return int(doubleconst.truth(e.dconst))
             lo, hi = (-(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1) if ty.signed else (0, (1 << ty.bits) - 1)
-            if ty.kind in ("char", "uchar"):
-                lo, hi = (-(1 << 31), (1 << 31) - 1)  # through int, then modulo 2^8
+            if ty.kind in NARROW_MASKS:
+                lo, hi = (-(1 << 31), (1 << 31) - 1)  # through int, then modulo 2^8 or 2^16
             v = wrap(doubleconst.to_int(e.dconst, lo, hi), ty)
-            return v & (0xFF if ty.kind in ("char", "uchar") else (1 << 64) - 1 if is_wide(ty) else 0xFFFFFFFF)
+            return v & (NARROW_MASKS[ty.kind] if ty.kind in NARROW_MASKS else (1 << 64) - 1 if is_wide(ty) else 0xFFFFFFFF)
         if is_float(ty):
             if e.fconst is not None:
                 return e.fconst
@@ -473,8 +473,8 @@ class StmtSema:
             v = (int(floatconst.truth(fc)) if ty.kind == "bool" else floatconst.to_uint(fc)
                  if ty.kind == "unsigned" else floatconst.to_int(fc))
             v = wrap(v, ty)
-            return v & 0xFF if ty.kind in ("char", "uchar") else v & 0xFFFFFFFF
+            return v & NARROW_MASKS.get(ty.kind, 0xFFFFFFFF)
         elif e.const is not None:
             v = wrap(e.const, ty)
-            return v & 0xFF if ty.kind in ("char", "uchar") else v & 0xFFFFFFFF
+            return v & NARROW_MASKS.get(ty.kind, 0xFFFFFFFF)
         raise self.error(e, f"the initialiser of __constant__ '{name}' is not a compile-time constant")

@@ -43,9 +43,23 @@ class VarSym:
     # expression copying cells(type) cells; with braces the other cells become 0.
     init_cells: list | None = None
     init_braced: bool = False
+    # A texture (sema_textures.py): a `texture<T, N>` reference (kind 'texture'), a kernel's
+    # hidden parameter standing for one, or a `cudaTextureObject_t` parameter.
+    texture: "TexInfo | None" = None
 
     def __repr__(self) -> str:
         return f"VarSym({self.name}: {self.ty}, {self.kind})"
+
+
+@dataclass(eq=False)
+class TexInfo:
+    """What a texture holds.  Its value at run time is a 64-bit handle (CUDA's
+    cudaTextureObject_t is one too): the low word the first cell of its buffer, the high word
+    (width - 1) | (height - 1) << 16, written by the launcher."""
+
+    elem: Type | None  # the element type (None: a texture object never fetched from by name)
+    dims: int  # 1 or 2 (0: not known)
+    ref: "VarSym | None" = None  # a hidden kernel parameter: the file-scope texture it binds
 
 
 @dataclass(eq=False)
@@ -74,6 +88,8 @@ class SemaResult:
     kernels: list[FuncSym]
     functions: dict[str, FuncSym]
     constants: list[VarSym] = field(default_factory=list)  # __constant__ variables, by address
+    printf: list = field(default_factory=list)  # (format, kinds, %s literals, virtual line) per printf
+    asserts: list = field(default_factory=list)  # (virtual line, condition, function) per assert
 
 
 @dataclass

@@ -12,7 +12,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters
 
 from ..diagnostics import CompileError
-from . import ctors
+from . import ctors, texdecl
 from .coopgroups import Lowering
 from .grammar import HINTS, get_lark
 from .macros import Expander, HASH, HASHHASH
@@ -47,8 +47,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "mutable": "'mutable' is not supported",
     "typeid": "'typeid' is not supported",
     "wchar_t": "'wchar_t' is not supported",
-    "int16_t": "'int16_t' is not supported ('short' is not supported)",
-    "uint16_t": "'uint16_t' is not supported ('short' is not supported)",
 }
 
 _REGEX_TERMINAL_NAMES = {
@@ -117,10 +115,13 @@ def _terminal_text(name: str) -> str | None:
 
 # CUDA's texture and surface types: named, since the machine has no texture unit.
 TEXTURE_TYPES = {"texture": "texture references", "surface": "surface references",
-                 "cudaTextureObject_t": "texture objects", "cudaSurfaceObject_t": "surface objects"}
+                 "cudaSurfaceObject_t": "surface objects"}
 
 
 def _unknown_type(name: str) -> str:
+    if name == "texture":  # texdecl.py rewrites the declaration form
+        return ("a texture reference is declared at file scope as 'texture<TYPE, DIMENSIONS, "
+                "cudaReadModeElementType> NAME;' (docs/subset.md, \"Textures\")")
     if name in TEXTURE_TYPES:
         return (f"{TEXTURE_TYPES[name]} ('{name}') are not supported (there is no texture unit); pass the "
                 f"array as a pointer and index it (tex1Dfetch(t, i) is p[i])")
@@ -284,7 +285,8 @@ class _Stream:
         prev = None
         cg = Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         ct = ctors.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(ct.run(self._operators(self._drop_hints(self._std(exp.expand(self._placed())))))):  # one token of lookahead, for '::'
+        tx = texdecl.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
+        for tok in cg.run(tx.run(ct.run(self._operators(self._drop_hints(self._std(exp.expand(self._placed()))))))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):

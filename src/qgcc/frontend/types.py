@@ -4,11 +4,11 @@ Register representation: every scalar but the 64-bit integers lives in one 32-bi
 register holding its C value as a two's-complement pattern (a `long long` or
 `unsigned long long` is a register pair, the low word first: `wide.py`): `int`/`unsigned` use all 32 bits, `bool`
 is 0 or 1, `char` (= `signed char`) is sign-extended (-128..127), `unsigned
-char` is 0..255.  Promotion to int is therefore free; narrowing conversions
+char` is 0..255, `short` is sign-extended (-32768..32767), `unsigned short` 0..65535.  Promotion to int is therefore free; narrowing conversions
 cost one or two instructions (see `codegen.convert`).
 
 Memory representation: one 32-bit cell per element; char/uchar cells hold the
-8-bit pattern zero-extended, bool cells hold 0/1.
+8-bit pattern zero-extended, short/ushort cells the 16-bit pattern, bool cells hold 0/1.
 
 `float` is IEEE binary32: a register or a cell holds its bit pattern; the float
 unit's instructions (or, under --soft-float, the soft-float library) operate on
@@ -39,19 +39,20 @@ class VoidType(Type):
 
 @dataclass(frozen=True)
 class IntType(Type):
-    kind: str  # 'int' | 'unsigned' | 'bool' | 'char' | 'uchar' | 'llong' | 'ullong'
+    kind: str  # 'int' | 'unsigned' | 'bool' | 'char' | 'uchar' | 'short' | 'ushort' | 'llong' | 'ullong'
 
     def name(self) -> str:
-        return {"unsigned": "unsigned int", "uchar": "unsigned char", "llong": "long long",
+        return {"unsigned": "unsigned int", "uchar": "unsigned char", "ushort": "unsigned short", "llong": "long long",
                 "ullong": "unsigned long long"}.get(self.kind, self.kind)
 
     @property
     def signed(self) -> bool:
-        return self.kind in ("int", "char", "llong")
+        return self.kind in ("int", "char", "short", "llong")
 
     @property
     def bits(self) -> int:
-        return {"int": 32, "unsigned": 32, "bool": 1, "char": 8, "uchar": 8, "llong": 64, "ullong": 64}[self.kind]
+        return {"int": 32, "unsigned": 32, "bool": 1, "char": 8, "uchar": 8, "short": 16, "ushort": 16,
+                "llong": 64, "ullong": 64}[self.kind]
 
     @property
     def wide(self) -> bool:
@@ -117,6 +118,10 @@ UINT = IntType("unsigned")
 BOOL = IntType("bool")
 CHAR = IntType("char")
 UCHAR = IntType("uchar")
+SHORT = IntType("short")
+USHORT = IntType("ushort")
+# The integer types narrower than a cell: their cells hold the low bits (zero-extended).
+NARROW_MASKS = {"char": 0xFF, "uchar": 0xFF, "short": 0xFFFF, "ushort": 0xFFFF}
 FLOAT = FloatType()
 DOUBLE = DoubleType()
 # `long` is 64 bits (LP64, as CUDA on Linux), so `long` and `long long` are one type here.
@@ -127,8 +132,9 @@ MASK64 = (1 << 64) - 1
 # Typedef names every file has.  size_t is 32 bits because this machine's addresses are; the
 # stdint.h names are the types of those widths that the machine has.
 BUILTIN_TYPEDEFS = {"size_t": UINT, "ptrdiff_t": INT, "int32_t": INT, "uint32_t": UINT,
-                    "int8_t": CHAR, "uint8_t": UCHAR, "clock_t": INT,  # clock(): 32 bits here
-                    "int64_t": LLONG, "uint64_t": ULLONG}
+                    "int8_t": CHAR, "uint8_t": UCHAR, "int16_t": SHORT, "uint16_t": USHORT, "clock_t": INT,  # clock(): 32 bits here
+                    "int64_t": LLONG, "uint64_t": ULLONG,
+                    "cudaTextureObject_t": ULLONG}  # a texture's handle (sema_textures.py)
 
 
 def is_int(t: Type) -> bool:
@@ -176,7 +182,7 @@ def is_scalar(t: Type) -> bool:
 
 
 def promote(t):
-    """Integer promotion: bool/char/unsigned char -> int (float and 64-bit types stay)."""
+    """Integer promotion: bool/char/unsigned char/short/unsigned short -> int (float and 64-bit types stay)."""
     if isinstance(t, (FloatType, DoubleType)) or t.wide:
         return t
     return UINT if t.kind == "unsigned" else INT
@@ -207,6 +213,10 @@ def wrap(value: int, t: Type) -> int:
             return ((value & 0xFF) ^ 0x80) - 0x80
         if k == "uchar":
             return value & 0xFF
+        if k == "short":
+            return ((value & 0xFFFF) ^ 0x8000) - 0x8000
+        if k == "ushort":
+            return value & 0xFFFF
         if k == "int":
             value &= MASK32
             return value - (1 << 32) if value & 0x80000000 else value

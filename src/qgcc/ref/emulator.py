@@ -86,8 +86,11 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
         if 0 <= off < launch.shared_words:
             return shared, off
         what = {"ld": "load from", "st": "store to", "atom": "atomic on"}[kind]
-        raise MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({memory_map(nglobal, launch.shared_words)})",
-                          **ctx)
+        fault = MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({memory_map(nglobal, launch.shared_words)})",
+                            **ctx)
+        fault.address = addr  # a failing assert's band (runtime/printf.py)
+        fault.memory = np.array(gmem, dtype=np.uint64).astype(np.uint32)  # the printf records so far
+        raise fault
 
     step = 0
     netsteps = 0

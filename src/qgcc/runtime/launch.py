@@ -77,6 +77,8 @@ class Launch:
             return cells != 0
         if dtype in ("int8", "uint8"):
             return (cells & 0xFF).astype(np.uint8).view(dtype)
+        if dtype in ("int16", "uint16"):
+            return (cells & 0xFFFF).astype(np.uint16).view(dtype)
         return cells.view(dtype).copy()
 
 
@@ -160,7 +162,16 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
     chunks.append(np.zeros(kernel.local_words * threads, np.uint32))
     base = int(chunks[0].size + chunks[1].size)
     for p in kernel.params:
-        if p.indirect:
+        if p.texture:  # a texture: its buffer, and its handle as two parameter words
+            from .textures import texture_cells
+
+            cells, handle = texture_cells(arrays[p.name], p, base)
+            buffers[p.name] = Buffer(p.name, base, int(cells.size), p.ctype,
+                                     arrays[p.name].dtype if p.struct is not None else None)
+            params.extend(handle)
+            chunks.append(cells)
+            base += int(cells.size)
+        elif p.indirect:
             # `T **`: each array its own buffer (NAME[0], NAME[1], ...), then NAME, their
             # base addresses, one cell each
             addrs = []

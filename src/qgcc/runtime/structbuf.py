@@ -62,6 +62,8 @@ def to_cells(values: np.ndarray) -> np.ndarray:
         return values.astype(np.uint32)
     if values.dtype in (np.int8, np.uint8):
         return values.view(np.uint8).astype(np.uint32)
+    if values.dtype in (np.int16, np.uint16):  # shorts likewise: the 16-bit pattern
+        return values.view(np.uint16).astype(np.uint32)
     return values.view(np.uint32).astype(np.uint32)
 
 
@@ -87,6 +89,8 @@ def cells_to_struct(cells: np.ndarray, dtype: np.dtype) -> np.ndarray:
             col[...] = c != 0
         elif col.dtype in (np.int8, np.uint8):
             col[...] = (c & 0xFF).astype(np.uint8).view(col.dtype)
+        elif col.dtype in (np.int16, np.uint16):
+            col[...] = (c & 0xFFFF).astype(np.uint16).view(col.dtype)
         else:
             col[...] = c.view(col.dtype)
     return out

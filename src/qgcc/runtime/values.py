@@ -18,6 +18,8 @@ SCALAR_RANGES: dict[str, tuple[int, int]] = {
     "bool": (0, 1),
     "char": (-128, 127),
     "uchar": (0, 255),
+    "short": (-(1 << 15), (1 << 15) - 1),
+    "ushort": (0, (1 << 16) - 1),
     "llong": (-(1 << 63), (1 << 63) - 1),
     "ullong": (0, (1 << 64) - 1),
 }
@@ -48,7 +50,12 @@ def check_array_list(label: str, arrays, p: Param) -> list[np.ndarray]:
 
 def check_array(label: str, what: str, arr: np.ndarray, p: Param) -> np.ndarray:
     """A buffer: dtype exactly the pointee's, at most the machine's global memory; flattened in C order.
-    A buffer of structs is a structured array (runtime/structbuf.py)."""
+    A buffer of structs is a structured array (runtime/structbuf.py).  A texture keeps its shape,
+    which gives its width and height (runtime/textures.py)."""
+    if p.texture:
+        from .textures import check_texture
+
+        return check_texture(label, what, arr, p)
     if p.struct is not None:
         from .structbuf import check_struct_array
 
