@@ -329,3 +329,20 @@ def test_exp_in_a_kernel_without_spills_keeps_each_lanes_frame():
     launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {}, {"a": a, "r": np.zeros(4)})
     r = launch.read_buffer(run(launch).memory, "r")
     assert r.view(np.uint64).tolist() == [dmathref.bits(dmathref.exp(v)) for v in a]
+
+
+def test_pointer_misuses_are_named():
+    """What stays outside: reading or stepping through a `void *`, converting it without a cast,
+    calling a function-pointer member, byte views of word memory."""
+    from frontcheck import assert_error
+
+    k = "struct S { int a; int (*f)(int); };\n__global__ void k(S *s, float *p, unsigned char *b) {\n%s\n}\n"
+    assert_error(k % "void *v = p; v[0] = 1;", 3, 14,
+                 "'void *' points to no type; cast it to a typed pointer first ('(float *)p')")
+    assert_error(k % "void *v = p; float *q = v;", 3, 25, "cannot convert 'void *' to 'float *' in initialisation")
+    assert_error(k % "int r = s->f(2);", 3, 12, "'S::f': a function-pointer member (host code's callback); "
+                                                "calling through a function pointer is not supported")
+    assert_error(k % "unsigned *w = (unsigned *)b;", 3, 15,
+                 "casts between pointer types are not supported ('unsigned char *' to 'unsigned int *'): memory "
+                 "is addressed in 32-bit cells, so only pointers to int, unsigned, float, 64-bit scalars and "
+                 "structs of 32-bit members (float4, int2, ...) convert to each other")
