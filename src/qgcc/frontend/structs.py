@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..program import StructLayout
-from .types import CHAR, DOUBLE, FLOAT, INT, SHORT, UCHAR, UINT, USHORT, ArrayType, FloatType, IntType, PtrType, Type, words
+from .types import (CHAR, DOUBLE, FLOAT, INT, SHORT, UCHAR, UINT, USHORT, ArrayType, FloatType, IntType, PtrType,
+                    Type, words)
 
 
 @dataclass(frozen=True)
