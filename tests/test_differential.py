@@ -44,6 +44,14 @@ def test_generated_kernels_give_gxxs_bytes_through_qgcc_and_qgrun():
 
 
 @need_gxx
+def test_switches_atomics_whose_old_values_are_used_and_struct_operators_give_gxxs_bytes():
+    assert {"switch", "atomics with old values", "struct operators"} <= generate(484, neural=True).features
+    code, lines = fuzz("--programs", "1", "--seed", "484", "--engine", "ref", "--via", "cli", "--small")
+    assert lines[-1] == "1 programs, 0 mismatches, 0 crashes", "\n".join(lines)
+    assert code == 0
+
+
+@need_gxx
 def test_worker_processes_print_what_one_process_prints():
     args = ("--programs", "4", "--seed", "31", "--engine", "ref", "--via", "api", "--small", "--batch", "2")
     one, many = fuzz(*args), fuzz(*args, "--jobs", "2")
