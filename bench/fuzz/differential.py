@@ -286,7 +286,10 @@ def results(a, base: Path | None, neural: bool):
             yield (seeds, *work(seeds))
         return
     import multiprocessing
+    import signal
 
+    # Killed (SIGTERM), leave through the `with`, which terminates the workers: none is orphaned.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     with multiprocessing.get_context("fork").Pool(a.jobs) as pool:
         for seeds, res in zip(todo, pool.imap(work, todo)):
             yield (seeds, *res)
