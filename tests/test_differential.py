@@ -42,6 +42,32 @@ def test_generated_kernels_give_gxxs_bytes_through_qgcc_and_qgrun():
     assert code == 0
 
 
+@need_gxx
+def test_switches_atomics_whose_old_values_are_used_and_struct_operators_give_gxxs_bytes():
+    assert {"switch", "atomics with old values", "struct operators"} <= generate(484, neural=True).features
+    code, lines = fuzz("--programs", "1", "--seed", "484", "--engine", "ref", "--via", "cli", "--small")
+    assert lines[-1] == "1 programs, 0 mismatches, 0 crashes", "\n".join(lines)
+    assert code == 0
+
+
+@need_gxx
+def test_worker_processes_print_what_one_process_prints():
+    args = ("--programs", "2", "--seed", "31", "--engine", "ref", "--via", "api", "--small", "--batch", "1")
+    one, many = fuzz(*args), fuzz(*args, "--jobs", "2")
+    timing = lambda lines: [ln.split(";")[0] for ln in lines]  # noqa: E731 - the seconds differ
+    assert one[0] == many[0] == 0
+    assert timing(one[1]) == timing(many[1])
+    assert one[1][-1] == "2 programs, 0 mismatches, 0 crashes"
+
+
+@need_gxx
+def test_a_time_limit_stops_after_the_running_batch_and_counts_what_ran():
+    code, lines = fuzz("--programs", "40", "--seed", "31", "--small", "--batch", "2", "--time-limit", "0")
+    assert lines[-1] == "2 programs, 0 mismatches, 0 crashes", "\n".join(lines)
+    assert lines[-2].startswith("seeds 31..32, ")
+    assert code == 0
+
+
 @pytest.mark.slow
 @need_gxx
 def test_generated_kernels_give_gxxs_bytes_in_the_network():

@@ -75,6 +75,12 @@ RAW_LITERALS = ["3000000000", "0x80000000", "2147483648", "0xffffffff", "4294967
                 "0xFFFFFFFFul", "9223372036854775807", "0x8000000000000000", "(-1 < 2147483648)", "(-1 < 1u)",
                 "(0u - 1)", "(1ull << 63)", "100000u", "0XaBcU", "1LL"]
 
+# Float arithmetic with a float compare or FMIN/FMAX and SHFL/VOTE in one program once overflowed
+# the network's residual stream ("does not fit in 45 layers"); the linker's sinking pass
+# (qgcc.link.sink) fits them, so network runs generate them again.  True would leave floats out of
+# network programs with warp operations (a program that does not link is a crash either way).
+AVOID_LINK_LIMIT = False
+
 
 def wrap(v: int, t: str) -> int:
     """v as a value of integer type t (two's complement for the signed ones)."""
@@ -126,7 +132,9 @@ def f64_lit(v: float) -> str:
 class StructDef:
     name: str
     members: list[tuple[str, str, int]]  # (name, scalar type, array length or 0)
-    methods: bool = False  # get() const, set(v) and operator+ on the first scalar member
+    # get() const, set(v), binary and unary operator+/-, += and == on the first scalar member (for a
+    # vector type: +, unary -, += and == on every member, as free functions)
+    methods: bool = False
     builtin: bool = False  # a CUDA vector type (int2, float4, ...): no definition in the text
 
     def first(self) -> tuple[str, str]:
@@ -139,8 +147,25 @@ class StructDef:
             body += (f" __device__ {t} get() const {{ return ({t})({n} + ({t})1); }}"
                      f" __device__ void set({t} v) {{ {n} = v; }}"
                      f" __device__ {self.name} operator+(const {self.name} &o) const {{ {self.name} r = *this; "
-                     f"r.{n} = ({t})({n} + o.{n}); return r; }}")
-        return "" if self.builtin else f"struct {self.name} {{ {body} }};"
+                     f"r.{n} = ({t})({n} + o.{n}); return r; }}"
+                     f" __device__ {self.name} operator-() const {{ {self.name} r = *this; r.{n} = ({t})(-{n}); "
+                     f"return r; }}"
+                     f" __device__ {self.name} &operator+=(const {self.name} &o) {{ {n} = ({t})({n} + o.{n}); "
+                     f"return *this; }}"
+                     f" __device__ bool operator==(const {self.name} &o) const {{ return {n} == o.{n}; }}")
+        if self.builtin:  # CUDA predefines no operators on vector types: free functions, as helper_math.h's
+            if not self.methods:
+                return ""
+            ms = [m for m, _, _ in self.members]
+            add = ", ".join(f"a.{m} + b.{m}" for m in ms)
+            return (f"__device__ {self.name} operator+({self.name} a, {self.name} b) {{ return make_{self.name}({add}); }}\n"
+                    f"__device__ {self.name} operator-({self.name} a) {{ return make_{self.name}("
+                    + ", ".join(f"-a.{m}" for m in ms) + "); }\n"
+                    f"__device__ {self.name} &operator+=({self.name} &a, {self.name} b) {{ "
+                    + " ".join(f"a.{m} += b.{m};" for m in ms) + " return a; }\n"
+                    f"__device__ bool operator==({self.name} a, {self.name} b) {{ return "
+                    + " && ".join(f"a.{m} == b.{m}" for m in ms) + "; }")
+        return f"struct {self.name} {{ {body} }};"
 
     def dtype(self) -> np.dtype:
         return np.dtype([(n, DTYPE[t], (k,)) if k else (n, DTYPE[t]) for n, t, k in self.members])
@@ -322,7 +347,7 @@ class Gen:
         sv = [(n, s, m) for n, s in self.all_svars() for m in s.members if m[1] == t]
         if sv:
             options.append(lambda: self.svar_read(*r.choice(sv)))
-        getters = [n for n, s in self.all_svars() if s.methods and s.first()[1] == t]
+        getters = [n for n, s in self.all_svars() if s.methods and not s.builtin and s.first()[1] == t]
         if getters:
             options.append(lambda: f"{r.choice(getters)}.get()")
         scal = [s for s in self.scalars if s.ctype == t]
@@ -631,10 +656,41 @@ class Gen:
             if refs:
                 out.append(f"{ind}{name}({r.choice(refs)[0]}, ({params[1]})({self.expr(params[1], 2)}));")
                 return
+        if k >= 0.965 and level < 3:
+            self.switch(out, ind, level, loop, fn)
+            return
         t = self.scalar_type()
         name = self.fresh("v")
         out.append(f"{ind}{t} {name} = {self.expr(t, self.depth())};")
         self.scopes[-1].append((name, t, True))
+
+    def switch(self, out: list[str], ind: str, level: int, loop: str | None, fn: bool):
+        """A switch over a small integer: distinct case values (some never hit), bodies in braces
+        (a declaration may not be jumped over), some ending in `break`, the others falling
+        through; `break` in a body's statements leaves the switch."""
+        r = self.r
+        t = r.choice(["int", "unsigned", "char", "unsigned char", "int"])
+        k = r.choice([2, 3, 4, 8])
+        cond = f"({t})(({self.expr(t, 1)}) & {int_lit(k - 1, t) if t in ('int', 'unsigned') else k - 1})"
+        if t == "int" and r.random() < 0.3:
+            cond = f"({self.expr('int', 1)}) % {k}"  # negative values too
+        values = r.sample([v for v in range(-k + 1, k + 2)] if t in ("int", "char") else list(range(k + 2)),
+                          r.randint(1, min(4, k + 1)))
+        if t in ("char", "unsigned char") and min(values) >= 0 and r.random() < 0.3:
+            values = [f"'\\{v:o}'" for v in values]  # a character constant
+        labels = [f"case {v}" for v in values]
+        if r.random() < 0.6:
+            labels.insert(r.randint(0, len(labels)), "default")
+        out.append(f"{ind}switch ({cond}) {{")
+        for label in labels:
+            out.append(f"{ind}{label}: {{")
+            self.push()
+            self.stmts(out, ind + "    ", r.randint(1, 2), level + 1, "switch", fn)
+            self.sink(out, ind + "    ")
+            self.pop()
+            out.append(f"{ind}}}" + (" break;" if r.random() < 0.7 else ""))
+        out.append(f"{ind}}}")
+        self.features.add("switch")
 
     def assign_op(self, t: str) -> str:
         """A compound assignment operator that is defined for any operand values of type t."""
@@ -767,14 +823,16 @@ class Gen:
             mn, t, n = r.choice(s.members)
             target = f"{name}.{mn}" + (f"[{self.arr_index(n)}]" if n else "")
             out.append(f"{ind}{target} {self.assign_op(t)} {self.expr(t, self.depth())};")
-        elif k < 0.62 and s.methods:
+        elif k < 0.62 and s.methods and not s.builtin:
             mn, t = s.first()
             out.append(f"{ind}{name}.set(({t})({self.expr(t, self.depth())}));")
             self.features.add("member functions")
-        elif k < 0.7:
+        elif k < 0.75:
             same = [v for v, s2 in sv if s2 is s and v != name]
-            if same and s.methods and r.random() < 0.5:
-                out.append(f"{ind}{name} = {name} + {r.choice(same)};")
+            if s.methods and (same or r.random() < 0.6):
+                o = r.choice(same) if same else name  # `v += v` too: the operand aliases the target
+                out.append(f"{ind}" + r.choice([f"{name} = {name} + {o};", f"{name} += {o};", f"{name} = -{o};",
+                                                 f"{name} = ({name} == {o}) ? -{name} : {o} + {name};"]))
                 self.features.add("struct operators")
             elif same:
                 out.append(f"{ind}{name} = {r.choice(same)};")
@@ -803,7 +861,8 @@ class Gen:
             base, t = self.r.choice([("int", "int"), ("uint", "unsigned"), ("char", "char"), ("uchar", "unsigned char")]
                                     + ([] if self.no_float else [("float", "float")]))
             k = self.r.choice([2, 3, 4])
-            self.structs.append(StructDef(f"{base}{k}", [(m, t, 0) for m in "xyzw"[:k]], builtin=True))
+            self.structs.append(StructDef(f"{base}{k}", [(m, t, 0) for m in "xyzw"[:k]], builtin=True,
+                                          methods=self.r.random() < 0.5))
             self.features.add("vector types")
 
     def struct_funcs(self) -> list[str]:
@@ -865,10 +924,7 @@ class Gen:
         r = self.r
         self.in_func = False
         warp_ops = r.random() < 0.35
-        # Known linker limit (reported, not fixed here): float arithmetic with a float compare or FMIN/FMAX
-        # and SHFL/VOTE in one program do not fit the network's residual stream ("does not fit in 45
-        # layers"); the network runs leave floats out of programs with warp operations.
-        self.no_float = self.neural and warp_ops
+        self.no_float = self.neural and warp_ops and AVOID_LINK_LIMIT
         block = r.choice([4, 8, 8, 12, 16, 32, 64] if warp_ops else [1, 3, 4, 5, 8, 8, 16, 24, 37, 64])
         grid = r.choice([1, 1, 2, 3, 5])
         if self.neural:
@@ -1032,6 +1088,9 @@ class Gen:
 
     def atomic_phase(self, body: list[str]):
         r = self.r
+        if r.random() < 0.4:
+            self.own_atomics(body)
+            return
         t = r.choice(["int", "unsigned", "unsigned long long"])
         acc = Buffer(f"acc{len(self.bufs)}", t, random_values(r, t, 4), atomic=True)
         self.bufs.append(acc)
@@ -1054,6 +1113,43 @@ class Gen:
                 body.append(line)
         self.features.add("atomics")
 
+    def own_atomics(self, body: list[str]):
+        """Atomics on this thread's own element, whose old values are used: with one thread per
+        address the order is defined, so every atomic may be used (CAS and Exch too).  A CAS
+        often compares with the value just read by `atomicOr(p, 0)`, so that it succeeds."""
+        r = self.r
+        t = r.choice(["int", "unsigned", "unsigned", "unsigned long long"])
+        n = len(next(b for b in self.bufs if b.name == "chk").data)
+        acc = Buffer(f"own{len(self.bufs)}", t, random_values(r, t, n), atomic=True)
+        self.bufs.append(acc)
+        if t == "unsigned long long":
+            ops = ["atomicAdd", "atomicAnd", "atomicOr", "atomicXor"]
+        else:
+            ops = ["atomicAdd", "atomicSub", "atomicAnd", "atomicOr", "atomicXor", "atomicMin", "atomicMax",
+                   "atomicExch", "atomicCAS", "atomicCAS"] + (["atomicInc", "atomicDec"] if t == "unsigned" else [])
+        cell = f"&{acc.name}[gid]"
+        for _ in range(r.randint(1, 4)):
+            op = r.choice(ops)
+            v = self.fresh("o")
+            if op in ("atomicInc", "atomicDec"):
+                call = f"{op}({cell}, {int_lit(r.choice([0, 3, 100, 0xFFFFFFFF]), 'unsigned')})"
+            elif op == "atomicCAS":
+                cmp = f"({t})({self.expr(t, 1)})"
+                if r.random() < 0.6:
+                    cur = self.fresh("o")
+                    body.append(f"    {t} {cur} = atomicOr({cell}, {int_lit(0, t)});")
+                    self.scopes[-1].append((cur, t, True))
+                    cmp = cur
+                call = f"{op}({cell}, {cmp}, ({t})({self.expr(t, 2)}))"
+            else:
+                call = f"{op}({cell}, ({t})({self.expr(t, 2)}))"
+            if r.random() < 0.25:  # divergent: some threads skip it
+                body.append(f"    {t} {v} = {int_lit(0, t)};")
+                body.append(f"    if ({self.expr('bool', 1)}) {v} = {call};")
+            else:
+                body.append(f"    {t} {v} = {call};")
+            self.scopes[-1].append((v, t, True))
+        self.features.add("atomics with old values")
 
 def generate(seed: int, *, neural: bool = False) -> Program:
     return Gen(seed, neural=neural).program()

@@ -174,6 +174,8 @@ template <class T> static T atomicOr(T *p, T v) { T o = *p; *p = o | v; return o
 template <class T> static T atomicXor(T *p, T v) { T o = *p; *p = o ^ v; return o; }
 template <class T> static T atomicMin(T *p, T v) { T o = *p; *p = v < o ? v : o; return o; }
 template <class T> static T atomicMax(T *p, T v) { T o = *p; *p = v > o ? v : o; return o; }
+template <class T> static T atomicExch(T *p, T v) { T o = *p; *p = v; return o; }
+template <class T> static T atomicCAS(T *p, T cmp, T v) { T o = *p; *p = o == cmp ? v : o; return o; }
 static unsigned atomicInc(unsigned *p, unsigned v) { unsigned o = *p; *p = o >= v ? 0 : o + 1; return o; }
 static unsigned atomicDec(unsigned *p, unsigned v) { unsigned o = *p; *p = (o == 0 || o > v) ? v : o - 1; return o; }
 

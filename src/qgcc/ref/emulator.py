@@ -24,7 +24,14 @@ docs/architecture.md, "Execution model in the network"): BLKINIT takes one step 
 at the start of every block, and a warp instruction one step, or one micro-step per
 active lane when the network runs it one lane at a time (isa.MICRO_STEPPED).  The
 lockstep tests compare it with the steps the network actually takes.
+
+Kept fast enough to be the fuzzers' oracle (bench/fuzz/differential.py runs it millions of
+steps) without giving up that it reads like the model: the instructions are decoded once per
+launch (`_Decoded`), the block keeps per-warp counts of runnable lanes so that picking the next
+warp and releasing a barrier need no scan of every lane, and a step builds its `StepRecord`
+only when someone asks for it (`on_step`).
 """
+
 
 from __future__ import annotations
 
@@ -32,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..isa import MASK32, MICRO_STEPPED, WRITES_RD, AtomOp, Fmt, Op, SReg, atom_apply, xlane
+from ..isa import MASK32, MICRO_STEPPED, WRITES_RD, AtomOp, Fmt, Instr, Op, SReg, atom_apply, xlane
 from ..semantics import alu
 from ..spec import SPEC
 from ..runtime.launch import Launch, memory_map
@@ -46,191 +53,247 @@ class RunResult:
     network_steps: int = 0  # the steps the compiled network takes for the same launch
 
 
+class _Decoded:
+    """One instruction with what every step asks of it looked up once (its format is a table
+    lookup, its immediate a masked u32, whether it writes rd or is micro-stepped a set test)."""
+
+    __slots__ = ("op", "fmt", "rd", "rs1", "rs2", "imm", "uimm", "use_imm", "mod", "line", "writes_rd", "micro")
+
+    def __init__(self, ins: Instr):
+        self.op, self.fmt, self.line = ins.op, ins.fmt, ins.line
+        self.rd, self.rs1, self.rs2, self.mod, self.use_imm = ins.rd, ins.rs1, ins.rs2, ins.mod, ins.use_imm
+        self.imm, self.uimm = ins.imm, ins.imm & MASK32  # signed (targets, c[] indices), and as a u32 operand
+        self.writes_rd = ins.op in WRITES_RD
+        self.micro = ins.op in MICRO_STEPPED
+
+
 class _Block:
-    """Per-block lane state: PCs, liveness and barrier waits."""
+    """Per-block lane state: PCs, liveness and barrier waits (lane t of the block is lane t % 4
+    of warp t // 4).  `runnable[w]` counts warp w's live lanes that do not wait at the barrier,
+    so that a warp is ready when it is non-zero; every change of `live` or `waiting` goes
+    through `exit`, `wait` and `release`, which keep the counts."""
 
     def __init__(self, launch: Launch):
+        ws = SPEC.warp_size
         self.threads = launch.threads_per_block
         self.nwarps = launch.warps_per_block
-        n = self.nwarps * SPEC.warp_size
+        n = self.nwarps * ws
         self.pc = [launch.kernel.entry] * n
         self.live = [t < self.threads for t in range(n)]
         self.waiting = [False] * n
+        self.runnable = [sum(self.live[t] for t in self.lanes(w)) for w in range(self.nwarps)]
+        self.nlive = self.threads
+        self.nwaiting = 0
 
     def lanes(self, w: int) -> range:
         return range(w * SPEC.warp_size, (w + 1) * SPEC.warp_size)
 
     def ready(self, w: int) -> bool:
-        return any(self.live[t] and not self.waiting[t] for t in self.lanes(w))
+        return self.runnable[w] > 0
 
-    def any_live(self) -> bool:
-        return any(self.live)
+    def next_ready(self, current: int) -> int | None:
+        """Round-robin: the lowest-numbered ready warp above `current`, wrapping around."""
+        for k in range(1, self.nwarps + 1):
+            w = (current + k) % self.nwarps
+            if self.runnable[w]:
+                return w
+        return None
+
+    def exit(self, t: int) -> None:
+        self.live[t] = False
+        self.nlive -= 1
+        self.runnable[t // SPEC.warp_size] -= 1
+
+    def wait(self, t: int) -> None:
+        self.waiting[t] = True
+        self.nwaiting += 1
+        self.runnable[t // SPEC.warp_size] -= 1
+
+    def all_wait(self) -> bool:
+        """Every live lane waits at the barrier (a waiting lane is live: it cannot run to EXIT)."""
+        return self.nwaiting > 0 and self.nwaiting == self.nlive
+
+    def release(self) -> None:
+        for t, w in enumerate(self.waiting):
+            if w:
+                self.waiting[t] = False
+                self.pc[t] += 1
+                self.runnable[t // SPEC.warp_size] += 1
+        self.nwaiting = 0
 
 
 def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
-    code = launch.program.code
+    code = [_Decoded(ins) for ins in launch.program.code]
     kernel = launch.kernel
     ws = SPEC.warp_size
     gmem = [int(v) for v in launch.memory]
     nglobal = len(gmem)
+    shared_words = launch.shared_words
     regs = [[[0] * SPEC.num_regs for _ in range(ws)] for _ in range(SPEC.max_warps)]
     shared = [0] * SPEC.shared_words
     stats = Stats()
-    bx, by, bz = launch.block
-    gx, gy, gz = launch.grid
-
-    def resolve(addr: int, kind: str, ctx: dict) -> tuple[list[int], int]:
-        if addr < nglobal:
-            return gmem, addr
-        off = addr - SPEC.shared_base
-        if 0 <= off < launch.shared_words:
-            return shared, off
-        what = {"ld": "load from", "st": "store to", "atom": "atomic on"}[kind]
-        fault = MemoryFault(f"out-of-bounds {what} cell {addr:#x} ({memory_map(nglobal, launch.shared_words)})",
-                            **ctx)
-        fault.address = addr  # a failing assert's band (runtime/printf.py)
-        fault.memory = np.array(gmem, dtype=np.uint64).astype(np.uint32)  # the printf records so far
-        raise fault
 
     step = 0
     netsteps = 0
+    gx, gy, _ = launch.grid
     for b in range(launch.num_blocks):
         ctaid = (b % gx, (b // gx) % gy, b // (gx * gy))
         blk = _Block(launch)
+        pcs, live, waiting = blk.pc, blk.live, blk.waiting
         netsteps += blk.nwarps  # BLKINIT
         last_active = [0] * blk.nwarps
         current = -1
-        while blk.any_live():
-            order = list(range(current + 1, blk.nwarps)) + list(range(0, current + 1))
-            ready = [w for w in order if blk.ready(w)]
-            if not ready:  # cannot happen: a full barrier is released in the step that completes it
+        while blk.nlive:
+            w = blk.next_ready(current)
+            if w is None:  # cannot happen: a full barrier is released in the step that completes it
                 raise BarrierFault("barrier deadlock: no warp can make progress", block=b)
-            w = ready[0]
             current = w
-            lanes = [t for t in blk.lanes(w) if blk.live[t] and not blk.waiting[t]]
-            pc = min(blk.pc[t] for t in lanes)
-            active = [t for t in lanes if blk.pc[t] == pc]
+            base = w * ws
+            lanes = [t for t in blk.lanes(w) if live[t] and not waiting[t]]
+            pc = min(pcs[t] for t in lanes)
+            active = [t for t in lanes if pcs[t] == pc]
             mask = 0
             for t in active:
-                mask |= 1 << (t % ws)
-            ctx = dict(block=b, warp=w, pc=pc, step=step)
+                mask |= 1 << (t - base)
+
+            def where(lane: int | None = None) -> dict:
+                """Where a fault happened, for its message (built only on a fault)."""
+                ctx = dict(block=b, warp=w, pc=pc, step=step)
+                if kernel.entry <= pc < kernel.end:
+                    ctx["line"] = code[pc].line
+                return ctx if lane is None else dict(ctx, lane=lane)
+
             if not (kernel.entry <= pc < kernel.end):
                 raise MemoryFault(f"PC {pc} left the kernel (instructions {kernel.entry}..{kernel.end - 1})",
-                                  lane=active[0] % ws, **ctx)
-            if step >= max_steps:
-                waiting = [v for v in range(blk.nwarps) if any(blk.waiting[t] for t in blk.lanes(v))]
-                raise step_limit_fault(max_steps, waiting, sorted(ready), line=code[pc].line, **ctx)
+                                  lane=active[0] % ws, **where())
             ins = code[pc]
-            ctx["line"] = ins.line
-            rec = StepRecord(step=step, block=b, warp=w, pc=pc, active=mask)
-            rec.reconverged = (mask & ~last_active[w]) != 0 and (last_active[w] & ~mask) == 0 \
-                and last_active[w] != 0
+            if step >= max_steps:
+                blocked = [v for v in range(blk.nwarps) if any(waiting[t] for t in blk.lanes(v))]
+                running = [v for v in range(blk.nwarps) if blk.ready(v)]
+                raise step_limit_fault(max_steps, blocked, running, **where())
+            rec = None
+            if on_step is not None:
+                rec = StepRecord(step=step, block=b, warp=w, pc=pc, active=mask)
+                rec.reconverged = (mask & ~last_active[w]) != 0 and (last_active[w] & ~mask) == 0 \
+                    and last_active[w] != 0
             last_active[w] = mask
-            op = ins.op
+            op, fmt, wregs = ins.op, ins.fmt, regs[w]
             nxt = pc + 1
-            new_pc = {t: nxt for t in active}
-            results: dict[int, int] = {}
+            new_pc = None  # {lane: pc} for the branches; everything else goes on to pc + 1
 
-            def src2(lane_regs: list[int]) -> int:
-                return ins.imm & MASK32 if ins.use_imm else lane_regs[ins.rs2]
-
-            if ins.fmt is Fmt.XLANE:  # lanes read each other's rs1 (inactive lanes' too, then ignore them)
-                lane_regs = regs[w]
-                crossed = xlane(op, ins.mod, [lane_regs[j][ins.rs1] for j in range(ws)],
-                                [src2(lane_regs[j]) for j in range(ws)], mask)
-            for t in active:
-                lane = t % ws
-                r = regs[w][lane]
-                lctx = dict(ctx, lane=lane)
-                if op is Op.NOP or op is Op.BAR:
-                    pass
-                elif op is Op.MOV:
-                    results[t] = ins.imm & MASK32 if ins.use_imm else r[ins.rs1]
-                elif ins.fmt is Fmt.ALU:
-                    results[t] = alu(op, r[ins.rs1], src2(r), r[ins.rd])
-                elif ins.fmt is Fmt.XLANE:
-                    results[t] = crossed[lane]
-                elif ins.fmt is Fmt.UN:
-                    results[t] = alu(op, r[ins.rs1], 0)
-                elif op is Op.S2R:
-                    results[t] = _sreg(SReg(ins.mod), t, w, lane, launch.block, launch.grid, ctaid, step)
-                elif op is Op.LDC:
-                    if not 0 <= ins.imm < len(launch.params):
-                        raise MemoryFault(f"parameter c[{ins.imm}] does not exist "
-                                          f"(the kernel has {len(launch.params)})", **lctx)
-                    results[t] = launch.params[ins.imm]
-                elif op is Op.LD:
-                    addr = (r[ins.rs1] + ins.imm) & MASK32
-                    mem, i = resolve(addr, "ld", lctx)
-                    results[t] = mem[i]
-                    rec.mem.append(MemAccess(lane, "ld", addr, mem[i]))
-                    stats.loads += 1
-                elif op is Op.ST:
-                    addr = (r[ins.rs1] + ins.imm) & MASK32
-                    mem, i = resolve(addr, "st", lctx)
-                    mem[i] = r[ins.rs2]
-                    rec.mem.append(MemAccess(lane, "st", addr, r[ins.rs2]))
-                    stats.stores += 1
-                elif op is Op.ATOM:
-                    addr = (r[ins.rs1] + ins.imm) & MASK32
-                    mem, i = resolve(addr, "atom", lctx)
-                    old = mem[i]
-                    new = atom_apply(AtomOp(ins.mod), old, r[ins.rs2], r[ins.rd])
-                    mem[i] = new
-                    results[t] = old
-                    rec.mem.append(MemAccess(lane, "atom", addr, new))
-                    stats.atomics += 1
-                elif op is Op.BRA:
-                    new_pc[t] = ins.imm
-                elif op is Op.BRZ:
-                    new_pc[t] = ins.imm if r[ins.rs1] == 0 else nxt
-                elif op is Op.BRNZ:
-                    new_pc[t] = ins.imm if r[ins.rs1] != 0 else nxt
-                elif op is Op.JR:
-                    target = r[ins.rs1]
+            if fmt is Fmt.ALU:
+                for t in active:
+                    r = wregs[t - base]
+                    r[ins.rd] = alu(op, r[ins.rs1], ins.uimm if ins.use_imm else r[ins.rs2], r[ins.rd])
+            elif op is Op.MOV:
+                for t in active:
+                    r = wregs[t - base]
+                    r[ins.rd] = ins.uimm if ins.use_imm else r[ins.rs1]
+            elif op is Op.LD or op is Op.ST or op is Op.ATOM:
+                for t in active:
+                    lane = t - base
+                    r = wregs[lane]
+                    addr = (r[ins.rs1] + ins.uimm) & MASK32
+                    if addr < nglobal:
+                        mem, i = gmem, addr
+                    elif 0 <= addr - SPEC.shared_base < shared_words:
+                        mem, i = shared, addr - SPEC.shared_base
+                    else:
+                        what = {Op.LD: "load from", Op.ST: "store to", Op.ATOM: "atomic on"}[op]
+                        fault = MemoryFault(f"out-of-bounds {what} cell {addr:#x} "
+                                            f"({memory_map(nglobal, shared_words)})", **where(lane))
+                        fault.address = addr  # a failing assert's band (runtime/printf.py)
+                        fault.memory = np.array(gmem, dtype=np.uint64).astype(np.uint32)  # printf records so far
+                        raise fault
+                    if op is Op.LD:
+                        r[ins.rd] = mem[i]
+                        stats.loads += 1
+                        access = MemAccess(lane, "ld", addr, mem[i]) if rec else None
+                    elif op is Op.ST:
+                        mem[i] = r[ins.rs2]
+                        stats.stores += 1
+                        access = MemAccess(lane, "st", addr, mem[i]) if rec else None
+                    else:
+                        old = mem[i]
+                        mem[i] = atom_apply(AtomOp(ins.mod), old, r[ins.rs2], r[ins.rd])
+                        r[ins.rd] = old
+                        stats.atomics += 1
+                        access = MemAccess(lane, "atom", addr, mem[i]) if rec else None
+                    if rec:
+                        rec.mem.append(access)
+            elif op is Op.BRA:
+                new_pc = {t: ins.imm for t in active}
+            elif op is Op.BRZ:
+                new_pc = {t: ins.imm if wregs[t - base][ins.rs1] == 0 else nxt for t in active}
+            elif op is Op.BRNZ:
+                new_pc = {t: ins.imm if wregs[t - base][ins.rs1] != 0 else nxt for t in active}
+            elif fmt is Fmt.XLANE:  # lanes read each other's rs1 (inactive lanes' too, then ignore them)
+                crossed = xlane(op, ins.mod, [r[ins.rs1] for r in wregs],
+                                [ins.uimm if ins.use_imm else r[ins.rs2] for r in wregs], mask)
+                for t in active:
+                    wregs[t - base][ins.rd] = crossed[t - base]
+            elif fmt is Fmt.UN:
+                for t in active:
+                    r = wregs[t - base]
+                    r[ins.rd] = alu(op, r[ins.rs1], 0)
+            elif op is Op.S2R:
+                for t in active:
+                    wregs[t - base][ins.rd] = _sreg(SReg(ins.mod), t, w, t - base, launch.block, launch.grid,
+                                                    ctaid, step)
+            elif op is Op.LDC:
+                if not 0 <= ins.imm < len(launch.params):
+                    raise MemoryFault(f"parameter c[{ins.imm}] does not exist "
+                                      f"(the kernel has {len(launch.params)})", **where(active[0] - base))
+                for t in active:
+                    wregs[t - base][ins.rd] = launch.params[ins.imm]
+            elif op is Op.JR:
+                new_pc = {}
+                for t in active:
+                    target = wregs[t - base][ins.rs1]
                     if not kernel.entry <= target < kernel.end:
                         raise MemoryFault(f"JR to an address outside the kernel (instructions "
-                                          f"{kernel.entry}..{kernel.end - 1})", **lctx)
+                                          f"{kernel.entry}..{kernel.end - 1})", **where(t - base))
                     new_pc[t] = target
-                elif op is Op.EXIT:
-                    blk.live[t] = False
-                else:  # pragma: no cover - every opcode is handled above
-                    raise AssertionError(op)
-
-            if op in WRITES_RD:
+            elif op is Op.EXIT:
                 for t in active:
-                    regs[w][t % ws][ins.rd] = results[t]
-                    rec.writes.append(RegWrite(t % ws, ins.rd, results[t]))
+                    blk.exit(t)
+            elif op is not Op.NOP and op is not Op.BAR:  # pragma: no cover - every opcode is handled above
+                raise AssertionError(op)
+
+            if rec and ins.writes_rd:
+                rec.writes.extend(RegWrite(t - base, ins.rd, wregs[t - base][ins.rd]) for t in active)
             if op is Op.BAR:
-                warp_live = [t for t in blk.lanes(w) if blk.live[t]]
+                warp_live = [t for t in blk.lanes(w) if live[t]]
                 if len(active) != len(warp_live):
                     raise BarrierFault(
                         "barrier in divergent code: __syncthreads() reached by only some live lanes "
                         f"of the warp (active {mask:04b}); the others can no longer reach it",
-                        lane=min(set(warp_live) - set(active)) % ws, **ctx)
+                        **where(min(set(warp_live) - set(active)) % ws))
                 for t in active:
-                    blk.waiting[t] = True
-                rec.barrier = "wait"
+                    blk.wait(t)
+                if rec:
+                    rec.barrier = "wait"
                 stats.barrier_waits += 1
+            elif new_pc is None:
+                for t in active:
+                    pcs[t] = nxt
             else:
                 for t in active:
-                    blk.pc[t] = new_pc[t]
-                if op in (Op.BRZ, Op.BRNZ, Op.JR) and len({new_pc[t] for t in active}) > 1:
-                    rec.diverged = True
+                    pcs[t] = new_pc[t]
+                if len(set(new_pc.values())) > 1:
+                    if rec:
+                        rec.diverged = True
                     stats.divergent_steps += 1
             # Release the barrier once every live lane of the block waits at it.
-            if any(blk.waiting) and all(blk.waiting[t] for t in range(len(blk.live)) if blk.live[t]):
-                for t in range(len(blk.live)):
-                    if blk.waiting[t]:
-                        blk.waiting[t] = False
-                        blk.pc[t] += 1
-                rec.barrier = "release"
+            if blk.all_wait():
+                blk.release()
+                if rec:
+                    rec.barrier = "release"
             step += 1
-            netsteps += network_steps(op, mask)
-            stats.steps = step
-            stats.warp_instructions = step
-            if on_step is not None:
+            netsteps += mask.bit_count() if ins.micro else 1
+            if rec:
                 on_step(rec)
+    stats.steps = stats.warp_instructions = step
     return RunResult(np.array(gmem, dtype=np.uint32), stats, netsteps)
 
 
