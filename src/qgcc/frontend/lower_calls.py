@@ -46,6 +46,8 @@ class CallGen:
             return printf.printf(self, e)
         if callee == "assert":
             return printf.check_assert(self, e)
+        if callee == "__qg_grid_sync":
+            return printf.grid_sync(self, e)
         if callee == "__syncthreads":
             self.emit(Op.BAR)
             return None

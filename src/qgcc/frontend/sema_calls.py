@@ -41,6 +41,8 @@ class CallSema:
             return self.texture_call(e, name)
         if name in ("printf", "assert") and name not in self.functions:  # sema_printf.py
             return self.printf_call(e) if name == "printf" else self.assert_call(e)
+        if name == "__qg_grid_sync":  # coopgroups' grid.sync()
+            return self.grid_sync_call(e)
         fs = self.functions.get(name)
         if name in self.overloads:
             fs = self.resolve(self.overloads[name], e, name)
