@@ -10,7 +10,7 @@ per-family lowerings, never `codegen`.
 from __future__ import annotations
 
 from ..isa import AtomOp, FORMATS, Fmt, Op, to_s32
-from . import ast as A, doubles, floatconst, intrinsics, printf, textures, wide
+from . import ast as A, atomic_double, doubles, floatconst, intrinsics, printf, textures, wide
 from .builtin_names import ATOMICS, BIT_CASTS, DOUBLE_FUNCS, FENCES, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS
 from .ir import VI
 from .softfloat import library
@@ -112,6 +112,8 @@ class CallGen:
             off = 0
         if is_float(elem) and name == "atomicAdd":
             return self.float_atomic_add(base, off, vals[0])
+        if is_double(elem):  # atomicAdd, the only double atomic sema lets through
+            return atomic_double.atomic_add(self, base, off, vals[0], e.fmt)
         if name in ("atomicInc", "atomicDec"):
             return intrinsics.atomic_inc_dec(self, base, off, vals[0], name)
         if is_wide(elem) and name != "atomicAdd":  # And/Or/Xor: each half on its own

@@ -14,6 +14,7 @@ from ..spec import SPEC
 from . import ast as A
 from .builtin_names import (ATOMIC_SCOPES, BIT_CASTS, BUILTIN_FUNCS, DOUBLE_FUNCS, FENCES, FLOAT_FUNCS, INT_FUNCS,
                             MATH_FUNCS, UNSUPPORTED_FUNCS, WARP_FUNCS, _wide_atomic_problem)
+from . import atomic_double
 from .overloads import FLOAT_OVERLOADS, UNSIGNED_MINMAX, float_overload
 from .structs import is_struct
 from .symbols import FuncSym, VarSym
@@ -329,10 +330,12 @@ class CallSema:
         if name in ("atomicInc", "atomicDec") and isinstance(pt, PtrType) and pt.elem != UINT:
             raise self.error(e.args[0], f"first argument of '{name}' must be an 'unsigned int *' pointer "
                                         f"(got '{pt}')")
-        if isinstance(pt, PtrType) and is_double(pt.elem):
-            raise self.error(e.args[0], f"'{name}' on '{pt}' is not supported (the machine's atomics are "
-                                        "32-bit); accumulate in float or in a 64-bit integer")
-        if isinstance(pt, PtrType) and is_wide(pt.elem):
+        if isinstance(pt, PtrType) and is_double(pt.elem):  # atomicAdd: under a lock (atomic_double.py)
+            if name != "atomicAdd":
+                raise self.error(e.args[0], f"'{name}' on '{pt}' is not supported (on doubles only atomicAdd "
+                                            "is); use a 64-bit integer")
+            e.fmt = atomic_double.lock_cell(self)
+        elif isinstance(pt, PtrType) and is_wide(pt.elem):
             why = _wide_atomic_problem(name, pt)
             if why is not None:
                 raise self.error(e.args[0], f"'{name}' on '{pt}' is not supported ({why})")
