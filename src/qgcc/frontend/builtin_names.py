@@ -27,7 +27,7 @@ FLOAT_FUNCS = {"sqrtf": 1, "fabsf": 1, "fminf": 2, "fmaxf": 2, "fmaf": 3, "__fad
                "__fsub_rn": 2, "__fmul_rn": 2, "__fdiv_rn": 2, "__fsqrt_rn": 1, "__fmaf_rn": 3,
                "__fdividef": 2, "__frcp_rn": 1}
 # The math library (mathlib.cu): name -> (routine, signature, constant arguments appended).
-# Signature letters: f float, i int, F float *, I int *, v void; arguments, then ':' and the
+# Signature letters: f float, d double, i int, F float *, I int *, v void; arguments, then ':' and the
 # result.  The fast intrinsics (__expf, ...) are the accurate functions (docs/subset.md).
 MATH_FUNCS = {n: ("__qgm_" + n, "f:f", ()) for n in (
     "floorf", "ceilf", "truncf", "roundf", "rintf", "rsqrtf", "cbrtf", "expm1f", "log1pf", "atanf",
@@ -49,6 +49,9 @@ MATH_FUNCS.update({
     "__frsqrt_rn": ("__qgm_rsqrtf", "f:f", ()), "ldexpf": ("__qgm_ldexp", "fi:f", ()),
     "scalbnf": ("__qgm_ldexp", "fi:f", ()), "frexpf": ("__qgm_frexpf", "fI:f", ()),
     "sincosf": ("__qgm_sincosf", "fFF:v", ()), "__sincosf": ("__qgm_sincosf", "fFF:v", ())})
+# frexp, ldexp and scalbn on double (dscale.cu); d is double in these signatures
+MATH_FUNCS.update({"frexp": ("__qg_dfrexp", "dI:d", ()), "ldexp": ("__qg_dldexp", "di:d", ()),
+                   "scalbn": ("__qg_dldexp", "di:d", ())})
 BIT_CASTS = {"__float_as_int": INT, "__float_as_uint": UINT, "__int_as_float": FLOAT,
              "__uint_as_float": FLOAT, "__double_as_longlong": LLONG, "__longlong_as_double": DOUBLE}
 # ---- warp, integer and clock intrinsics (compiled by frontend/intrinsics.py) ----
@@ -105,6 +108,9 @@ for _n in ("fma", "pow", "sin", "cos", "tan", "exp", "exp2", "log", "log2", "log
            "log1p", "copysign", "fdim", "ldexp", "frexp", "remainder", "sincos", "scalbn"):
     UNSUPPORTED_FUNCS[_n] = (f"'{_n}' on double is not supported (qgcc's double functions are sqrt, fabs, "
                              f"fmin, fmax, floor, ceil, trunc and round); use '{_n}f' on float")
+
+for _n in ("frexp", "ldexp", "scalbn"):  # the double forms are MATH_FUNCS (dscale.cu)
+    UNSUPPORTED_FUNCS.pop(_n, None)
 
 TYPE_WORDS = ("void", "bool", "char", "short", "int", "unsigned", "signed", "float", "double")
 STORAGE_WORDS = ("__global__", "__device__", "__shared__", "static", "inline", "__inline__",

@@ -58,7 +58,7 @@ class CallGen:
             return self.float_func(callee, args)
         if callee in MATH_FUNCS:
             routine, sig, extra = MATH_FUNCS[callee]
-            args = [self.convert(self.val(a), a.ty, FLOAT if k == "f" else INT) if k in "fi"
+            args = [self.convert(self.val(a), a.ty, {"f": FLOAT, "i": INT, "d": DOUBLE}[k]) if k in "fid"
                     else self.val(a) for a, k in zip(e.args, sig.split(":")[0])]
             return self.call_lib(routine, args + [C(v) for v in extra])
         if callee in DOUBLE_FUNCS:

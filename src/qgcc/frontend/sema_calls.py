@@ -234,8 +234,8 @@ class CallSema:
         args, ret = MATH_FUNCS[name][1].split(":")
         self.nargs(e, name, len(args))
         for i, (a, k) in enumerate(zip(e.args, args), start=1):
-            if k in "fi":
-                t = self.rvalue(a, dst=FLOAT if k == "f" else INT)
+            if k in "fid":
+                t = self.rvalue(a, dst={"f": FLOAT, "i": INT, "d": DOUBLE}[k])
                 if not is_arith(t):
                     raise self.error(a, f"argument {i} of '{name}' must be a number (got '{t}')")
                 if k == "i":
@@ -245,7 +245,7 @@ class CallSema:
             t = self.rvalue(a)
             if not isinstance(t, PtrType) or t.elem != want.elem or t.const:
                 raise self.error(a, f"argument {i} of '{name}' must be a '{want}' pointer (got '{t}')")
-        return {"f": FLOAT, "i": INT, "v": VOID}[ret]
+        return {"f": FLOAT, "d": DOUBLE, "i": INT, "v": VOID}[ret]
 
     def builtin_call(self, e: A.Call, name: str) -> Type:
         if name in WARP_FUNCS:

@@ -15,7 +15,8 @@ from .parser import parse
 from .sema import analyse
 from .symbols import FuncSym
 
-SOURCES = tuple(Path(__file__).with_name(n) for n in ("softfloat.cu", "divsqrt.cu", "mathlib.cu", "int64.cu", "double.cu"))
+SOURCES = tuple(Path(__file__).with_name(n) for n in ("softfloat.cu", "divsqrt.cu", "mathlib.cu", "int64.cu", "double.cu",
+                                                          "dscale.cu"))
 
 
 @lru_cache(maxsize=1)
