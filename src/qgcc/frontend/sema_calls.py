@@ -48,11 +48,11 @@ class CallSema:
         if name in self.overloads:
             fs = self.resolve(self.overloads[name], e, name)
         t = self.template_for_call(name, e)
-        if t is not None:
-            given = self.template_args(t, f.targs or [], f)
-            fs = self.instantiate(t, self.deduce(t, given, e.args, e), f)
+        deduced = None if t is None else self.deduce(t, self.template_args(t, f.targs or [], f), e.args, e)
+        if deduced is not None:
+            fs = self.instantiate(t, deduced, f)
             name = fs.name
-        elif f.targs is not None:
+        elif t is None and f.targs is not None:
             raise self.error(f, f"'{name}' is not a template")
         if fs is not None:
             return self.function_call(e, fs, name)
