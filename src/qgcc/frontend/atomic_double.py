@@ -9,8 +9,9 @@ double atomicAdd takes the same lock, so no two of them interleave.
 
 The loop is laid out so that SIMT min-PC scheduling cannot starve the holder: the lanes that
 miss the lock branch forward, past the critical section, to the loop's test, so the lane that
-took it (at a lower PC) runs its critical section first; other warps holding the lock progress
-because warps are scheduled round-robin.  The add is the soft-float `__qg_dadd`, so the sum is
+took it (at a lower PC) runs its critical section first (the add's routine, too, lies below
+every call site: codegen.py); other warps holding the lock progress because warps are scheduled
+round-robin.  The add is the soft-float `__qg_dadd`, so the sum is
 the one a plain double `+` gives, in the order the lanes take the lock (lane order in a warp).
 """
 
