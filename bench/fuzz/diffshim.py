@@ -74,7 +74,7 @@ static int qg_run_block(int reverse) {
         t.ctx.uc_link = &qg_sched;
         makecontext(&t.ctx, qg_start, 0);
         t.state = QG_READY; t.lane = i % 4; t.warp = i / 4;
-        t.tid = {(unsigned)(i % blockDim.x), (unsigned)(i / blockDim.x), 0};
+        t.tid = {(unsigned)(i % blockDim.x), (unsigned)(i / blockDim.x % blockDim.y), (unsigned)(i / (blockDim.x * blockDim.y))};
     }
     for (;;) {
         for (int k = 0; k < n; k++) {

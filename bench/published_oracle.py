@@ -1,0 +1,266 @@
+"""The oracle for published kernels: the kernel file's own text, compiled by g++ and run as CUDA threads.
+
+The thread machinery is bench/fuzz/diffshim.py's (every CUDA thread a coroutine; barriers, warp
+operations on 4-lane warps, atomics, CUDA's built-ins with CUDA's semantics).  What published
+files add is their surroundings: system and CUDA headers, `dim3`, cooperative groups' block
+handle, the float overloads of `sqrt`/`fabs`/... that CUDA's headers declare, `extern __shared__`
+arrays.  Stub headers here stand in for those (our own text), so the corpus file is compiled
+unchanged except for one textual rewrite: `extern __shared__ T a[];` becomes a block's worth of
+static cells (the shim has no per-launch shared memory).
+
+Transcendental functions (expf, sinf, __logf, ...) are not exact operations: CUDA's, glibc's and
+qgcc's differ in the last bits.  Two builds exist: `libm="host"` maps them to the host C library
+(used only to detect that a kernel depends on them), `libm="qgcc"` maps them to qgcc's own math
+library text (src/qgcc/frontend/mathlib.cu, compiled on the host as tests/native/mathlib_host.c
+does): results of such kernels are checked against qgcc's documented reference, which is not an
+independent model and is reported apart.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "fuzz"))
+ROOT = HERE.parent
+
+from diffshim import GXX_FLAGS, SHIM  # noqa: E402
+
+# The approximate math functions: a kernel calling one of them has libm-dependent outputs.
+LIBM = ("expf", "exp2f", "exp10f", "expm1f", "logf", "log2f", "log10f", "log1pf", "sinf", "cosf", "tanf",
+        "asinf", "acosf", "atanf", "atan2f", "sinhf", "coshf", "tanhf", "powf", "hypotf", "cbrtf", "rsqrtf",
+        "sincosf", "__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__sinf", "__cosf", "__tanf",
+        "__powf", "__sincosf", "erff", "erfcf")
+# The same functions called with their C++ overload names on a float (CUDA's headers pick the float one).
+LIBM_OVERLOADS = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos",
+                  "atan", "atan2", "sinh", "cosh", "tanh", "pow", "hypot", "cbrt", "rsqrt", "erf", "erfc")
+LIBM_RE = re.compile(r"\b(" + "|".join(LIBM + LIBM_OVERLOADS) + r")\s*\(")
+
+EXTRA = r"""
+#include <cstdint>
+typedef int clock_t;  // docs/subset.md: clock_t is a 32-bit int on this machine
+struct dim3 { unsigned x, y, z; dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {} };
+typedef unsigned int uint;
+typedef unsigned short ushort;
+#define __launch_bounds__(...)
+#define __align__(n) alignas(n)
+#define __noinline__
+#define __inline__ inline
+#define __CUDACC__ 1
+#define CUDART_VERSION 12000
+#define CUDART_PI_F 3.141592654f
+static inline void __threadfence() {}
+static inline void __threadfence_block() {}
+static inline void __threadfence_system() {}
+static inline long long clock64() { return 0; }
+static inline clock_t clock() { return 0; }
+template <class T, class U> static T atomicExch(T *p, U v) { T o = *p; *p = v; return o; }
+template <class T, class U, class V> static T atomicCAS(T *p, U c, V v) { T o = *p; *p = o == (T)c ? (T)v : o; return o; }
+// an operand of another integer type converts to the pointee's (CUDA declares one type per overload)
+template <class T, class U> static T atomicAdd(T *p, U v) { return atomicAdd(p, (T)v); }
+template <class T, class U> static T atomicSub(T *p, U v) { return atomicSub(p, (T)v); }
+template <class T, class U> static T atomicAnd(T *p, U v) { return atomicAnd(p, (T)v); }
+template <class T, class U> static T atomicOr(T *p, U v) { return atomicOr(p, (T)v); }
+template <class T, class U> static T atomicXor(T *p, U v) { return atomicXor(p, (T)v); }
+template <class T, class U> static T atomicMin(T *p, U v) { return atomicMin(p, (T)v); }
+template <class T, class U> static T atomicMax(T *p, U v) { return atomicMax(p, (T)v); }
+static inline unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+static inline unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fsqrt_rn(float x) { return __builtin_sqrtf(x); }
+static inline float __frcp_rn(float x) { return 1.0f / x; }
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline double __dsqrt_rn(double x) { return __builtin_sqrt(x); }
+// CUDA's headers overload the std names on float
+static inline float sqrt(float x) { return __builtin_sqrtf(x); }
+static inline float fabs(float x) { return __builtin_fabsf(x); }
+static inline float floor(float x) { return __builtin_floorf(x); }
+static inline float ceil(float x) { return __builtin_ceilf(x); }
+static inline float trunc(float x) { return __builtin_truncf(x); }
+static inline float round(float x) { return __builtin_roundf(x); }
+static inline float fmin(float a, float b) { return fminf(a, b); }
+static inline float fmax(float a, float b) { return fmaxf(a, b); }
+static inline double fabs(int x) { return __builtin_fabs(x); }
+static inline float abs(float x) { return __builtin_fabsf(x); }
+static inline double abs(double x) { return __builtin_fabs(x); }
+static inline float nearbyintf(float x) { return __builtin_rintf(x); }
+static inline float scalbnf(float a, int e) { return __builtin_ldexpf(a, e); }
+static inline float frexpf(float a, int *e) { return __builtin_frexpf(a, e); }
+namespace cooperative_groups {
+struct thread_block {
+    void sync() const { __syncthreads(); }
+    unsigned thread_rank() const { return (threadIdx.z * blockDim.y + threadIdx.y) * blockDim.x + threadIdx.x; }
+    unsigned size() const { return blockDim.x * blockDim.y * blockDim.z; }
+    unsigned num_threads() const { return size(); }
+    dim3 group_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+    dim3 thread_index() const { return dim3(threadIdx.x, threadIdx.y, threadIdx.z); }
+    dim3 group_dim() const { return dim3(blockDim.x, blockDim.y, blockDim.z); }
+};
+static inline thread_block this_thread_block() { return thread_block(); }
+static inline void sync(const thread_block &) { __syncthreads(); }
+// A tile's barrier: the warp's (all live lanes) for tiles of at most 4 threads, the block's for wider
+// ones: as strong or stronger than CUDA's, the same when every thread reaches it (else: a deadlock,
+// reported).  Shuffles work within a warp only; a wider tile's shuffle does not compile here.
+template <unsigned N> struct thread_block_tile {
+    unsigned thread_rank() const { return thread_block().thread_rank() % N; }
+    unsigned size() const { return N; }
+    unsigned num_threads() const { return N; }
+    unsigned meta_group_rank() const { return thread_block().thread_rank() / N; }
+    unsigned meta_group_size() const { return (thread_block().size() + N - 1) / N; }
+    void sync() const { if (N > 4) __syncthreads(); else (void)__activemask(); }
+    template <class T> T shfl(T v, int src) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_sync(0xffffffffu, v, src, N); }
+    template <class T> T shfl_down(T v, unsigned d) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_down_sync(0xffffffffu, v, d, N); }
+    template <class T> T shfl_up(T v, unsigned d) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_up_sync(0xffffffffu, v, d, N); }
+    template <class T> T shfl_xor(T v, int m) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_xor_sync(0xffffffffu, v, m, N); }
+};
+template <unsigned N> static inline thread_block_tile<N> tiled_partition(const thread_block &) { return {}; }
+template <unsigned N> static inline void sync(const thread_block_tile<N> &t) { t.sync(); }
+}
+namespace cg = cooperative_groups;
+"""
+
+# libm="host": the host C library (double functions on the float's value where no float one exists)
+HOST_LIBM = "\n".join(
+    [f"static inline float {n}(float x) {{ return __builtin_{n.lstrip('_')}(x); }}" for n in
+     ("expf", "exp2f", "expm1f", "logf", "log2f", "log10f", "log1pf", "sinf", "cosf", "tanf", "asinf", "acosf",
+      "atanf", "sinhf", "coshf", "tanhf", "cbrtf", "erff", "erfcf")]
+    + [f"static inline float {n}(float x, float y) {{ return __builtin_{n}(x, y); }}" for n in
+       ("atan2f", "powf", "hypotf")]
+    + ["static inline float exp10f(float x) { return __builtin_powf(10.0f, x); }",
+       "static inline float rsqrtf(float x) { return 1.0f / __builtin_sqrtf(x); }",
+       "static inline void sincosf(float x, float *s, float *c) { *s = __builtin_sinf(x); *c = __builtin_cosf(x); }"]
+    + [f"static inline float __{n}(float x) {{ return {n}(x); }}" for n in
+       ("expf", "exp10f", "logf", "log2f", "log10f", "sinf", "cosf", "tanf")]
+    + ["static inline float __powf(float x, float y) { return powf(x, y); }",
+       "static inline void __sincosf(float x, float *s, float *c) { sincosf(x, s, c); }"]
+    + [f"static inline float {n}(float x) {{ return {n}f(x); }}" for n in
+       ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan",
+        "sinh", "cosh", "tanh", "cbrt", "erf", "erfc")]
+    + [f"static inline double {n}(double x) {{ return __builtin_{n}(x); }}" for n in
+       ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "asin", "acos", "atan",
+        "sinh", "cosh", "tanh", "cbrt", "erf", "erfc")]
+    + [f"static inline float {n}(float x, float y) {{ return {n}f(x, y); }}" for n in ("atan2", "pow", "hypot")]
+    + [f"static inline double {n}(double x, double y) {{ return __builtin_{n}(x, y); }}" for n in
+       ("atan2", "pow", "hypot")])
+
+
+def qgcc_libm() -> str:
+    """The approximate functions as qgcc's math library computes them (its own text, host-compiled)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from qgcc.frontend.builtin_names import MATH_FUNCS
+
+    approx = set(LIBM) - {"erff", "erfcf"}
+    lines = ['#include "' + str(ROOT / "src/qgcc/frontend/softfloat.cu") + '"',
+             '#include "' + str(ROOT / "src/qgcc/frontend/mathlib.cu") + '"']
+    for name, (routine, sig, consts) in sorted(MATH_FUNCS.items()):
+        if name not in approx:
+            continue
+        ins, out = sig.split(":")
+        params = [f"{'float' if c == 'f' else 'int' if c == 'i' else 'float *' if c == 'F' else 'int *'} a{i}"
+                  for i, c in enumerate(ins)]
+        call = f"{routine}({', '.join([f'a{i}' for i in range(len(ins))] + [repr(c) if not isinstance(c, float) else f'{c}f' for c in consts])})"
+        ret = "void" if out == "v" else "float" if out == "f" else "int"
+        lines.append(f"static inline {ret} {name}({', '.join(params)}) {{ {'return ' if ret != 'void' else ''}{call}; }}")
+    for n in LIBM_OVERLOADS:
+        f = n + "f"
+        if f in MATH_FUNCS:
+            k = len(MATH_FUNCS[f][1].split(":")[0])
+            ps = ", ".join(f"float a{i}" for i in range(k))
+            lines.append(f"static inline float {n}({ps}) {{ return {f}({', '.join(f'a{i}' for i in range(k))}); }}")
+    return "\n".join(lines)
+
+
+STUB_HEADERS = ("stdlib.h", "cstdlib", "math.h", "cmath", "assert.h", "cassert", "cuda.h", "cuda_runtime.h",
+                "cuda_runtime_api.h", "device_launch_parameters.h", "cooperative_groups.h",
+                "cooperative_groups/reduce.h", "cutil.h", "helper_cuda.h", "helper_functions.h", "windows.h",
+                "sm_20_atomic_functions.h", "device_functions.h", "math_constants.h", "cuda_fp16.h",
+                "vector_types.h", "curand_kernel.h")
+
+
+def write_stubs(d: Path) -> None:
+    for h in STUB_HEADERS:
+        p = d / h
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("#pragma once\n")
+
+
+def rewrite(text: str) -> str:
+    """The one textual change: dynamic shared arrays become static cells of the block."""
+    def static(m: re.Match) -> str:
+        decl = re.sub(r"\b(extern|__shared__)\b", " ", m.group(1))
+        return f"static {' '.join(decl.split())}[4096];"
+    return re.sub(r"\bextern\s+([^;\[\]{}]*?\b__shared__\b[^;\[\]{}]*?)\s*\[\s*\]\s*;", static, text)
+
+
+def mirrored(f: Path, dest: Path) -> Path:
+    """Where file f's rewritten copy lives: its absolute path under dest (relative includes still resolve)."""
+    return dest / str(f.resolve()).lstrip("/")
+
+
+def copy_tree(files: list[Path], dest: Path) -> None:
+    """The translation unit's own files, rewritten, at the same relative places under dest."""
+    for f in files:
+        out = mirrored(f, dest)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(rewrite(f.read_text(errors="replace")))
+
+
+KEYWORDS = {"for", "if", "while", "switch", "catch", "return", "sizeof", "do", "else"}
+
+
+def uses_libm(files: list[Path], kernel: str | None = None) -> list[str]:
+    """The approximate math functions the kernel can reach (all the files' when kernel is None).
+
+    A kernel reaches the functions its body calls, transitively (overloads merged by name), and
+    the function-like macros it names whose text calls one."""
+    text = "\n".join(re.sub(r"//[^\n]*|/\*.*?\*/", "", f.read_text(errors="replace"), flags=re.S) for f in files)
+    if kernel is None:
+        return sorted(set(LIBM_RE.findall(text)))
+    bodies: dict[str, str] = {}
+    for m in re.finditer(r"#\s*define\s+(\w+)\(([^)]*)\)([^\n]*(?:\\\n[^\n]*)*)", text):
+        bodies[m.group(1)] = bodies.get(m.group(1), "") + m.group(3)
+    for m in re.finditer(r"\b(\w+)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*(?:const\s*)?\{", text):
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        if m.group(1) not in KEYWORDS:
+            bodies[m.group(1)] = bodies.get(m.group(1), "") + text[m.end():i]
+    seen, todo, found = set(), [re.sub(r"<.*", "", kernel).strip()], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in bodies:
+            continue
+        seen.add(name)
+        found |= set(LIBM_RE.findall(bodies[name]))
+        todo += [c for c in re.findall(r"\b(\w+)\s*\(", bodies[name]) if c in bodies]
+        todo += [c for c in re.findall(r"\b([A-Z_][A-Z0-9_]*)\b", bodies[name]) if c in bodies]
+    return sorted(found)
+
+
+def build(src: Path, files: list[Path], launcher: str, workdir: Path, include: list[Path],
+          libm: str) -> tuple[Path | None, str]:
+    """Compile the file and the local headers it includes (rewritten copies in workdir) with the launcher."""
+    write_stubs(workdir / "stubs")
+    copy_tree(files, workdir / "tu")
+    body = mirrored(src, workdir / "tu")
+    math = HOST_LIBM if libm == "host" else qgcc_libm()
+    cpp = workdir / "oracle.cpp"
+    cpp.write_text(SHIM + EXTRA + math + f'\n#include "{body}"\n' + launcher)
+    exe = workdir / "oracle"
+    args = ["g++", *GXX_FLAGS, "-fpermissive", "-I", str(workdir / "stubs")]
+    for i in include:
+        args += ["-I", str(i)]
+    r = subprocess.run(args + ["-o", str(exe), str(cpp)], capture_output=True, text=True)
+    if r.returncode != 0:
+        errs = [ln for ln in r.stderr.splitlines() if "error" in ln]
+        return None, (errs[0] if errs else r.stderr.strip()[-400:])
+    return exe, ""

@@ -1,0 +1,124 @@
+"""bench/published_run.py, the corpus runner: its oracle, its comparison and its verdicts.
+
+The held-out corpus lives outside the repository; these tests build a tiny corpus of our own
+kernels in the published style (device code only, a manifest with a launch spec) and check that
+the runner compiles it with g++ as CUDA threads, runs it through `qgcc` + `qgrun`, and says
+"exact" only when every byte agrees, and "MISMATCH" (with exit code 1) otherwise.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gxx import need_gxx  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import published_run  # noqa: E402
+from published_oracle import rewrite, uses_libm  # noqa: E402
+from published_spec import parse_run  # noqa: E402
+
+SCALE = """#include <cuda_runtime.h>
+#define BLOCK 64
+__device__ float twice(float x) { return x + x; }
+__global__ void scale(const float *in, float *out, float k, int n)
+{
+    __shared__ float tile[BLOCK];
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    tile[threadIdx.x] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    if (i < n) out[i] = twice(tile[blockDim.x - 1 - threadIdx.x]) * k + 0.1f;
+}
+__global__ void wave(float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = sinf(0.25f * i);
+}
+"""
+
+
+def corpus(tmp: Path, runs: list[dict]) -> Path:
+    (tmp / "files").mkdir()
+    (tmp / "files" / "scale.cu").write_text(SCALE)
+    (tmp / "manifest.json").write_text(json.dumps([{"file": "files/scale.cu", "source": "ours", "runs": runs}]))
+    return tmp
+
+
+def run(root: Path) -> tuple[int, list[str]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = published_run.main(["--corpus", str(root), "--no-neural"])
+    return code, out.getvalue().splitlines()
+
+
+SPEC = {"kernel": "scale", "grid": [2], "block": [64], "args": ["in:float[128]=rand", "out:float[128]", "k:float=1.5", "n=100"]}
+
+
+@need_gxx
+def test_a_kernel_that_qgcc_runs_right_is_exact_and_the_exit_code_is_zero(tmp_path):
+    code, lines = run(corpus(tmp_path, [SPEC]))
+    assert code == 0, lines
+    assert any(ln.startswith("exact ") and "scale<<<2,1,1; 64,1,1>>>" in ln for ln in lines), lines
+    assert lines[-1] == "1 runnable, 1 exact on the emulator, 0 exact in the network (of 0), 0 mismatches"
+
+
+@need_gxx
+def test_a_byte_that_differs_from_the_oracle_is_a_mismatch_and_fails_the_run(tmp_path, monkeypatch):
+    real = published_run.qgrun
+
+    def off_by_one_ulp(*args, **kw):
+        side = real(*args, **kw)
+        side.bufs["out"] = side.bufs["out"].copy()
+        side.bufs["out"].view(np.uint32)[7] += 1
+        return side
+
+    monkeypatch.setattr(published_run, "qgrun", off_by_one_ulp)
+    code, lines = run(corpus(tmp_path, [SPEC]))
+    assert code == 1
+    assert any(ln.startswith("MISMATCH") and "out[7]" in ln for ln in lines), lines
+
+
+@need_gxx
+def test_a_kernel_calling_sinf_is_reported_apart_as_libm_dependent(tmp_path):
+    spec = {"kernel": "wave", "grid": [1], "block": [32], "args": ["out:float[32]", "n=32"]}
+    code, lines = run(corpus(tmp_path, [SPEC, spec]))
+    assert code == 0, lines
+    assert any("libm-dependent: sinf" in ln and "wave<<<" in ln for ln in lines), lines
+    assert not any("libm-dependent" in ln and "scale<<<" in ln for ln in lines), lines
+
+
+def test_a_skipped_launch_is_reported_with_its_reason_and_not_counted_runnable(tmp_path):
+    code, lines = run(corpus(tmp_path, [{"skip": "512 threads a block"}]))
+    assert any(ln.startswith("cannot run") and "512 threads a block" in ln for ln in lines), lines
+    assert lines[-1].startswith("0 runnable")
+
+
+def test_dynamic_shared_arrays_become_static_cells_for_the_oracle():
+    assert rewrite("extern __shared__ float s[];") == "static float s[4096];"
+    assert rewrite("extern float __shared__ smem[];") == "static float smem[4096];"
+    assert rewrite('extern "C" void f(int a[]);') == 'extern "C" void f(int a[]);'
+
+
+def test_libm_use_is_traced_through_the_functions_a_kernel_calls(tmp_path):
+    f = tmp_path / "k.cu"
+    f.write_text("__device__ float g(float x) { return __expf(x); }\n"
+                 "__global__ void a(float *p) { for (int i = 0; i < 2; i++) { p[i] = g(p[i]); } }\n"
+                 "__global__ void b(float *p) { if (p) { p[0] = 1.0f; } }\n")
+    assert uses_libm([f], "a") == ["__expf"]
+    assert uses_libm([f], "b") == []
+
+
+def test_a_spec_reads_buffers_scalars_and_vector_types():
+    r = parse_run({"kernel": "k", "grid": [2, 3], "block": 64,
+                   "args": ["p:float4[8]=rand", "n=5", "x:float=0.5", "q:uint[3]=vals(1,2)"]})
+    assert r.grid == (2, 3, 1) and r.block == (64, 1, 1)
+    assert [a.is_buffer for a in r.args] == [True, False, False, True]
+    assert r.args[0].lanes == 4 and r.args[0].np_dtype.itemsize == 16
+    with pytest.raises(ValueError):
+        parse_run({"kernel": "k", "grid": 1, "block": 1, "args": ["p:widget[3]"]})
