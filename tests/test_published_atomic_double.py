@@ -8,7 +8,6 @@ and checks that every step is exactly numpy's double add and the final sum the l
 
 from __future__ import annotations
 
-import shutil
 
 import numpy as np
 import pytest
@@ -69,7 +68,6 @@ def test_other_atomics_on_double_are_named():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_double_atomic_add_runs_inside_the_network(qgcc, qgrun, tmp_path):
     """The lock, the loads, the soft-float add and the stores are ordinary instructions: the
     network returns the same chain and sum as the emulator, bit for bit."""

@@ -11,7 +11,6 @@ own operation order.
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -125,7 +124,6 @@ def test_grid_sync_round_trips_through_qsass(qgcc, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_grid_sync_runs_inside_the_network(qgcc, qgrun, tmp_path):
     """The network computes the one-block relaxation bit for bit and stops the two-block launch
     at the same store as the emulator."""
