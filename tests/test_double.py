@@ -268,8 +268,8 @@ def test_qgrun_double_scalar_and_float64_buffers(qgcc, qgrun, tmp_path, monkeypa
     ("long double d = 1;", 6, "'long double' is not supported; use 'double'"),
     ("double d = sin(1.0);", 12, "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, "
                                  "fmin, fmax, floor, ceil, trunc, round, exp, log, log10 and pow); use 'sinf' on float"),
-    ("atomicAdd(p, 1.0);", 11, "'atomicAdd' on 'double *' is not supported (the machine's atomics are 32-bit); "
-                               "accumulate in float or in a 64-bit integer"),
+    ("atomicMax(p, 1.0);", 11, "'atomicMax' on 'double *' is not supported (on doubles only atomicAdd is); "
+                               "use a 64-bit integer"),
     ("double d = 1.0 << 2;", 16, "invalid operands to binary '<<' ('double' and 'int')"),
     ("int n = abs(1.5);", 9, "'abs' needs an integer argument ('double'); use fabs"),
     ("int n = __reduce_add_sync(15, 1.5);", 31, "argument 2 of '__reduce_add_sync' is 64-bit ('double'); it takes "

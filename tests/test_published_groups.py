@@ -53,19 +53,6 @@ def test_grid_group_ranks_sizes_and_grid_stride_loop(qgcc, qgrun, tmp_path):
     assert got["info"].tolist() == want.reshape(-1).tolist()
 
 
-def test_grid_sync_is_refused_naming_the_reason():
-    """A grid-wide barrier cannot be kept when blocks run one after another: a one-line error at
-    the call, saying why and what to write instead (two launches)."""
-    src = GRID.replace("    unsigned r = grid.thread_rank();", "    grid.sync();\n    unsigned r = 0;")
-    assert_error(src, 12, 10, "'grid.sync()' (a barrier of the whole grid) is not supported: this machine runs "
-                             "a launch's blocks one after another, so a block cannot wait for blocks that start "
-                             "after it ends; split the kernel at the barrier into two launches")
-    src = GRID.replace("    unsigned r = grid.thread_rank();", "    cg::sync(grid);\n    unsigned r = 0;")
-    assert_error(src, 12, 5, "'grid.sync()' (a barrier of the whole grid) is not supported: this machine runs "
-                             "a launch's blocks one after another, so a block cannot wait for blocks that start "
-                             "after it ends; split the kernel at the barrier into two launches")
-
-
 # ---------------------------------------------------------------- coalesced groups
 
 COALESCED = r"""

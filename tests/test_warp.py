@@ -421,7 +421,6 @@ def test_cooperative_groups_inside_the_network():
      "threads have it)"),
     ("const int n = 4; auto t = cg::tiled_partition<n + 0>(cg::this_thread_block());",
      "the size of a tile must be a number (1, 2, 4, 8, 16 or 32), a macro or a template parameter, not 'n + 0'"),
-    ("cg::grid_group g = cg::this_grid(); g.sync();", "'grid.sync()' (a barrier of the whole grid) is not supported"),
     ("auto c = cg::coalesced_threads(); auto t = cg::tiled_partition<2>(c);",
      "'tiled_partition' of a coalesced group is not supported (tiles are taken from the thread block)"),
     ("auto b = cg::this_thread_block(); auto p = cg::labeled_partition(b, 1);",

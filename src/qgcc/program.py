@@ -177,12 +177,16 @@ class PrintfFormat:
 
 @dataclass(frozen=True)
 class DeviceAssert:
-    """An assert call: where it is, its condition as written, and the function it is in."""
+    """An assert call: where it is, its condition as written, and the function it is in.
+
+    `message`, when set, replaces the "Assertion `cond` failed." report: a check the compiler
+    adds for a construct (grid.sync() in a launch of more than one block) says why."""
 
     file: str
     line: int
     cond: str
     function: str
+    message: str = ""
 
 
 @dataclass

@@ -95,7 +95,8 @@ def device_io_json(program: Program) -> str | None:
     if not program.printf and not program.asserts:
         return None
     return json.dumps({"printf": [[f.text, f.kinds, list(f.literals), f.line] for f in program.printf],
-                       "asserts": [[a.file, a.line, a.cond, a.function] for a in program.asserts]},
+                       "asserts": [[a.file, a.line, a.cond, a.function, *([a.message] if a.message else [])]
+                                   for a in program.asserts]},
                       separators=(",", ":"))
 
 
@@ -106,7 +107,10 @@ def _parse_device_io(path: str, text: str | None) -> tuple[list[PrintfFormat], l
     try:
         d = json.loads(text)
         printf = [PrintfFormat(str(t), str(k), tuple(str(x) for x in lits), int(ln)) for t, k, lits, ln in d["printf"]]
-        asserts = [DeviceAssert(str(f), int(ln), str(c), str(fn)) for f, ln, c, fn in d["asserts"]]
+        asserts = [DeviceAssert(str(f), int(ln), str(c), str(fn), *(str(m) for m in rest))
+                   for f, ln, c, fn, *rest in d["asserts"] if len(rest) <= 1]
+        if len(asserts) != len(d["asserts"]):
+            raise bad
     except (ValueError, TypeError, KeyError):
         raise bad from None
     if any(set(f.kinds) - set("iuIUfdsp") for f in printf):

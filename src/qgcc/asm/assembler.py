@@ -398,7 +398,7 @@ class _Assembler:
             self.source_name = name
         elif d == ".const":
             self.constant(ln, t)
-        elif d in (".printf", ".assert"):  # `.printf LINE "KINDS" "FORMAT" "LIT"...`, `.assert LINE "FILE" "FN" "COND"`
+        elif d in (".printf", ".assert"):  # `.printf LINE "KINDS" "FORMAT" "LIT"...`, `.assert LINE "FILE" "FN" "COND" ["MSG"]`
             if self.cur is not None or self.kernels:
                 ln.error(t.col, f"{d} must come before the first kernel")
             line = self.uint_arg(ln, "a source line", 0, 1 << 31)
@@ -407,8 +407,8 @@ class _Assembler:
                 texts.append(ln.json_string("a quoted string"))
             if d == ".printf" and len(texts) >= 2 and not set(texts[0]) - set("iuIUfdsp"):
                 self.printf.append(PrintfFormat(texts[1], texts[0], tuple(texts[2:]), line))
-            elif d == ".assert" and len(texts) == 3:
-                self.asserts.append(DeviceAssert(texts[0], line, texts[2], texts[1]))
+            elif d == ".assert" and len(texts) in (3, 4):
+                self.asserts.append(DeviceAssert(texts[0], line, texts[2], texts[1], *texts[3:]))
             else:
                 ln.error(t.col, f"malformed {d} (docs/qsass.md)")
         elif d == ".struct":

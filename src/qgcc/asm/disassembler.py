@@ -281,7 +281,8 @@ def disassemble(p: Program, *, header: str | None = None, pc_comments: bool = Tr
     for f in getattr(p, "printf", ()):  # device printf's formats and asserts (docs/qsass.md)
         out.append(f".printf {f.line} " + " ".join(json.dumps(x) for x in (f.kinds, f.text, *f.literals)))
     for a in getattr(p, "asserts", ()):
-        out.append(f".assert {a.line} " + " ".join(json.dumps(x) for x in (a.file, a.function, a.cond)))
+        out.append(f".assert {a.line} " + " ".join(json.dumps(x) for x in (a.file, a.function, a.cond,
+                                                                           *([a.message] if a.message else []))))
     for k in p.kernels:
         if out:
             out.append("")

@@ -106,7 +106,7 @@ def _device_io(pp, filename: str, result) -> dict:
         vl = pp.srcmap.vlines
         return (vl[v - 1][0], vl[v - 1][1]) if 0 < v <= len(vl) else (filename, v)
     printf = [PrintfFormat(text, kinds, lits, where(line)[1]) for text, kinds, lits, line in result.printf]
-    asserts = [DeviceAssert(*where(line), cond, fn) for line, cond, fn in result.asserts]
+    asserts = [DeviceAssert(*where(line), cond, fn, *msg) for line, cond, fn, *msg in result.asserts]
     return {"printf": printf, "asserts": asserts}
 
 

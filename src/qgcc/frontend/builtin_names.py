@@ -27,7 +27,7 @@ FLOAT_FUNCS = {"sqrtf": 1, "fabsf": 1, "fminf": 2, "fmaxf": 2, "fmaf": 3, "__fad
                "__fsub_rn": 2, "__fmul_rn": 2, "__fdiv_rn": 2, "__fsqrt_rn": 1, "__fmaf_rn": 3,
                "__fdividef": 2, "__frcp_rn": 1}
 # The math library (mathlib.cu): name -> (routine, signature, constant arguments appended).
-# Signature letters: f float, i int, F float *, I int *, v void; arguments, then ':' and the
+# Signature letters: f float, d double, i int, F float *, I int *, v void; arguments, then ':' and the
 # result.  The fast intrinsics (__expf, ...) are the accurate functions (docs/subset.md).
 MATH_FUNCS = {n: ("__qgm_" + n, "f:f", ()) for n in (
     "floorf", "ceilf", "truncf", "roundf", "rintf", "rsqrtf", "cbrtf", "expm1f", "log1pf", "atanf",
@@ -49,6 +49,9 @@ MATH_FUNCS.update({
     "__frsqrt_rn": ("__qgm_rsqrtf", "f:f", ()), "ldexpf": ("__qgm_ldexp", "fi:f", ()),
     "scalbnf": ("__qgm_ldexp", "fi:f", ()), "frexpf": ("__qgm_frexpf", "fI:f", ()),
     "sincosf": ("__qgm_sincosf", "fFF:v", ()), "__sincosf": ("__qgm_sincosf", "fFF:v", ())})
+# frexp, ldexp and scalbn on double (dscale.cu); d is double in these signatures
+MATH_FUNCS.update({"frexp": ("__qg_dfrexp", "dI:d", ()), "ldexp": ("__qg_dldexp", "di:d", ()),
+                   "scalbn": ("__qg_dldexp", "di:d", ())})
 BIT_CASTS = {"__float_as_int": INT, "__float_as_uint": UINT, "__int_as_float": FLOAT,
              "__uint_as_float": FLOAT, "__double_as_longlong": LLONG, "__longlong_as_double": DOUBLE}
 # ---- warp, integer and clock intrinsics (compiled by frontend/intrinsics.py) ----
@@ -104,7 +107,7 @@ for _n in ("fadd", "fsub", "fmul", "fdiv", "fmaf", "frcp", "fsqrt"):
                                             f"'__{_n}_rn')")
 for _n in ("fma", "sin", "cos", "tan", "exp2", "log2", "fmod", "atan2", "hypot",
            "rint", "nearbyint", "cbrt", "rsqrt", "asin", "acos", "atan", "sinh", "cosh", "tanh", "expm1",
-           "log1p", "copysign", "fdim", "ldexp", "frexp", "remainder", "sincos", "scalbn"):
+           "log1p", "copysign", "fdim", "remainder", "sincos"):  # frexp, ldexp, scalbn: MATH_FUNCS
     UNSUPPORTED_FUNCS[_n] = (f"'{_n}' on double is not supported (qgcc's double functions are sqrt, fabs, "
                              f"fmin, fmax, floor, ceil, trunc, round, exp, log, log10 and pow); use '{_n}f' on float")
 

@@ -18,6 +18,10 @@ So this pass (run after macro expansion, before parsing) rewrites:
   `all` and `ballot` (over the tile's lanes; a ballot's bits are tile ranks);
 * `cg::sync(g)` and `cg::reduce(t, v, cg::plus<T>())` / `cg::greater<T>()` /
   `cg::less<T>()` (a butterfly of SHFL.XOR and adds, maxima or minima);
+* `grid.sync()`, `cg::sync(grid)` and `cg::this_grid().sync()` into `__qg_grid_sync()`: blocks
+  run one after another here, so it is exact only in a one-block launch, where it is the block
+  barrier; sema_printf.py makes it a check (an assert that stops a launch of more blocks) and
+  `__syncthreads()`;
 * tiles of 8, 16 and 32 threads through `coopwide`; the grid, coalesced groups,
   labeled/binary partitions and reduces on a group known only at run time through
   `coopparts` (their helpers are prepended as CUDA text when used).
@@ -195,6 +199,9 @@ class Lowering:
             return list(self.emit("int", t)), j
         if name == "this_grid":
             end = self.balanced(toks, j, "(", ")")
+            if end + 3 < len(toks) and toks[end].value == "." and toks[end + 1].value == "sync" and \
+                    toks[end + 2].value == "(" and toks[end + 3].value == ")":  # cg::this_grid().sync()
+                return list(self.emit(coopparts.GRID_SYNC, t)), end + 4
             return list(self.emit(coopparts.this_grid(), t)), end
         if name == "coalesced_threads":
             end = self.balanced(toks, j, "(", ")")
@@ -330,7 +337,7 @@ class Lowering:
             raise self.error(meth, f"'.{m}()' expects {want[m]} argument{'s' if want[m] != 1 else ''}")
         if kind == "grid":
             if m == "sync":
-                raise self.error(meth, coopparts.GRID_SYNC)
+                return coopparts.GRID_SYNC
             text = coopparts.grid_member(m)
             if text is None:
                 raise self.error(meth, f"'.{m}()' is not a member of grid_group here (thread_rank, size, "

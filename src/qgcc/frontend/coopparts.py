@@ -36,9 +36,7 @@ SIZE = "(blockDim.x * blockDim.y * blockDim.z)"
 BLOCK_RANK = "(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z))"
 NUM_BLOCKS = "(gridDim.x * gridDim.y * gridDim.z)"
 LANE = f"({LIN} % warpSize)"
-GRID_SYNC = ("'grid.sync()' (a barrier of the whole grid) is not supported: this machine runs a launch's "
-             "blocks one after another, so a block cannot wait for blocks that start after it ends; split "
-             "the kernel at the barrier into two launches")
+GRID_SYNC = "__qg_grid_sync()"  # a grid barrier, exact in a one-block launch (sema_printf.grid_sync_call)
 
 _OP = "if (OP == 0) a = a + o; else if (OP == 1) a = a < o ? o : a; else a = o < a ? o : a;"
 
@@ -149,7 +147,7 @@ def this_grid() -> str:
 
 
 def grid_member(m: str) -> str | None:
-    """`grid.m()` (None: not a grid_group member; `sync` is refused by the caller)."""
+    """`grid.m()` (None: not a grid_group member; `sync` is GRID_SYNC, chosen by the caller)."""
     return {"thread_rank": f"({BLOCK_RANK} * {SIZE} + {LIN})", "size": f"({NUM_BLOCKS} * {SIZE})",
             "num_threads": f"({NUM_BLOCKS} * {SIZE})", "num_blocks": NUM_BLOCKS, "block_rank": BLOCK_RANK,
             "block_index": "blockIdx", "dim_blocks": "gridDim", "group_dim": "gridDim",

@@ -10,7 +10,7 @@ per-family lowerings, never `codegen`.
 from __future__ import annotations
 
 from ..isa import AtomOp, FORMATS, Fmt, Op, to_s32
-from . import ast as A, doubles, floatconst, intrinsics, printf, textures, wide
+from . import ast as A, atomic_double, doubles, floatconst, intrinsics, printf, textures, wide
 from .builtin_names import ATOMICS, BIT_CASTS, DOUBLE_FUNCS, FENCES, FLOAT_FUNCS, INT_FUNCS, MATH_FUNCS, WARP_FUNCS
 from .ir import VI
 from .softfloat import library
@@ -46,6 +46,8 @@ class CallGen:
             return printf.printf(self, e)
         if callee == "assert":
             return printf.check_assert(self, e)
+        if callee == "__qg_grid_sync":
+            return printf.grid_sync(self, e)
         if callee == "__syncthreads":
             self.emit(Op.BAR)
             return None
@@ -56,7 +58,7 @@ class CallGen:
             return self.float_func(callee, args)
         if callee in MATH_FUNCS:
             routine, sig, extra = MATH_FUNCS[callee]
-            args = [self.convert(self.val(a), a.ty, FLOAT if k == "f" else INT) if k in "fi"
+            args = [self.convert(self.val(a), a.ty, {"f": FLOAT, "i": INT, "d": DOUBLE}[k]) if k in "fid"
                     else self.val(a) for a, k in zip(e.args, sig.split(":")[0])]
             return self.call_lib(routine, args + [C(v) for v in extra])
         if callee in DOUBLE_FUNCS:
@@ -110,6 +112,8 @@ class CallGen:
             off = 0
         if is_float(elem) and name == "atomicAdd":
             return self.float_atomic_add(base, off, vals[0])
+        if is_double(elem):  # atomicAdd, the only double atomic sema lets through
+            return atomic_double.atomic_add(self, base, off, vals[0], e.fmt)
         if name in ("atomicInc", "atomicDec"):
             return intrinsics.atomic_inc_dec(self, base, off, vals[0], name)
         if is_wide(elem) and name != "atomicAdd":  # And/Or/Xor: each half on its own

@@ -138,7 +138,11 @@ class MemoryGen:
             return self.add_offset(base, off, iv, stride)
         if isinstance(pe, A.Unary) and pe.op == "&":
             lv = self.lvalue(pe.operand)
-            assert isinstance(lv, MemLV)
+            if not isinstance(lv, MemLV):  # `&r`, r a reference parameter bound to a register local
+                raise self.error(pe.line, pe.col, f"cannot take the address of reference parameter "
+                                                  f"'{pe.operand.name}': this call binds it to a local variable, "
+                                                  "which lives in a register; pass a __shared__ or global "
+                                                  "variable, or a local whose address is taken")
             return lv.base, lv.off
         v = self.val(pe)
         if is_c(v):

@@ -20,10 +20,10 @@ FLOAT_OVERLOADS = {n: n + "f" for n in (
     "sqrt", "fabs", "fmin", "fmax", "floor", "ceil", "trunc", "round", "rint", "nearbyint", "cbrt",
     "rsqrt", "pow", "sin", "cos", "tan", "exp", "exp2", "exp10", "log", "log2", "log10", "fmod",
     "remainder", "atan2", "hypot", "asin", "acos", "atan", "sinh", "cosh", "tanh", "expm1", "log1p",
-    "copysign", "fdim", "fma", "ldexp", "scalbn")}
+    "copysign", "fdim", "fma", "ldexp", "scalbn", "frexp")}
 FLOAT_OVERLOADS["abs"] = "fabsf"  # abs(float) is fabsf in CUDA's headers (abs(int) stays abs)
 # the argument (by index) that stays an integer in the float overload
-INT_ARG = {"ldexp": 1, "scalbn": 1, "pow": None}
+INT_ARG = {"ldexp": 1, "scalbn": 1, "frexp": 1, "pow": None}  # frexp's: the `int *` it stores to
 
 UNSIGNED_MINMAX = {"umin": "min", "umax": "max"}
 
@@ -35,9 +35,10 @@ def float_overload(sema, e: A.Call, name: str, float_funcs: dict, math_funcs: di
     if fname not in float_funcs and fname not in math_funcs:
         return None
     types = [sema.probe_type(a) for a in e.args]
-    if any(t is None or not is_arith(t) or is_double(t) for t in types):
-        return None
     int_arg = INT_ARG.get(name)
+    if any(t is None or not is_arith(t) or is_double(t) for i, t in enumerate(types)
+           if not (name == "frexp" and i == int_arg)):
+        return None
     floats = [t for i, t in enumerate(types) if i != int_arg]
     if not any(is_float(t) for t in floats):
         return None

@@ -59,6 +59,24 @@ def printf(g: "KernelGen", e: A.Call):
     return C(len(e.args))
 
 
+def grid_sync(g: "KernelGen", e: A.Call):
+    """grid.sync(): stop the launch (the check's assert) unless the grid is one block, then the
+    block barrier, which in a one-block launch is exactly the grid barrier."""
+    _, address = e.fmt
+    other = None  # (x ^ 1) | (y ^ 1) | (z ^ 1): zero exactly when the grid is 1 x 1 x 1 (no MUL, no overflow)
+    for sreg in (SReg.NCTAID_X, SReg.NCTAID_Y, SReg.NCTAID_Z):
+        t = g.new()
+        g.emit(Op.S2R, t, mod=sreg)
+        off = g.alu(Op.XOR, t, C(1))
+        other = off if other is None else g.alu(Op.OR, other, off)
+    ok = g.label()
+    g.emit(Op.BRZ, rs1=g.reg(other), target=ok)
+    g.store(MemLV(None, address, UINT), C(0))
+    g.place(ok)
+    g.emit(Op.BAR)
+    return None
+
+
 def check_assert(g: "KernelGen", e: A.Call):
     """if (!cond) store to the assert's cell of the reserved band: the launch stops there."""
     _, address = e.fmt

@@ -14,6 +14,7 @@ from ..spec import SPEC
 from . import ast as A
 from .builtin_names import (ATOMIC_SCOPES, BIT_CASTS, BUILTIN_FUNCS, DOUBLE_FUNCS, FENCES, FLOAT_FUNCS, INT_FUNCS,
                             MATH_FUNCS, UNSUPPORTED_FUNCS, WARP_FUNCS, _wide_atomic_problem)
+from . import atomic_double
 from .overloads import FLOAT_OVERLOADS, UNSIGNED_MINMAX, float_overload
 from .structs import is_struct
 from .symbols import FuncSym, VarSym
@@ -41,15 +42,17 @@ class CallSema:
             return self.texture_call(e, name)
         if name in ("printf", "assert") and name not in self.functions:  # sema_printf.py
             return self.printf_call(e) if name == "printf" else self.assert_call(e)
+        if name == "__qg_grid_sync":  # coopgroups' grid.sync()
+            return self.grid_sync_call(e)
         fs = self.functions.get(name)
         if name in self.overloads:
             fs = self.resolve(self.overloads[name], e, name)
         t = self.template_for_call(name, e)
-        if t is not None:
-            given = self.template_args(t, f.targs or [], f)
-            fs = self.instantiate(t, self.deduce(t, given, e.args, e), f)
+        deduced = None if t is None else self.deduce(t, self.template_args(t, f.targs or [], f), e.args, e)
+        if deduced is not None:
+            fs = self.instantiate(t, deduced, f)
             name = fs.name
-        elif f.targs is not None:
+        elif t is None and f.targs is not None:
             raise self.error(f, f"'{name}' is not a template")
         if fs is not None:
             return self.function_call(e, fs, name)
@@ -231,8 +234,8 @@ class CallSema:
         args, ret = MATH_FUNCS[name][1].split(":")
         self.nargs(e, name, len(args))
         for i, (a, k) in enumerate(zip(e.args, args), start=1):
-            if k in "fi":
-                t = self.rvalue(a, dst=FLOAT if k == "f" else INT)
+            if k in "fid":
+                t = self.rvalue(a, dst={"f": FLOAT, "i": INT, "d": DOUBLE}[k])
                 if not is_arith(t):
                     raise self.error(a, f"argument {i} of '{name}' must be a number (got '{t}')")
                 if k == "i":
@@ -242,7 +245,7 @@ class CallSema:
             t = self.rvalue(a)
             if not isinstance(t, PtrType) or t.elem != want.elem or t.const:
                 raise self.error(a, f"argument {i} of '{name}' must be a '{want}' pointer (got '{t}')")
-        return {"f": FLOAT, "i": INT, "v": VOID}[ret]
+        return {"f": FLOAT, "d": DOUBLE, "i": INT, "v": VOID}[ret]
 
     def builtin_call(self, e: A.Call, name: str) -> Type:
         if name in WARP_FUNCS:
@@ -327,10 +330,12 @@ class CallSema:
         if name in ("atomicInc", "atomicDec") and isinstance(pt, PtrType) and pt.elem != UINT:
             raise self.error(e.args[0], f"first argument of '{name}' must be an 'unsigned int *' pointer "
                                         f"(got '{pt}')")
-        if isinstance(pt, PtrType) and is_double(pt.elem):
-            raise self.error(e.args[0], f"'{name}' on '{pt}' is not supported (the machine's atomics are "
-                                        "32-bit); accumulate in float or in a 64-bit integer")
-        if isinstance(pt, PtrType) and is_wide(pt.elem):
+        if isinstance(pt, PtrType) and is_double(pt.elem):  # atomicAdd: under a lock (atomic_double.py)
+            if name != "atomicAdd":
+                raise self.error(e.args[0], f"'{name}' on '{pt}' is not supported (on doubles only atomicAdd "
+                                            "is); use a 64-bit integer")
+            e.fmt = atomic_double.lock_cell(self)
+        elif isinstance(pt, PtrType) and is_wide(pt.elem):
             why = _wide_atomic_problem(name, pt)
             if why is not None:
                 raise self.error(e.args[0], f"'{name}' on '{pt}' is not supported ({why})")

@@ -253,6 +253,8 @@ class ExprSema:
                 raise self.error(e, "taking the address of an array is not supported; use the "
                                     "array name or '&a[0]'")
             kind = self.lvalue_kind(e.operand)
+            if kind == "var" and e.operand.sym.ref:  # a reference parameter: its referent's cell, if it
+                return PtrType(t, e.operand.sym.readonly)  # has one (lower_memory checks where inlined)
             if kind == "var":
                 raise self.error(e, f"cannot take the address of local variable "
                                     f"'{e.operand.sym.name}' (locals live in registers)")

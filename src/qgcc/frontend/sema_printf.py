@@ -24,7 +24,11 @@ from .. import printfmt
 from ..program import ASSERT_BAND, PRINTF_CELLS, PRINTF_NAME
 from . import ast as A
 from .symbols import VarSym
-from .types import INT, UINT, ArrayType, Type, is_double, is_float, is_int, is_pair, is_ptr, is_wide
+from .types import INT, UINT, VOID, ArrayType, Type, is_double, is_float, is_int, is_pair, is_ptr, is_wide
+
+GRID_ONE_BLOCK = "gridDim.x * gridDim.y * gridDim.z == 1"
+GRID_SYNC_FAULT = ("grid.sync() needs every block of the grid resident at once; this machine runs blocks one after "
+                   "another: launch one block (--grid 1)")
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\\": "\\", "'": "'",
             '"': '"', "?": "?"}
@@ -145,6 +149,19 @@ class PrintfSema:
         e.fmt = (len(asserts), ASSERT_BAND + len(asserts))
         asserts.append((e.line, self.condition_text(e), self.func.name if self.func is not None else "?"))
         return INT
+
+    def grid_sync_call(self, e: A.Call) -> Type:
+        """`__qg_grid_sync()`, what coopgroups makes of grid.sync(): blocks run one after another
+        here, so a grid-wide barrier is exact only in a launch of one block, where it is the block
+        barrier.  The check that the grid is one block is an assert with its own report."""
+        self.nargs(e, "grid.sync", 0)
+        _, asserts = self.device_io()
+        if len(asserts) >= 0x10000:
+            raise self.error(e, "too many assert calls (at most 65536)")
+        e.callee = "__qg_grid_sync"
+        e.fmt = (len(asserts), ASSERT_BAND + len(asserts))
+        asserts.append((e.line, GRID_ONE_BLOCK, self.func.name if self.func is not None else "?", GRID_SYNC_FAULT))
+        return VOID
 
     def condition_text(self, e: A.Call) -> str:
         """The condition as written, from the (virtual) source line: `assert(gtid < N)` -> 'gtid < N'."""

@@ -170,8 +170,9 @@ class TemplateSema:
                 out.append(wrap(a.const, self.spec_info(p.specs, "template parameter").base))
         return out
 
-    def deduce(self, t: A.TemplateDef, given: list, args: list[A.Expr], at: A.Node) -> list:
-        """The remaining template arguments, deduced from the call's argument types."""
+    def deduce(self, t: A.TemplateDef, given: list, args: list[A.Expr], at: A.Node) -> list | None:
+        """The remaining template arguments, deduced from the call's argument types (None: a
+        file's own min/max template that does not fit, so CUDA's built-in overload is called)."""
         name = t.func.decl.name
         found: dict[str, Type] = {}
         open_types = {p.name for p in t.params[len(given):] if p.kind == "type"}
@@ -189,6 +190,8 @@ class TemplateSema:
                 raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
             prev = found.get(tnames[0])
             if prev is not None and prev != ty:
+                if name in ("min", "max") and not given:
+                    return None  # not viable: CUDA's own min/max overloads take mixed types (sema_calls)
                 raise self.error(a, f"conflicting deductions of '{tnames[0]}' for '{name}' ('{prev}' "
                                     f"and '{ty}'); write {name}<...>(...)")
             found[tnames[0]] = ty

@@ -16,7 +16,7 @@ from .sema import analyse
 from .symbols import FuncSym
 
 SOURCES = tuple(Path(__file__).with_name(n) for n in ("softfloat.cu", "divsqrt.cu", "mathlib.cu", "int64.cu",
-                                                     "double.cu", "dmath.cu"))
+                                                     "double.cu", "dmath.cu", "dscale.cu"))
 
 
 @lru_cache(maxsize=1)

@@ -89,7 +89,7 @@ class SemaResult:
     functions: dict[str, FuncSym]
     constants: list[VarSym] = field(default_factory=list)  # __constant__ variables, by address
     printf: list = field(default_factory=list)  # (format, kinds, %s literals, virtual line) per printf
-    asserts: list = field(default_factory=list)  # (virtual line, condition, function) per assert
+    asserts: list = field(default_factory=list)  # (virtual line, condition, function[, message]) per assert
 
 
 @dataclass

@@ -89,7 +89,8 @@ def assertion(fault: Fault, launch) -> Fault:
         b, t = fault.block, fault.warp * SPEC.warp_size + fault.lane
         where = (f" block [{b % gx},{(b // gx) % gy},{b // (gx * gy)}], thread "
                  f"[{t % bx},{(t // bx) % by},{t // (bx * by)}]:")
-    out = AssertionFault(f"{a.file}:{a.line}: {a.function}:{where} Assertion `{a.cond}` failed.",
+    report = a.message or f"Assertion `{a.cond}` failed."
+    out = AssertionFault(f"{a.file}:{a.line}: {a.function}:{where} {report}",
                          block=fault.block, warp=fault.warp, lane=fault.lane, pc=fault.pc, line=fault.line,
                          step=fault.step)
     if hasattr(fault, "stats"):
