@@ -26,7 +26,7 @@ FRONTEND_LAYERS = [
     {"preprocess", "macros", "coopgroups", "coopwide", "coopparts", "ctors", "texdecl", "enums", "hostcode"},  # preprocess (and #if, macros)
     {"tokens", "parser"},                                                      # parse
     {"structsema", "sema_decls", "sema_templates", "sema_stmts", "sema_exprs", "sema_calls", "sema_textures",
-     "sema_printf"},  # sema by topic
+     "sema_printf", "atomic_double"},  # sema by topic (atomic_double: checked in sema_calls, emitted by lower_calls)
     {"sema"},                                                                  # sema's composition and entry
     {"softfloat"},                                                             # the .cu libraries, checked
     {"bitops", "wide", "doubles", "intrinsics", "textures", "printf"},                               # lowering by family
