@@ -200,8 +200,6 @@ WHOLE = [
     ("template <typename T> __global__ void k(T *a) {}\n", 1, 1,
      "no kernel: the file defines only templates; a kernel template is instantiated when it is named at "
      "launch (qgrun --kernel 'NAME<ARGS>')"),
-    ("struct S { enum { X }; };\n", 1, 12, "an enum inside a struct or class is not supported; declare it "
-     "before the struct (at file scope)"),
     ("namespace n {}\n", 1, 1, "namespaces are not supported"),
     # --- functions
     ("__device__ int f(int x) { return f(x - 1); }\n"

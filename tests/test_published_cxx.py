@@ -120,9 +120,7 @@ def test_enums_are_integer_constants_and_their_types_the_underlying_integer_as_g
     assert got["u"].tolist() == want["u"].tolist()
 
 
-def test_enum_in_a_struct_body_and_an_undeclared_enum_are_named_errors():
-    assert_error("struct S {\n  enum { N = 4 };\n  int a[N];\n};\n__global__ void k(int *o) {}\n", 2, 3,
-                 "an enum inside a struct or class is not supported; declare it before the struct (at file scope)")
+def test_an_undeclared_enum_is_a_named_error():
     assert_error("__global__ void k(int *o) { enum E e; o[0] = 0; }\n", 1, 29,
                  "'enum E' is not declared before this use")
 

@@ -40,6 +40,7 @@ class StructType(Type):
         self.size = 0
         self.methods: dict[str, object] = {}  # name -> FuncSym (member functions and operators)
         self.const_members: set[str] = set()  # `const T x;` members: a constructor sets them
+        self.constants: dict[str, object] = {}  # static const ints, member enumerators: VarSyms
 
     def name(self) -> str:
         return self.tag or f"(anonymous {self.keyword})"

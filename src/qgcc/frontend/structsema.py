@@ -15,7 +15,7 @@ from ..spec import SPEC
 from . import ast as A
 from .structs import StructType, cell_only, cells, is_struct
 from .symbols import FuncSym, SpecInfo, VarSym
-from .types import FLOAT, UCHAR, UINT, ArrayType, PtrType, Type, VoidType, is_arith, is_float, is_int, is_ptr
+from .types import FLOAT, UCHAR, UINT, ArrayType, PtrType, Type, VoidType, is_arith, is_float, is_int, is_ptr, wrap
 
 
 def _syms():
@@ -58,7 +58,12 @@ class StructSema:
         members: list[tuple[str, Type, int, int]] = []
         seen: dict[str, int] = {}
         consts: set[str] = set()
+        class_scope: dict = {}  # `static const int N = 4;`, a member enum's enumerators
+        self.scopes.append(class_scope)  # (an error ends the check: no restore needed)
         for d in sd.fields:
+            if any(s.text == "static" for s in d.specs):
+                self.class_constant(d, class_scope)
+                continue
             for it in d.items:
                 decl = it.decl
                 if decl.params is not None and not decl.funcptr and not decl.parens:
@@ -97,6 +102,8 @@ class StructSema:
                                            f"{seen[decl.name]})")
                 seen[decl.name] = decl.line
                 members.append((decl.name, ty, decl.line, decl.col))
+        self.scopes.pop()
+        st.constants = class_scope
         if not members:
             # C++ gives an empty struct a size (1 byte); here it is one cell that nothing reads,
             # so the SharedMemory<T> idiom (a struct that only has member functions) works.
@@ -111,6 +118,29 @@ class StructSema:
                                           "are not supported; declare the struct at file scope")
             self.declare_method(st, fd)
         return st
+
+    def class_constant(self, d: A.Declaration, scope: dict) -> None:
+        """`static const int N = 4;` in a class: a compile-time integer constant named inside the
+        class (its member declarations and member functions), as a member enum's enumerators are
+        (enums.py writes them so); nothing is stored in the objects."""
+        VarSym = _syms()[1]
+        info = self.spec_info(d.specs, "member declaration")
+        for it in d.items:
+            decl = it.decl
+            if not info.const or not is_int(info.base) or decl.pointers or decl.arrays \
+                    or decl.params is not None or it.init is None:
+                raise self.error(decl, f"static member '{decl.name}' is not supported; only integer "
+                                       "constants ('static const int N = 4;') may be static members")
+            init = self.scalar_init(it.init, decl.name)
+            self.rvalue(init)
+            if init.const is None or not is_int(init.ty):
+                raise self.error(init, f"static member '{decl.name}' needs a compile-time constant "
+                                       "initialiser")
+            if decl.name in scope:
+                raise self.error(decl, f"redefinition of '{decl.name}' (previously declared on line "
+                                       f"{scope[decl.name].line})")
+            scope[decl.name] = VarSym(decl.name, info.base, "const", decl.line, decl.col, readonly=True,
+                                      const_value=wrap(init.const, info.base))
 
     def declare_method(self, st: StructType, fd: A.FunctionDef) -> None:
         """A member function is a device function `S::f` whose parameter 0 is `this`."""
@@ -148,6 +178,7 @@ class StructSema:
             if env is not None:
                 self.typedefs.update(env[0])
                 consts = env[1]
+            consts = {**consts, **getattr(fs.method_of, "constants", {})}
             try:
                 self.check_body(fs, fd, consts)
             finally:
