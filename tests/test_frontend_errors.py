@@ -65,7 +65,6 @@ IN_KERNEL = [
     ("int *m = (int *)malloc(4);", 17, "dynamic memory allocation ('malloc') is not supported"),
     ("int *m = new int;", 10, "dynamic memory allocation ('new') is not supported"),
     ("goto out;", 1, "'goto' is not supported"),
-    ("union U { int x; float f; };", 1, "'union' types are not supported"),
     ("int (*fp)(int);", 7, "function pointers are not supported"),
     ("int x = sizeof(char);", 9, "sizeof('char') is not available: 'char' takes a 4-byte cell per element "
                                  "here, not CUDA's size; sizeof works on int, unsigned, float and structs "

@@ -13,7 +13,7 @@ import copy
 
 from ..spec import SPEC
 from . import ast as A
-from .structs import StructType, cell_only, cells, is_struct
+from .structs import Field, StructType, cell_only, cells, is_struct
 from .symbols import FuncSym, SpecInfo, VarSym
 from .types import FLOAT, UCHAR, UINT, ArrayType, PtrType, Type, VoidType, is_arith, is_float, is_int, is_ptr, wrap
 
@@ -108,7 +108,10 @@ class StructSema:
             # C++ gives an empty struct a size (1 byte); here it is one cell that nothing reads,
             # so the SharedMemory<T> idiom (a struct that only has member functions) works.
             members.append((EMPTY_MEMBER, UCHAR, sd.line, sd.col))
-        st.layout(members)
+        if sd.keyword == "union":
+            self.union_layout(st, members)
+        else:
+            st.layout(members)
         st.const_members = consts
         if cells(st) > SPEC.global_words:
             raise self.error(sd, f"'{st}' needs {cells(st)} cells; global memory has {SPEC.global_words}")
@@ -118,6 +121,21 @@ class StructSema:
                                           "are not supported; declare the struct at file scope")
             self.declare_method(st, fd)
         return st
+
+    def union_layout(self, st: StructType, members: list) -> None:
+        """A union's members all start at its first cell, so writing one and reading another views
+        the same bits (float and int punning).  Memory is 32-bit cells, so only members made of
+        whole cells (int, unsigned, float: arrays and structs of them) can share them."""
+        fields = []
+        for name, ty, line, col in members:
+            if name != EMPTY_MEMBER and not cell_only(ty):
+                raise self.error(line, col, f"union member '{name}' has type '{ty}'; a union's members "
+                                            "share 32-bit cells, so only int, unsigned and float members "
+                                            "(and arrays and structs of them) are supported; view 16-bit "
+                                            "halves of an unsigned with shifts and masks")
+            fields.append(Field(name, ty, 0, line, col))
+        st.fields = fields
+        st.size = max((cells(f.ty) for f in fields), default=0)
 
     def class_constant(self, d: A.Declaration, scope: dict) -> None:
         """`static const int N = 4;` in a class: a compile-time integer constant named inside the
@@ -283,8 +301,8 @@ class StructSema:
         out: list = []
 
         def parts(t: Type) -> list[tuple[int, Type]]:
-            if is_struct(t):
-                return [(f.offset, f.ty) for f in t.fields]
+            if is_struct(t):  # a union's braces initialise its first member, as in C
+                return [(f.offset, f.ty) for f in t.fields[:1 if t.keyword == "union" else None]]
             sub = ArrayType(t.elem, t.dims[1:], t.const) if len(t.dims) > 1 else t.elem
             return [(i * cells(sub), sub) for i in range(t.dims[0])]
 

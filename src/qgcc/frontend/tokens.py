@@ -24,7 +24,6 @@ from .types import BUILTIN_TYPEDEFS
 # Reserved words of CUDA C++ that the subset does not have, with the message naming them.
 UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "goto": "'goto' is not supported",
-    "union": "'union' types are not supported",
     "typename": "'typename' is supported only in a template parameter list",
     "new": "dynamic memory allocation ('new') is not supported",
     "delete": "dynamic memory allocation ('delete') is not supported",
@@ -493,7 +492,7 @@ class _Stream:
         struct, also in its own body); constructors are named as not supported."""
         v = tok.value
         st = self.struct_state
-        if tok.type in ("STRUCT", "CLASS"):
+        if tok.type in ("STRUCT", "CLASS", "UNION"):
             self.struct_state, self.struct_tag = "kw", None
             return
         if st == "kw" and tok.type in ("NAME", "TYPE_NAME"):
@@ -566,7 +565,7 @@ class _Stream:
                 self.decl = None
             return
         if tok.type == "NAME" and d[5] and d[3] == 0 and d[2] == 0:
-            if self.prev is not None and self.prev.type in ("STRUCT", "CLASS"):
+            if self.prev is not None and self.prev.type in ("STRUCT", "CLASS", "UNION"):
                 return  # `typedef struct tag {...} Name;`: the tag, not the declarator
             names.append(v)  # the first name of each declarator
             d[5] = False
