@@ -6,6 +6,7 @@ text."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from frontcheck import assert_error
 from gxx import gxx_model, need_gxx
@@ -43,12 +44,13 @@ __global__ void pun(const float *x, unsigned *o, float *f) {
 
 
 @need_gxx
-def test_union_members_share_their_cells_as_gxx_lays_them_out(qgcc, qgrun, tmp_path):
+@pytest.mark.parametrize("engine", ["ref", pytest.param("neural", marks=pytest.mark.slow)])
+def test_union_members_share_their_cells_as_gxx_lays_them_out(qgcc, qgrun, tmp_path, engine):
     """Float/int punning through a union, a union of an array and a struct of two floats, a union inside a
-    struct, a brace initialiser (its first member), copies, by-value parameters, pointers to unions and sizeof (the largest member)."""
+    struct, a brace initialiser (its first member), copies, by-value parameters, pointers to unions and sizeof (the largest member); on the emulator and inside the network."""
     x = np.array([1.5, -2.25, 3.0e-39, 65504.0], np.float32)
     o, f = np.zeros(4 * 6, np.uint32), np.zeros(4 * 2, np.float32)
-    got = cli_run(qgcc, qgrun, tmp_path, UNIONS, "pun", 1, 4, {"x": x, "o": o, "f": f})
+    got = cli_run(qgcc, qgrun, tmp_path, UNIONS, "pun", 1, 4, {"x": x, "o": o, "f": f}, engine=engine)
     want = gxx_model(tmp_path, UNIONS, "pun", 1, 4, [("x", x), ("o", o), ("f", f)])
     assert got["o"].tolist() == want["o"].tolist()
     assert got["f"].tobytes() == want["f"].tobytes()
