@@ -74,3 +74,52 @@ def test_static_members_other_than_integer_constants_are_named_errors():
     assert_error("struct S {\n  static const float f = 1.0f;\n};\n__global__ void k(int *o) {}\n", 2, 22,
                  "static member 'f' is not supported; only integer constants ('static const int N = 4;') "
                  "may be static members")
+
+
+MEMBER_TYPES = r"""
+struct P3 { float x, y, z; };
+struct P4 { float x, y, z, w; };
+template <typename T> struct vec3 { typedef float Type; };   // a default, specialised below
+template <> struct vec3<float> { typedef P3 Type; };
+template <> struct vec3<int> { typedef int *Type; };
+template <typename T> struct vec4 { typedef float Type; };
+template <> struct vec4<float> { typedef P4 Type; };
+template <typename T>
+__device__ typename vec3<T>::Type lift(typename vec4<T>::Type a, typename vec4<T>::Type b) {
+    typename vec3<T>::Type r;
+    r.x = b.x - a.x; r.y = b.y - a.y; r.z = (b.z - a.z) * a.w;
+    return r;
+}
+template <typename T>
+__global__ void step(typename vec4<T>::Type *pos, T *out, typename vec3<int>::Type cnt) {
+    int i = threadIdx.x;
+    typename vec4<T>::Type p = pos[i];
+    typename vec3<T>::Type d = lift<T>(p, pos[(i + 1) % 4]);
+    out[i] = d.x + d.y * 2.0f + d.z;
+    typename vec3<short>::Type f = 1.5f;                      // the primary template's float
+    cnt[i] = (int)(f * 2.0f) + (int)sizeof(typename vec3<T>::Type);
+}
+"""
+
+
+@need_gxx
+def test_member_typedefs_of_class_templates_name_types_through_typename_as_gxx_does(qgcc, qgrun, tmp_path):
+    """`typedef P3 Type;` in a class template and its explicit specialisations, named as
+    `typename vec3<T>::Type` in return, parameter, local and sizeof types of templates (nbody's
+    bodysystem.h), the specialisation chosen per argument and the primary template otherwise."""
+    pos = np.zeros(4, np.dtype([(c, np.float32) for c in "xyzw"]))
+    for k, c in enumerate("xyzw"):
+        pos[c] = np.array([1.5, -2.0, 0.25, 3.0], np.float32) * (k + 1) + k
+    out, cnt = np.zeros(4, np.float32), np.zeros(4, np.int32)
+    got = cli_run(qgcc, qgrun, tmp_path, MEMBER_TYPES, "step<float>", 1, 4, {"pos": pos, "out": out, "cnt": cnt},
+                  instantiate=["step<float>"])
+    want = gxx_model(tmp_path, MEMBER_TYPES, "step<float>", 1, 4,
+                     [("pos", pos, "P4"), ("out", out), ("cnt", cnt)])
+    assert got["out"].tobytes() == want["out"].tobytes()
+    assert got["cnt"].tolist() == want["cnt"].tolist()
+
+
+def test_a_missing_member_type_is_a_named_error():
+    assert_error("template <typename T> struct V { typedef float Type; };\n"
+                 "template <typename T> __global__ void k(typename V<T>::Kind *o) {}\n", 2, 50,
+                 "'V<int>' has no member type 'Kind'", instantiate=("k<int>",))

@@ -56,9 +56,11 @@ def test_union_members_share_their_cells_as_gxx_lays_them_out(qgcc, qgrun, tmp_p
     assert got["f"].tobytes() == want["f"].tobytes()
 
 
-def test_a_union_of_16_bit_halves_and_a_second_initialiser_are_named_errors():
+def test_a_union_of_16_bit_halves_an_anonymous_member_and_a_second_initialiser_are_named_errors():
     assert_error("union U { float f; unsigned u; };\n__global__ void k(int *o) { U x = {1.0f, 2u}; }\n", 2, 42,
                  "too many initialisers for 'U' in 'x'")
+    assert_error("union P {\n  struct { short a; short b; };\n  unsigned w;\n};\n__global__ void k(int *o) {}\n",
+                 2, 3, "an anonymous struct member is not supported; name the member ('struct {...} m;')")
     assert_error("union P {\n  struct { short a; short b; } h;\n  unsigned w;\n};\n__global__ void k(int *o) {}\n",
                  2, 32, "union member 'h' has type '(anonymous struct)'; a union's members share 32-bit "
                  "cells, so only int, unsigned and float members (and arrays and structs of them) are "

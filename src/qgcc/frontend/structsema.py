@@ -64,6 +64,17 @@ class StructSema:
             if any(s.text == "static" for s in d.specs):
                 self.class_constant(d, class_scope)
                 continue
+            anon = next((s.struct for s in d.specs if s.struct is not None and s.struct.tag is None), None)
+            if anon is not None and not d.items:  # (C++ would put its members in the enclosing one)
+                raise self.error(anon, f"an anonymous {anon.keyword} member is not supported; name "
+                                       f"the member ('{anon.keyword} {{...}} m;')")
+            if any(s.text == "typedef" for s in d.specs):  # `typedef float3 Type;` (nbody's vec3<T>)
+                info = self.spec_info(d.specs, "member typedef")
+                for it in d.items:
+                    self.check_declarator_shape(it.decl)
+                    st.member_types[it.decl.name] = self.apply_pointers(info.base, it.decl.pointers,
+                                                                        info.const, it.decl)[0]
+                continue
             for it in d.items:
                 decl = it.decl
                 if decl.params is not None and not decl.funcptr and not decl.parens:
@@ -207,6 +218,14 @@ class StructSema:
         """`Vec<float>`: the struct a class template defines for these arguments (one per
         distinct argument list), its members and member functions with the parameters bound."""
         VarSym = _syms()[1]
+        if "::" in spec.text:  # `typename vec3<T>::Type` (membertypes.py): a member typedef
+            outer, member = spec.text.split("::", 1)
+            inner = copy.copy(spec)
+            inner.text = outer
+            st = self.class_instance(inner)
+            if member not in st.member_types:
+                raise self.error(spec, f"'{st}' has no member type '{member}'")
+            return st.member_types[member]
         t = self.class_templates.get(spec.text)
         if t is None:
             raise self.error(spec, f"'{spec.text}' is not a class template")

@@ -12,7 +12,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters
 
 from ..diagnostics import CompileError
-from . import ctors, enums, hostcode, texdecl
+from . import ctors, enums, hostcode, membertypes, texdecl
 from .coopgroups import Lowering
 from .grammar import HINTS, get_lark
 from .macros import Expander, HASH, HASHHASH
@@ -286,7 +286,7 @@ class _Stream:
         ct = ctors.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         en = enums.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         tx = texdecl.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(tx.run(ct.run(self._operators(self._std(en.run(hostcode.run(self._drop_hints(exp.expand(self._placed()))))))))):  # one token of lookahead, for '::'
+        for tok in cg.run(tx.run(ct.run(self._operators(self._std(membertypes.run(en.run(hostcode.run(self._drop_hints(exp.expand(self._placed())))))))))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
@@ -461,6 +461,9 @@ class _Stream:
             if v in HALF_TYPES and fp16 is not None and tok.line > fp16:
                 raise err(tok.line, tok.column, f"'{v}' (half precision, cuda_fp16.h) is not "
                                                 "supported; use float")
+            if "::" in v and v.split("::")[0] in self.class_templates:  # membertypes.py
+                self.typedefs.add(v)
+                self.class_templates.add(v)
             if v in self.typedefs and not (self.decl and self.decl[4] is True) and \
                     not any(v in names for names in self.shadowed):
                 tok = Token("TYPE_NAME", v, start_pos=tok.start_pos, line=tok.line,
