@@ -296,12 +296,6 @@ def test_a_local_variable_named_like_a_struct_tag_hides_it_in_its_block_as_gxx_d
     assert got["o"].tobytes() == want["o"].tobytes()
 
 
-def test_a_lambda_is_a_named_error():
-    assert_error("__global__ void k(int *o) {\n    auto at = [&o](int i) -> int { return o[i]; };\n    o[0] = at(1);\n}\n",
-                 2, 15, "lambda expressions are not supported; write a __device__ function and pass what the "
-                        "lambda captures as parameters")
-
-
 def test_syntax_errors_between_items_are_still_reported_beside_a_kernel():
     assert_error("__global__ void k(int *o) { o[0] = 1; }\n}\n", 2, 1, "expected a declaration before '}'")
     assert_error("__global__ void k(int *o) { o[0] = 1; }\nint x\n", 2, 6, "expected ';' at end of input")
