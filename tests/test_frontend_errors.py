@@ -199,7 +199,7 @@ WHOLE = [
     ("template <typename T> __global__ void k(T *a) {}\n", 1, 1,
      "no kernel: the file defines only templates; a kernel template is instantiated when it is named at "
      "launch (qgrun --kernel 'NAME<ARGS>')"),
-    ("namespace n {}\n", 1, 1, "namespaces are not supported"),
+    ("namespace n = m;\n", 1, 1, "namespaces are not supported"),
     # --- functions
     ("__device__ int f(int x) { return f(x - 1); }\n"
      "__global__ void k(int *a) { a[0] = f(1); }\n",

@@ -24,7 +24,7 @@ FRONTEND_LAYERS = [
     {"ast", "types", "structs", "floatconst", "doubleconst", "grammar", "symbols", "builtin_names", "values", "ir",
      "overloads"},
     {"preprocess", "macros", "coopgroups", "coopwide", "coopparts", "ctors", "texdecl", "enums", "hostcode",
-     "lambdas", "membertypes"},  # preprocess (and #if, macros)
+     "lambdas", "membertypes", "namespaces"},  # preprocess (and #if, macros)
     {"tokens", "parser"},                                                      # parse
     {"structsema", "sema_decls", "sema_templates", "sema_stmts", "sema_exprs", "sema_calls", "sema_textures",
      "sema_printf"},  # sema by topic
