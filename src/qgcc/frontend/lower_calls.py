@@ -46,6 +46,10 @@ class CallGen:
             return printf.printf(self, e)
         if callee == "assert":
             return printf.check_assert(self, e)
+        if callee == "memcpy":  # whole cells (sema_calls.memcpy_call)
+            dst, src = self.reg(self.val(e.args[0])), self.reg(self.val(e.args[1]))
+            self.copy_cells((dst, 0), (src, 0), e.args[2].const // 4)
+            return None
         if callee == "__syncthreads":
             self.emit(Op.BAR)
             return None
