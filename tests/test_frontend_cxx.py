@@ -451,7 +451,9 @@ def test_the_network_agrees_with_the_emulator_and_the_model():
 # ------------------------------------------------------------------ not yet: each one named
 
 NOT_YET = [
-    ("union P { int x; };", 1, "'union' types are not supported"),
+    ("union P { int x; short h; };", 24, "union member 'h' has type 'short'; a union's members share 32-bit cells, "
+     "so only int, unsigned and float members (and arrays and structs of them) are supported; view 16-bit "
+     "halves of an unsigned with shifts and masks"),
     ("__device__ typename T f();", 12, "'typename' is supported only in a template parameter list"),
     ("__device__ long double f();", 17, "'long double' is not supported; use 'double'"),
     ("__device__ void f(int &&r) {}", 23, "rvalue references ('int &&') are not supported"),

@@ -23,7 +23,8 @@ FRONTEND_LAYERS = [
     # shared types and tables: the AST, C types, constants, symbols, built-in tables, lowering values, the IR
     {"ast", "types", "structs", "floatconst", "doubleconst", "grammar", "symbols", "builtin_names", "values", "ir",
      "overloads"},
-    {"preprocess", "macros", "coopgroups", "coopwide", "coopparts", "ctors", "texdecl", "enums", "hostcode"},  # preprocess (and #if, macros)
+    {"preprocess", "macros", "coopgroups", "coopwide", "coopparts", "ctors", "texdecl", "enums", "hostcode",
+     "lambdas", "membertypes", "namespaces"},  # preprocess (and #if, macros)
     {"tokens", "parser"},                                                      # parse
     {"structsema", "sema_decls", "sema_templates", "sema_stmts", "sema_exprs", "sema_calls", "sema_textures",
      "sema_printf", "atomic_double"},  # sema by topic (atomic_double: checked in sema_calls, emitted by lower_calls)

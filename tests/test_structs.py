@@ -283,7 +283,8 @@ NAMED_ERRORS = [
      "inheritance is not supported ('B : ...'); put the members in the struct itself"),
     ("struct A { int x : 3; };", 1, 16, "bit-fields are not supported ('x : ...'); use a whole member"),
     ("struct A { int x; virtual int f(); };", 1, 19, "'virtual' is not supported"),
-    ("struct A { static int n; };", 1, 12, "'static' is not allowed on a struct member"),
+    ("struct A { static int n; };", 1, 23, "static member 'n' is not supported; only integer constants "
+     "('static const int N = 4;') may be static members"),
     ("struct S { int x; };\n__global__ void k(int *o) { int v = *o; }\n__constant__ S c = {1}, d = {c.x};",
      3, 32, "the initialiser of __constant__ 'd' is not a compile-time constant"),
     ("__global__ void k() { struct L { int a; __device__ int f() { return a; } }; }", 1, 56,

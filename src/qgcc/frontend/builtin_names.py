@@ -86,7 +86,7 @@ DOUBLE_FUNCS = {"sqrt": 1, "fabs": 1, "fmin": 2, "fmax": 2, "floor": 1, "ceil": 
 # Memory fences order a thread's memory operations for the others; here every load and store
 # acts on the one memory at once (no caches, blocks in turn), so they are already in order.
 FENCES = frozenset({"__threadfence", "__threadfence_block", "__threadfence_system"})
-BUILTIN_FUNCS = FENCES | ATOMICS | {"__syncthreads", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(UNSIGNED_MINMAX) | set(FLOAT_FUNCS) | set(DOUBLE_FUNCS) | set(BIT_CASTS) | \
+BUILTIN_FUNCS = FENCES | ATOMICS | {"__syncthreads", "memcpy", "min", "max", "abs", "llmin", "llmax", "ullmin", "ullmax", "llabs"} | set(UNSIGNED_MINMAX) | set(FLOAT_FUNCS) | set(DOUBLE_FUNCS) | set(BIT_CASTS) | \
     set(WARP_FUNCS) | set(INT_FUNCS) | set(ATOMIC_SCOPES) | set(MATH_FUNCS)
 
 UNSUPPORTED_FUNCS = {

@@ -12,8 +12,8 @@ parsing) rewrites, at file scope or in a function body,
   declaration of `x` with the underlying type; `enum E x;` (C style) into `E x;`.
 
 Scoped enums convert to int without a cast here (a wider rule than C++'s, which changes no
-valid program).  An enum inside a struct or class body keeps a named error (a member there
-would be a field).
+valid program).  An enum inside a struct or class body becomes `static const` members, class
+constants (structsema.class_constant), and later uses of its name its underlying type.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Lowering:
         self.lex = lex
         self.error = error  # (token, message) -> exception
         self.enums: dict[str, bool] = {}  # enum name -> scoped
+        self.member_tags: dict[str, str] = {}  # a member enum's name -> its underlying type
 
     def emit(self, text: str, at: Token) -> list[Token]:
         return [Token(t.type, t.value, start_pos=at.start_pos, line=at.line, column=at.column,
@@ -50,14 +51,15 @@ class Lowering:
             t = toks[i]
             v = _v(t)
             if v == "enum" and t.type == "NAME":
-                if braces and braces[-1]:
-                    raise self.error(t, "an enum inside a struct or class is not supported; declare it "
-                                        "before the struct (at file scope)")
                 typedef = bool(out) and _v(out[-1]) == "typedef"
                 if typedef:
                     out.pop()
-                i = self.enum(toks, i, out, typedef)
+                i = self.enum(toks, i, out, typedef, member=bool(braces and braces[-1]))
                 head = []
+                continue
+            if t.type == "NAME" and v in self.member_tags and not (toks.has(i + 1) and _v(toks[i + 1]) == ":"):
+                out.extend(self.emit(self.member_tags[v], t))  # `Mode m;`: a member enum's type
+                i += 1
                 continue
             if t.type == "NAME" and v in self.enums and toks.has(i + 3) and _v(toks[i + 1]) == ":" \
                     == _v(toks[i + 2]) and toks[i + 3].type == "NAME":
@@ -86,8 +88,9 @@ class Lowering:
                 i = 0
         yield from out
 
-    def enum(self, toks: list, i: int, out: list, typedef: bool) -> int:
-        """Lower the enum at toks[i] into out; returns the index after what it consumed."""
+    def enum(self, toks: list, i: int, out: list, typedef: bool, member: bool = False) -> int:
+        """Lower the enum at toks[i] into out; returns the index after what it consumed.  In a
+        struct or class body (member) its enumerators are class constants, `static const int`."""
         kw = toks[i]
         j = i + 1
         scoped = toks.has(j) and _v(toks[j]) in ("class", "struct")
@@ -113,7 +116,10 @@ class Lowering:
                 return j + 1  # a repeated declaration, `enum E : int;`
             if typedef:
                 out.extend(self.emit("typedef", kw))
-            out.append(self.name(tag, toks[j - 1]))
+            if tag in self.member_tags:
+                out.extend(self.emit(self.member_tags[tag], toks[j - 1]))
+            else:
+                out.append(self.name(tag, toks[j - 1]))
             return j
         close = j + 1
         depth = 0
@@ -131,7 +137,7 @@ class Lowering:
             if at.type != "NAME":
                 raise self.error(at, f"expected an enumerator name, got '{at.value}'")
             full = f"{tag}::{at.value}" if scoped and tag else at.value
-            out.extend(self.emit(f"const {under}", at))
+            out.extend(self.emit(f"{'static ' if member else ''}const {under}", at))
             out.append(self.name(full, at))
             out.extend(self.emit("=", at))
             if len(item) > 1:
@@ -148,7 +154,10 @@ class Lowering:
                 out.extend(self.emit("+ 1;", at))
             names.append(at.value)
             prev = full
-        if tag is not None:
+        if tag is not None and member:
+            self.enums[tag] = scoped
+            self.member_tags[tag] = under  # (a typedef has no place in a class body)
+        elif tag is not None:
             self.enums[tag] = scoped
             out.extend(self.emit(f"typedef {under}", kw))
             out.append(self.name(tag, kw))

@@ -48,6 +48,10 @@ class CallGen:
             return printf.check_assert(self, e)
         if callee == "__qg_grid_sync":
             return printf.grid_sync(self, e)
+        if callee == "memcpy":  # whole cells (sema_calls.memcpy_call)
+            dst, src = self.reg(self.val(e.args[0])), self.reg(self.val(e.args[1]))
+            self.copy_cells((dst, 0), (src, 0), e.args[2].const // 4)
+            return None
         if callee == "__syncthreads":
             self.emit(Op.BAR)
             return None

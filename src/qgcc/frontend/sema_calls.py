@@ -16,7 +16,7 @@ from .builtin_names import (ATOMIC_SCOPES, BIT_CASTS, BUILTIN_FUNCS, DOUBLE_FUNC
                             MATH_FUNCS, UNSUPPORTED_FUNCS, WARP_FUNCS, _wide_atomic_problem)
 from . import atomic_double
 from .overloads import FLOAT_OVERLOADS, UNSIGNED_MINMAX, float_overload
-from .structs import is_struct
+from .structs import cell_only, is_struct
 from .symbols import FuncSym, VarSym
 from .types import (DOUBLE, FLOAT, INT, LLONG, PtrType, Type, UINT, ULLONG, VOID, fold_binary, is_arith, is_double,
                     is_float, is_floating, is_int, is_pair, is_wide, promote, usual_arithmetic, wrap)
@@ -247,6 +247,24 @@ class CallSema:
                 raise self.error(a, f"argument {i} of '{name}' must be a '{want}' pointer (got '{t}')")
         return {"f": FLOAT, "d": DOUBLE, "i": INT, "v": VOID}[ret]
 
+    def memcpy_call(self, e: A.Call) -> Type:
+        """`memcpy(&out, words, sizeof(out))` in device code (shfl_scan): whole 32-bit cells are
+        copied, so both sides must be made of int, unsigned and float cells (4 bytes each, as in
+        CUDA) and the size a compile-time multiple of 4; its result is not a value here."""
+        self.nargs(e, "memcpy", 3)
+        for i, a in enumerate(e.args[:2], start=1):
+            t = self.rvalue(a)
+            if not isinstance(t, PtrType) or not cell_only(t.elem) or (i == 1 and t.const):
+                raise self.error(a, f"argument {i} of 'memcpy' must point to {'non-const ' if i == 1 else ''}"
+                                    f"int, unsigned or float cells (or arrays and structs of them), got "
+                                    f"'{t}': memory is 32-bit cells here")
+        n = e.args[2]
+        self.rvalue(n)
+        if n.const is None or not is_int(n.ty) or n.const < 0 or n.const % 4:
+            raise self.error(n, "the size of a device 'memcpy' must be a compile-time multiple of 4 bytes "
+                                "(whole 32-bit cells)")
+        return VOID
+
     def builtin_call(self, e: A.Call, name: str) -> Type:
         if name in WARP_FUNCS:
             return self.warp_call(e, name)
@@ -258,6 +276,8 @@ class CallSema:
                 if not is_int(t):
                     raise self.error(a, f"argument {i} of '{name}' must be an integer (got '{t}')")
             return ret
+        if name == "memcpy":
+            return self.memcpy_call(e)
         if name == "__syncthreads" or name in FENCES:
             self.nargs(e, name, 0)
             return VOID

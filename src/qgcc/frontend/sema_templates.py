@@ -186,7 +186,9 @@ class TemplateSema:
                 if not isinstance(ty, PtrType):
                     raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
                 ty = ty.elem
-            if isinstance(ty, PtrType) or not (is_arith(ty) or is_struct(ty)):
+            capture = tnames[0].startswith("__qg_lambda_") and levels == 0  # lambdas.py: a pointer too
+            if not (capture and isinstance(ty, PtrType)) and (isinstance(ty, PtrType)
+                                                              or not (is_arith(ty) or is_struct(ty))):
                 raise self.error(a, f"cannot deduce '{tnames[0]}' of '{name}' from '{a.ty}'")
             prev = found.get(tnames[0])
             if prev is not None and prev != ty:

@@ -41,6 +41,8 @@ class StructType(Type):
         self.size = 0
         self.methods: dict[str, object] = {}  # name -> FuncSym (member functions and operators)
         self.const_members: set[str] = set()  # `const T x;` members: a constructor sets them
+        self.constants: dict[str, object] = {}  # static const ints, member enumerators: VarSyms
+        self.member_types: dict[str, Type] = {}  # member typedefs: `typedef float3 Type;`
 
     def name(self) -> str:
         return self.tag or f"(anonymous {self.keyword})"

@@ -13,9 +13,9 @@ import copy
 
 from ..spec import SPEC
 from . import ast as A
-from .structs import StructType, cell_only, cells, is_struct
+from .structs import Field, StructType, cell_only, cells, is_struct
 from .symbols import FuncSym, SpecInfo, VarSym
-from .types import FLOAT, UCHAR, UINT, ArrayType, PtrType, Type, VoidType, is_arith, is_float, is_int, is_ptr
+from .types import FLOAT, UCHAR, UINT, ArrayType, PtrType, Type, VoidType, is_arith, is_float, is_int, is_ptr, wrap
 
 
 def _syms():
@@ -63,7 +63,23 @@ class StructSema:
         members: list[tuple[str, Type, int, int]] = []
         seen: dict[str, int] = {}
         consts: set[str] = set()
+        class_scope: dict = {}  # `static const int N = 4;`, a member enum's enumerators
+        self.scopes.append(class_scope)  # (an error ends the check: no restore needed)
         for d in sd.fields:
+            if any(s.text == "static" for s in d.specs):
+                self.class_constant(d, class_scope)
+                continue
+            anon = next((s.struct for s in d.specs if s.struct is not None and s.struct.tag is None), None)
+            if anon is not None and not d.items:  # (C++ would put its members in the enclosing one)
+                raise self.error(anon, f"an anonymous {anon.keyword} member is not supported; name "
+                                       f"the member ('{anon.keyword} {{...}} m;')")
+            if any(s.text == "typedef" for s in d.specs):  # `typedef float3 Type;` (nbody's vec3<T>)
+                info = self.spec_info(d.specs, "member typedef")
+                for it in d.items:
+                    self.check_declarator_shape(it.decl)
+                    st.member_types[it.decl.name] = self.apply_pointers(info.base, it.decl.pointers,
+                                                                        info.const, it.decl)[0]
+                continue
             for it in d.items:
                 decl = it.decl
                 if decl.params is not None and not decl.funcptr and not decl.parens:
@@ -105,11 +121,16 @@ class StructSema:
                                            f"{seen[decl.name]})")
                 seen[decl.name] = decl.line
                 members.append((decl.name, ty, decl.line, decl.col))
+        self.scopes.pop()
+        st.constants = class_scope
         if not members:
             # C++ gives an empty struct a size (1 byte); here it is one cell that nothing reads,
             # so the SharedMemory<T> idiom (a struct that only has member functions) works.
             members.append((EMPTY_MEMBER, UCHAR, sd.line, sd.col))
-        st.layout(members)
+        if sd.keyword == "union":
+            self.union_layout(st, members)
+        else:
+            st.layout(members)
         st.const_members = consts
         if cells(st) > SPEC.global_words:
             raise self.error(sd, f"'{st}' needs {cells(st)} cells; global memory has {SPEC.global_words}")
@@ -119,6 +140,44 @@ class StructSema:
                                           "are not supported; declare the struct at file scope")
             self.declare_method(st, fd)
         return st
+
+    def union_layout(self, st: StructType, members: list) -> None:
+        """A union's members all start at its first cell, so writing one and reading another views
+        the same bits (float and int punning).  Memory is 32-bit cells, so only members made of
+        whole cells (int, unsigned, float: arrays and structs of them) can share them."""
+        fields = []
+        for name, ty, line, col in members:
+            if name != EMPTY_MEMBER and not cell_only(ty):
+                raise self.error(line, col, f"union member '{name}' has type '{ty}'; a union's members "
+                                            "share 32-bit cells, so only int, unsigned and float members "
+                                            "(and arrays and structs of them) are supported; view 16-bit "
+                                            "halves of an unsigned with shifts and masks")
+            fields.append(Field(name, ty, 0, line, col))
+        st.fields = fields
+        st.size = max((cells(f.ty) for f in fields), default=0)
+
+    def class_constant(self, d: A.Declaration, scope: dict) -> None:
+        """`static const int N = 4;` in a class: a compile-time integer constant named inside the
+        class (its member declarations and member functions), as a member enum's enumerators are
+        (enums.py writes them so); nothing is stored in the objects."""
+        VarSym = _syms()[1]
+        info = self.spec_info(d.specs, "member declaration")
+        for it in d.items:
+            decl = it.decl
+            if not info.const or not is_int(info.base) or decl.pointers or decl.arrays \
+                    or decl.params is not None or it.init is None:
+                raise self.error(decl, f"static member '{decl.name}' is not supported; only integer "
+                                       "constants ('static const int N = 4;') may be static members")
+            init = self.scalar_init(it.init, decl.name)
+            self.rvalue(init)
+            if init.const is None or not is_int(init.ty):
+                raise self.error(init, f"static member '{decl.name}' needs a compile-time constant "
+                                       "initialiser")
+            if decl.name in scope:
+                raise self.error(decl, f"redefinition of '{decl.name}' (previously declared on line "
+                                       f"{scope[decl.name].line})")
+            scope[decl.name] = VarSym(decl.name, info.base, "const", decl.line, decl.col, readonly=True,
+                                      const_value=wrap(init.const, info.base))
 
     def declare_method(self, st: StructType, fd: A.FunctionDef) -> None:
         """A member function is a device function `S::f` whose parameter 0 is `this`."""
@@ -156,6 +215,7 @@ class StructSema:
             if env is not None:
                 self.typedefs.update(env[0])
                 consts = env[1]
+            consts = {**consts, **getattr(fs.method_of, "constants", {})}
             try:
                 self.check_body(fs, fd, consts)
             finally:
@@ -166,6 +226,14 @@ class StructSema:
         """`Vec<float>`: the struct a class template defines for these arguments (one per
         distinct argument list), its members and member functions with the parameters bound."""
         VarSym = _syms()[1]
+        if "::" in spec.text:  # `typename vec3<T>::Type` (membertypes.py): a member typedef
+            outer, member = spec.text.split("::", 1)
+            inner = copy.copy(spec)
+            inner.text = outer
+            st = self.class_instance(inner)
+            if member not in st.member_types:
+                raise self.error(spec, f"'{st}' has no member type '{member}'")
+            return st.member_types[member]
         t = self.class_templates.get(spec.text)
         if t is None:
             raise self.error(spec, f"'{spec.text}' is not a class template")
@@ -260,8 +328,8 @@ class StructSema:
         out: list = []
 
         def parts(t: Type) -> list[tuple[int, Type]]:
-            if is_struct(t):
-                return [(f.offset, f.ty) for f in t.fields]
+            if is_struct(t):  # a union's braces initialise its first member, as in C
+                return [(f.offset, f.ty) for f in t.fields[:1 if t.keyword == "union" else None]]
             sub = ArrayType(t.elem, t.dims[1:], t.const) if len(t.dims) > 1 else t.elem
             return [(i * cells(sub), sub) for i in range(t.dims[0])]
 

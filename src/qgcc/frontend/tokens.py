@@ -12,7 +12,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters
 
 from ..diagnostics import CompileError
-from . import ctors, enums, hostcode, texdecl
+from . import ctors, enums, hostcode, lambdas, membertypes, namespaces, texdecl
 from .coopgroups import Lowering
 from .grammar import HINTS, get_lark
 from .macros import Expander, HASH, HASHHASH
@@ -24,7 +24,6 @@ from .types import BUILTIN_TYPEDEFS
 # Reserved words of CUDA C++ that the subset does not have, with the message naming them.
 UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "goto": "'goto' is not supported",
-    "union": "'union' types are not supported",
     "typename": "'typename' is supported only in a template parameter list",
     "new": "dynamic memory allocation ('new') is not supported",
     "delete": "dynamic memory allocation ('delete') is not supported",
@@ -286,8 +285,9 @@ class _Stream:
         cg = Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         ct = ctors.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         en = enums.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
+        lm = lambdas.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         tx = texdecl.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(tx.run(ct.run(self._operators(self._std(en.run(hostcode.run(self._drop_hints(exp.expand(self._placed()))))))))):  # one token of lookahead, for '::'
+        for tok in cg.run(tx.run(ct.run(self._operators(self._std(membertypes.run(en.run(hostcode.run(lm.run(namespaces.run(self._drop_hints(exp.expand(self._placed())))))))))))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
@@ -462,6 +462,9 @@ class _Stream:
             if v in HALF_TYPES and fp16 is not None and tok.line > fp16:
                 raise err(tok.line, tok.column, f"'{v}' (half precision, cuda_fp16.h) is not "
                                                 "supported; use float")
+            if "::" in v and v.split("::")[0] in self.class_templates:  # membertypes.py
+                self.typedefs.add(v)
+                self.class_templates.add(v)
             if v in self.typedefs and not (self.decl and self.decl[4] is True) and \
                     not any(v in names for names in self.shadowed):
                 tok = Token("TYPE_NAME", v, start_pos=tok.start_pos, line=tok.line,
@@ -493,7 +496,7 @@ class _Stream:
         struct, also in its own body); constructors are named as not supported."""
         v = tok.value
         st = self.struct_state
-        if tok.type in ("STRUCT", "CLASS"):
+        if tok.type in ("STRUCT", "CLASS", "UNION"):
             self.struct_state, self.struct_tag = "kw", None
             return
         if st == "kw" and tok.type in ("NAME", "TYPE_NAME"):
@@ -566,7 +569,7 @@ class _Stream:
                 self.decl = None
             return
         if tok.type == "NAME" and d[5] and d[3] == 0 and d[2] == 0:
-            if self.prev is not None and self.prev.type in ("STRUCT", "CLASS"):
+            if self.prev is not None and self.prev.type in ("STRUCT", "CLASS", "UNION"):
                 return  # `typedef struct tag {...} Name;`: the tag, not the declarator
             names.append(v)  # the first name of each declarator
             d[5] = False
