@@ -12,7 +12,11 @@ Arguments are in the kernel's parameter order.  `name:type[n]=gen` is a buffer o
 buffer of structs whose members, in declaration order, are all of one scalar type; a vector
 type (float4, uint2, uchar4, ...) is written as such.  A run may list "ignore": buffers whose
 contents the kernel leaves undefined (clock() readings), and a file's runs may be replaced by
-{"skip": "why"} where the published launch cannot be scaled to the machine.  Inputs are drawn from a seed made of the file,
+{"skip": "why"} where the published launch cannot be scaled to the machine.
+"textures": ["texIn:float[64x32]=rand"] binds the file's texture references (or, when named like
+a `cudaTextureObject_t` parameter in "args", texture objects) by name, as `qgrun --arg` does:
+`[H x W]` is a 2-D texture H rows high and W wide, `[n]` a 1-D one.  A `T **` parameter is
+`name:float[n]*k=gen`: k arrays of n elements each (`qgrun --arg name=@a.npy,@b.npy`).  Inputs are drawn from a seed made of the file,
 kernel and run index, so every run of the tool sees the same data.
 """
 from __future__ import annotations
@@ -44,6 +48,8 @@ class Arg:
     value: str = ""  # a scalar's text
     lanes: int = 0  # a vector type's or struct's members (0: a scalar element)
     fields: tuple[str, ...] = ()  # a struct's member names (a vector type's are x, y, z, w)
+    shape: tuple[int, ...] = ()  # a 2-D texture's (rows, columns); () for a flat buffer
+    lists: int = 0  # a `T **` parameter: how many arrays of `count` elements (0: not a list)
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -67,13 +73,14 @@ class Run:
     neural: bool = False
     origin: str = ""
     ignore: tuple[str, ...] = ()  # buffers whose contents are not defined by the kernel's semantics (clock())
+    textures: list[Arg] = field(default_factory=list)  # texture references bound by name (read-only)
 
     @property
     def label(self) -> str:
         return f"{self.kernel}<<<{','.join(map(str, self.grid))}; {','.join(map(str, self.block))}>>>"
 
 
-ARG_RE = re.compile(r"^\s*(\w+)\s*(?::\s*([\w ]+?)\s*(?:\[(\d+)\])?)?\s*(?:=\s*(.+?))?\s*$")
+ARG_RE = re.compile(r"^\s*(\w+)\s*(?::\s*([\w ]+?)\s*(?:\[(\d+)(?:\s*x\s*(\d+))?\](?:\s*\*\s*(\d+))?)?)?\s*(?:=\s*(.+?))?\s*$")
 
 
 STRUCT_RE = re.compile(r"^\s*(\w+)\s*:\s*(\w+)\s*\{([\w\s,]+)\}\s*([\w ]+?)\s*\[(\d+)\]\s*(?:=\s*(.+?))?\s*$")
@@ -90,16 +97,19 @@ def parse_arg(text: str, scalar_default: str = "int") -> Arg:
     m = ARG_RE.match(text)
     if not m:
         raise ValueError(f"cannot read the argument {text!r} (want name:type[n]=gen or name=value)")
-    name, t, n, rhs = m.groups()
+    name, t, n, w, k, rhs = m.groups()
     t = t or scalar_default
+    shape = (int(n), int(w)) if w else ()
+    count = int(n) * int(w) if w else int(n) if n is not None else None
+    lists = int(k) if k else 0
     if t in VECTORS and n is not None:
-        ctype, dt, k = VECTORS[t]
-        return Arg(name, ctype, dt, int(n), rhs or "zeros", lanes=k)
+        ctype, dt, lanes = VECTORS[t]
+        return Arg(name, ctype, dt, count, rhs or "zeros", lanes=lanes, shape=shape, lists=lists)
     if t not in CTYPES:
         raise ValueError(f"unknown element type {t!r} in {text!r}")
     ctype, dt = CTYPES[t]
     if n is not None:
-        return Arg(name, ctype, dt, int(n), rhs or "zeros")
+        return Arg(name, ctype, dt, count, rhs or "zeros", shape=shape, lists=lists)
     if rhs is None:
         raise ValueError(f"the scalar {name!r} needs a value ({text!r})")
     return Arg(name, ctype, dt, None, value=rhs)
@@ -113,12 +123,12 @@ def dims(v) -> tuple[int, int, int]:
 def parse_run(d: dict) -> Run:
     return Run(d["kernel"], dims(d["grid"]), dims(d["block"]), [parse_arg(a) for a in d["args"]],
                [parse_arg(c) for c in d.get("consts", [])], int(d.get("shared", 0)), bool(d.get("neural", False)),
-               d.get("from", ""), tuple(d.get("ignore", ())))
+               d.get("from", ""), tuple(d.get("ignore", ())), [parse_arg(t) for t in d.get("textures", [])])
 
 
 def generate(a: Arg, rng: np.random.Generator) -> np.ndarray:
     """The buffer's initial contents (a vector type's components drawn as one flat array)."""
-    n, dt = (a.count or 0) * max(a.lanes, 1), np.dtype(a.dtype)
+    n, dt = (a.count or 0) * max(a.lanes, 1) * max(a.lists, 1), np.dtype(a.dtype)
     flat = scalars(a, n, dt, rng)
     return flat.view(a.np_dtype) if a.lanes else flat
 
@@ -161,6 +171,8 @@ def inputs(file: str, run: Run, index: int) -> tuple[dict[str, np.ndarray], dict
     rng = np.random.default_rng(seed)
     bufs = {a.name: generate(a, rng) for a in run.args if a.is_buffer}
     consts = {c.name: generate(c, rng) for c in run.consts}
+    for t in run.textures:  # read-only: kept with the buffers (the oracle reads them in the same order)
+        bufs[t.name] = generate(t, rng)
     return bufs, consts
 
 
