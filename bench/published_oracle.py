@@ -126,6 +126,17 @@ template <unsigned N> static inline thread_block_tile<N> tiled_partition(const t
 template <unsigned N> static inline void sync(const thread_block_tile<N> &t) { t.sync(); }
 }
 namespace cooperative_groups {
+// A generic group handle (a device function's parameter): a block's or a tile's, synchronising as they do.
+struct thread_group {
+    unsigned qg_rank, qg_size; bool qg_block;
+    thread_group(const thread_block &b) : qg_rank(b.thread_rank()), qg_size(b.size()), qg_block(true) {}
+    template <unsigned N> thread_group(const thread_block_tile<N> &t) : qg_rank(t.thread_rank()), qg_size(N), qg_block(N > 4) {}
+    unsigned thread_rank() const { return qg_rank; }
+    unsigned size() const { return qg_size; }
+    unsigned num_threads() const { return qg_size; }
+    void sync() const { if (qg_block) __syncthreads(); else (void)__activemask(); }
+};
+static inline void sync(const thread_group &g) { g.sync(); }
 // The grid: blocks run one after another here, so a grid-wide barrier cannot be kept (exit 3).
 struct grid_group {
     unsigned long long block_rank() const { return (blockIdx.z * gridDim.y + blockIdx.y) * (unsigned long long)gridDim.x + blockIdx.x; }
@@ -181,6 +192,9 @@ template <unsigned N, class T, class F> static T reduce(const thread_block_tile<
 }
 }
 namespace cg = cooperative_groups;
+// Host helpers (helper_functions.h) that host-side classes of the samples name, declared only: no kernel calls them.
+template <class T, class S> bool compareData(const T *, const T *, unsigned, S, float);
+template <class T, class S> bool sdkWriteFile(const char *, const T *, unsigned, S, bool);
 // Textures, from CUDA's Programming Guide ("Texture Fetching"): point sampling of unnormalised
 // coordinates is texel floor(x); the clamp address mode keeps it in 0 .. N-1; tex1Dfetch reads
 // linear memory without addressing modes and returns zero outside it.  The host binds the data.
