@@ -137,6 +137,8 @@ struct thread_group {
     void sync() const { if (qg_block) __syncthreads(); else (void)__activemask(); }
 };
 static inline void sync(const thread_group &g) { g.sync(); }
+template <unsigned long N> struct block_tile_memory {};  // scratch for wide tiles: the block's barrier serves here
+template <unsigned long N> static inline thread_block this_thread_block(block_tile_memory<N> &) { return thread_block(); }
 // The grid: blocks run one after another here, so a grid-wide barrier cannot be kept (exit 3).
 struct grid_group {
     unsigned long long block_rank() const { return (blockIdx.z * gridDim.y + blockIdx.y) * (unsigned long long)gridDim.x + blockIdx.x; }
