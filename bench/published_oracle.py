@@ -52,6 +52,7 @@ typedef unsigned short ushort;
 #define __noinline__
 #define __inline__ inline
 #define __CUDACC__ 1
+#define __CUDA_ARCH__ 700  // nvcc's device pass defines it; qgcc documents 700 (docs/subset.md)
 #define CUDART_VERSION 12000
 #define CUDART_PI_F 3.141592654f
 static inline void __threadfence() {}

@@ -11,7 +11,8 @@ Arguments are in the kernel's parameter order.  `name:type[n]=gen` is a buffer o
 (rand, sorted within segments of seg elements).  `name:Node{starting,no_of_edges}int[n]` is a
 buffer of structs whose members, in declaration order, are all of one scalar type; a vector
 type (float4, uint2, uchar4, ...) is written as such.  A run may list "ignore": buffers whose
-contents the kernel leaves undefined (clock() readings), and a file's runs may be replaced by
+contents the kernel leaves undefined (clock() readings), "unordered": buffers a kernel fills in an
+order CUDA leaves open (slots handed out by an atomic counter), compared as sorted multisets, and a file's runs may be replaced by
 {"skip": "why"} where the published launch cannot be scaled to the machine.
 "textures": ["texIn:float[64x32]=rand"] binds the file's texture references (or, when named like
 a `cudaTextureObject_t` parameter in "args", texture objects) by name, as `qgrun --arg` does:
@@ -75,6 +76,7 @@ class Run:
     origin: str = ""
     ignore: tuple[str, ...] = ()  # buffers whose contents are not defined by the kernel's semantics (clock())
     textures: list[Arg] = field(default_factory=list)  # texture references bound by name (read-only)
+    unordered: tuple[str, ...] = ()  # buffers filled through atomic counters: CUDA leaves their order open
 
     @property
     def label(self) -> str:
@@ -124,7 +126,8 @@ def dims(v) -> tuple[int, int, int]:
 def parse_run(d: dict) -> Run:
     return Run(d["kernel"], dims(d["grid"]), dims(d["block"]), [parse_arg(a) for a in d["args"]],
                [parse_arg(c) for c in d.get("consts", [])], int(d.get("shared", 0)), bool(d.get("neural", False)),
-               d.get("from", ""), tuple(d.get("ignore", ())), [parse_arg(t) for t in d.get("textures", [])])
+               d.get("from", ""), tuple(d.get("ignore", ())), [parse_arg(t) for t in d.get("textures", [])],
+               tuple(d.get("unordered", ())))
 
 
 def generate(a: Arg, rng: np.random.Generator) -> np.ndarray:
