@@ -6,7 +6,7 @@ A file's manifest entry (outside the repo, next to the file it describes) may ca
           "consts": ["c_Kernel:float[17]=rand"], "neural": false, "from": "where the host code says so"}]
 Arguments are in the kernel's parameter order.  `name:type[n]=gen` is a buffer of n elements
 (zeros without `=gen`); `name=value` or `name:type=value` a scalar.  Generators: rand
-(floats in [-1, 1), integers in [0, 100)), rand(lo,hi), iota, iota(start), fill(v), perm
+(floats in [-1, 1), integers in [0, 100)), rand(lo,hi), iota, iota(start), iota(start,step), fill(v), perm
 (a permutation of 0..n-1), bits (any pattern), vals(a,b,...) (repeated), sorted(lo,hi,seg)
 (rand, sorted within segments of seg elements).  `name:Node{starting,no_of_edges}int[n]` is a
 buffer of structs whose members, in declaration order, are all of one scalar type; a vector
@@ -146,8 +146,8 @@ def scalars(a: Arg, n: int, dt: np.dtype, rng: np.random.Generator) -> np.ndarra
         return np.zeros(n, dt)
     if kind == "fill":
         return np.full(n, params[0], dt)
-    if kind == "iota":
-        return (np.arange(n) + (params[0] if params else 0)).astype(dt)
+    if kind == "iota":  # iota(start, step)
+        return (np.arange(n) * (params[1] if len(params) > 1 else 1) + (params[0] if params else 0)).astype(dt)
     if kind == "vals":
         return np.resize(np.array(params, dt), n)
     if kind == "sorted":  # rand(lo, hi), sorted within segments of params[2] elements
