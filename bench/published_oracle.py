@@ -198,6 +198,11 @@ namespace cg = cooperative_groups;
 // Host helpers (helper_functions.h) that host-side classes of the samples name, declared only: no kernel calls them.
 template <class T, class S> bool compareData(const T *, const T *, unsigned, S, float);
 template <class T, class S> bool sdkWriteFile(const char *, const T *, unsigned, S, bool);
+// Host types the files' host-side structs name (CUDA by Example's bitmaps, the runtime's handles), declared only.
+struct CPUAnimBitmap; struct CPUBitmap; struct GPUAnimBitmap;
+typedef struct qg_event_st *cudaEvent_t;
+typedef struct qg_stream_st *cudaStream_t;
+typedef struct qg_graphics_st *cudaGraphicsResource_t;
 // Textures, from CUDA's Programming Guide ("Texture Fetching"): point sampling of unnormalised
 // coordinates is texel floor(x); the clamp address mode keeps it in 0 .. N-1; tex1Dfetch reads
 // linear memory without addressing modes and returns zero outside it.  The host binds the data.
