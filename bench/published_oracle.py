@@ -223,6 +223,17 @@ template <class T, int D, int M> static T tex1D(const texture<T, D, M> &t, float
 template <class T, int D, int M> static T tex2D(const texture<T, D, M> &t, float x, float y) {
     return t.qg_data[qg_texel(y, t.qg_h) * t.qg_w + qg_texel(x, t.qg_w)];
 }
+// Texture objects: a handle indexes the launcher's table; the texel type is the fetch's template argument.
+typedef unsigned long long cudaTextureObject_t;
+struct qg_texobj { const void *data; int w, h; };
+static qg_texobj qg_texobjs[8];
+template <class T> static T tex1Dfetch(cudaTextureObject_t o, int i) {
+    const qg_texobj &t = qg_texobjs[o]; return i >= 0 && i < t.w ? ((const T *)t.data)[i] : T{};
+}
+template <class T> static T tex1D(cudaTextureObject_t o, float x) { const qg_texobj &t = qg_texobjs[o]; return ((const T *)t.data)[qg_texel(x, t.w)]; }
+template <class T> static T tex2D(cudaTextureObject_t o, float x, float y) {
+    const qg_texobj &t = qg_texobjs[o]; return ((const T *)t.data)[qg_texel(y, t.h) * t.w + qg_texel(x, t.w)];
+}
 // Device printf: each call's text kept (CUDA prints after the launch; the order between threads is open).
 static char qg_printed[1 << 20];  // the calls' texts, each after its length (4 bytes)
 static unsigned qg_printed_len, qg_printed_n;

@@ -61,7 +61,9 @@ def launcher(runs: list[Run]) -> str:
         for a in r.args + r.textures:
             if a.is_buffer:
                 out.append(f"static {a.ctype} *b_{a.name};")
-        params = [f"b_{a.name}" if a.is_buffer else c_scalar(a) for a in r.args]
+        objs = [a.name for a in r.args if a.texobj]  # texture objects: handles into the shim's table
+        params = [f"b_{a.name}" if a.is_buffer else f"(cudaTextureObject_t){objs.index(a.name)}" if a.texobj
+                  else c_scalar(a) for a in r.args]
         out.append(f"static void body() {{ {r.kernel}({', '.join(params)}); }}")
         out.append("static void run(FILE *in, int reverse) {")
         out.append("    rewind(in);")
@@ -73,7 +75,10 @@ def launcher(runs: list[Run]) -> str:
             out.append(f"    if (!b_{t.name}) b_{t.name} = new {t.ctype}[{t.count} + 1]();")
             out.append(f"    if (fread(b_{t.name}, sizeof({t.ctype}), {t.count}, in) != {t.count}) __builtin_trap();")
             h, w = t.shape or (1, t.count)
-            out.append(f"    {t.name}.qg_bind(b_{t.name}, {w}, {h});")
+            if t.name in objs:
+                out.append(f"    qg_texobjs[{objs.index(t.name)}] = {{b_{t.name}, {w}, {h}}};")
+            else:
+                out.append(f"    {t.name}.qg_bind(b_{t.name}, {w}, {h});")
         for c in r.consts:
             out.append(f"    if (fread((void *)&{c.name}, {c.np_dtype.itemsize}, {c.count}, in) != {c.count}) __builtin_trap();")
         out.append("    qg_printf_reset();")
@@ -200,7 +205,7 @@ def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: 
             np.save(work / f"{tag}_{a.name}.npy", bufs[a.name])
             args += ["--arg", f"{a.name}=@{work / f'{tag}_{a.name}.npy'}",
                      "--out", f"{a.name}={work / f'{tag}_o_{a.name}.npy'}"]
-        else:
+        elif not a.texobj:  # a texture object is bound with the textures below
             args += ["--arg", f"{a.name}={qgrun_scalar(a)}"]
     for t in run.textures:  # bound by name; a 2-D texture's array is (rows, columns)
         np.save(work / f"{tag}_t_{t.name}.npy", bufs[t.name].reshape(t.shape) if t.shape else bufs[t.name])

@@ -16,7 +16,8 @@ order CUDA leaves open (slots handed out by an atomic counter), compared as sort
 {"skip": "why"} where the published launch cannot be scaled to the machine.
 "textures": ["texIn:float[64x32]=rand"] binds the file's texture references (or, when named like
 a `cudaTextureObject_t` parameter in "args", texture objects) by name, as `qgrun --arg` does:
-`[H x W]` is a 2-D texture H rows high and W wide, `[n]` a 1-D one.  A `T **` parameter is
+`[H x W]` is a 2-D texture H rows high and W wide, `[n]` a 1-D one; a texture object parameter is
+written in "args" as the bare name of its texture.  A `T **` parameter is
 `name:float[n]*k=gen`: k arrays of n elements each (`qgrun --arg name=@a.npy,@b.npy`).  Inputs are drawn from a seed made of the file,
 kernel and run index, so every run of the tool sees the same data.
 """
@@ -52,6 +53,7 @@ class Arg:
     fields: tuple[str, ...] = ()  # a struct's member names (a vector type's are x, y, z, w)
     shape: tuple[int, ...] = ()  # a 2-D texture's (rows, columns); () for a flat buffer
     lists: int = 0  # a `T **` parameter: how many arrays of `count` elements (0: not a list)
+    texobj: bool = False  # a `cudaTextureObject_t` parameter: the texture of this name in "textures"
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -123,8 +125,16 @@ def dims(v) -> tuple[int, int, int]:
     return tuple(v + [1] * (3 - len(v)))  # type: ignore[return-value]
 
 
+def parse_param(text: str, textures: set[str]) -> Arg:
+    """A kernel argument; a bare name of one of the run's textures is a texture object parameter."""
+    if text.strip() in textures:
+        return Arg(text.strip(), "cudaTextureObject_t", "u8", None, value="0", texobj=True)
+    return parse_arg(text)
+
+
 def parse_run(d: dict) -> Run:
-    return Run(d["kernel"], dims(d["grid"]), dims(d["block"]), [parse_arg(a) for a in d["args"]],
+    tex = {re.split(r"[:\s]", t.strip())[0] for t in d.get("textures", [])}
+    return Run(d["kernel"], dims(d["grid"]), dims(d["block"]), [parse_param(a, tex) for a in d["args"]],
                [parse_arg(c) for c in d.get("consts", [])], int(d.get("shared", 0)), bool(d.get("neural", False)),
                d.get("from", ""), tuple(d.get("ignore", ())), [parse_arg(t) for t in d.get("textures", [])],
                tuple(d.get("unordered", ())))

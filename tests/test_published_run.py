@@ -139,6 +139,11 @@ __global__ void sample(float *out, int w, int h)
     if (x == 0 && y < 2)
         printf("row %d: %f %5.2e|%x\\n", y, out[i], out[i], tex1Dfetch(lut, y));
 }
+__global__ void through_object(float *out, int n, cudaTextureObject_t src)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex1Dfetch<float>(src, i + 5) * 2.0f;  // the last five read 0
+}
 __global__ void guarded(int *out, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -176,3 +181,11 @@ def test_a_failing_device_assert_must_stop_both_sides(tmp_path):
     assert code == 0, lines
     assert sum(ln.startswith("exact") and "guarded<<<" in ln for ln in lines) == 2, lines
     assert any("both stop on the failing assert" in ln for ln in lines), lines
+
+
+def test_a_texture_object_parameter_is_bound_by_its_name_from_the_textures(tmp_path):
+    need_gxx()
+    spec = {"kernel": "through_object", "grid": [2], "block": [32], "args": ["out:float[64]", "n=64", "src"],
+            "textures": ["src:float[64]=rand"]}
+    code, lines = run(corpus(tmp_path, [spec], SAMPLED))
+    assert code == 0 and any(ln.startswith("exact") and "through_object<<<" in ln for ln in lines), lines
