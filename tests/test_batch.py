@@ -127,7 +127,10 @@ def test_a_batch_with_more_launches_than_slots_gives_each_launch_its_own_result_
         try:
             want = host.run(launch(*shape, a), max_steps)
         except Fault as fault:
-            assert isinstance(got, type(fault)) and str(got) == str(fault) and got.__dict__ == fault.__dict__
+            assert isinstance(got, type(fault)) and str(got) == str(fault)
+            # A memory fault carries the memory at the fault (the printf records so far): the same cells.
+            mine, theirs = dict(got.__dict__), dict(fault.__dict__)
+            assert np.array_equal(mine.pop("memory", None), theirs.pop("memory", None)) and mine == theirs
         else:
             assert np.array_equal(got.memory, want.memory) and got.stats == want.stats
             assert got.network_steps == want.network_steps

@@ -749,4 +749,5 @@ def test_constructs_outside_the_subset_are_named():
                  "__global__ void k(float *o) {}\n", 1, 60,
                  "constructors are not supported ('cuComplex'); initialise a struct with braces "
                  "('cuComplex s = {...};') or assign its members")
-    assert_error("__global__ void k(void *devX) {}\n", 1, 25, "'void *' pointers are not supported; use a typed pointer")
+    assert_error("__global__ void k(void *devX) { devX[0] = 1; }\n", 1, 33,
+                 "'void *' points to no type; cast it to a typed pointer first ('(float *)p')")

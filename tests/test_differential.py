@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 import qgcc
-from qgcc.link.schedule import CapacityError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gxx import need_gxx  # noqa: E402
@@ -168,10 +167,12 @@ def test_64bit_constants_survive_qg_files_and_qsass(qgcc, qgrun, tmp_path):
         assert np.load(tmp_path / f"{name}_p.npy").tolist() == [-5, 7]
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(strict=True, raises=CapacityError, reason="known linker limit found by the fuzzer: float arithmetic, a float compare "
-                   "and a warp vote or shuffle overflow the residual stream ('does not fit in 45 layers')")
+@pytest.mark.slow  # a whole link (weights included): about 15 s; tests/test_residual.py places it in seconds
 def test_float_arithmetic_with_a_compare_and_a_warp_vote_links_into_the_network():
+    # Did not link ("does not fit in 45 layers: the residual stream (2048 dims) is full at stage
+    # 17"): gates waiting for the end of the step held dimensions in the register-file layers.
+    # The linker now moves them later (qgcc.link.sink), and the program takes the integer
+    # machine's 36 layers.
     from qgcc.link.linker import link
 
     prog = qgcc.compile("""
@@ -181,4 +182,4 @@ __global__ void k(float *a, unsigned *b) {
     b[threadIdx.x] = __ballot_sync(0xffffffff, x != 3.0f);
 }
 """)
-    assert link(prog.program).num_layers <= 45
+    assert link(prog.program).num_layers == 36

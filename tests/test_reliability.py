@@ -107,7 +107,8 @@ FRONT_END = [
      "constructor 'P::P' (line 1) is host code; make it __device__ to construct a 'P' on the device"),
     ("function pointer", "__global__ void k(int *a) {\n  int (*fp)(int);\n}\n", 2, 9,
      "function pointers are not supported"),
-    ("printf", '__global__ void k(int *a) {\n  printf("%d", 1);\n}\n', 2, 3, "'printf' is not supported"),
+    ("asm", '__global__ void k(int *a) {\n  asm("mov.u32 %0, 1;" : "=r"(a[0]));\n}\n', 2, 3,
+     "inline assembly ('asm') is not supported"),
     ("64-bit atomic", "__global__ void k(long long *a) {\n  atomicMax(a, 1);\n}\n", 2, 13,
      "'atomicMax' on 'long long *' is not supported (the high words decide only when they differ, so it "
      "cannot be done a half at a time; it needs a 64-bit compare-and-swap, which the machine does not have "

@@ -68,6 +68,10 @@ def run_launch(engine, launch, *, device: str, max_steps: int, on_step=None, lin
     if linked is not None and linked.network is None:
         linked.network = launch.network  # linked by this first network launch: reused from now on
     buffers = {p.name: launch.read_buffer(result.memory, p.name) for p in launch.kernel.params if p.pointer}
+    for p in launch.kernel.params:  # `T **`: the list of the buffers its cells point to
+        if p.indirect:
+            buffers[p.name] = [launch.read_buffer(result.memory, f"{p.name}[{j}]")
+                               for j in range(launch.buffers[p.name].length)]
     return result, buffers
 
 
@@ -93,7 +97,7 @@ def check_args(kernel: Kernel, values: dict[str, Any]) -> tuple[dict[str, int], 
     """Python values -> (scalar words, flat arrays), with qgrun's checks and messages (runtime/values.py):
     arrays must have the pointee's dtype exactly; scalars are range-checked; floats round once to float32."""
     from .cli.args import parse_float
-    from .runtime.values import check_array, check_int
+    from .runtime.values import check_array, check_array_list, check_int
 
     params = {p.name: p for p in kernel.params}
     scalars: dict[str, int] = {}
@@ -104,7 +108,9 @@ def check_args(kernel: Kernel, values: dict[str, Any]) -> tuple[dict[str, int], 
             have = ", ".join(params) or "none"
             raise UsageError(f"argument '{name}': kernel '{kernel.name}' has no parameter '{name}' "
                              f"(parameters: {have})")
-        if p.pointer:
+        if p.indirect:  # `T **`: a list of arrays, one buffer each
+            arrays[name] = check_array_list(name, value, p)
+        elif p.pointer:
             if p.struct is not None and not isinstance(value, np.ndarray):
                 from .runtime.structbuf import describe
 
@@ -332,8 +338,8 @@ def _both(f, g):
 
 
 def _shaped(buffers: dict[str, np.ndarray], shapes: dict[str, tuple]) -> dict[str, np.ndarray]:
-    return {n: (a.reshape(shapes[n]) if n in shapes and int(np.prod(shapes[n])) == a.size else a)
-            for n, a in buffers.items()}
+    return {n: (a.reshape(shapes[n]) if n in shapes and isinstance(a, np.ndarray) and int(np.prod(shapes[n])) == a.size
+                else a) for n, a in buffers.items()}
 
 
 @dataclass
@@ -497,6 +503,10 @@ class KernelLauncher:
                 arr = values.get(p.name)
                 if p.pointer and not p.const and isinstance(arr, np.ndarray) and arr.flags.writeable:
                     arr[...] = result.outputs[p.name].reshape(arr.shape)
+                if p.indirect and isinstance(arr, (list, tuple)):  # `T **`: into each array of the list
+                    for a, out in zip(arr, result.outputs[p.name]):
+                        if a.flags.writeable:
+                            a[...] = out.reshape(a.shape)
             return result
 
         return call

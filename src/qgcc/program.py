@@ -73,7 +73,7 @@ class StructLayout:
     @property
     def words(self) -> int:
         """The struct's size in cells."""
-        return sum(2 if ct in ("llong", "ullong") else 1 for _, ct in self.cells)
+        return sum(2 if ct in ("llong", "ullong", "double") else 1 for _, ct in self.cells)
 
 
 @dataclass
@@ -88,6 +88,9 @@ class Param:
     # A texture (1 or 2: its dimensions; docs/subset.md, "Textures"): a read-only buffer whose
     # parameter is a 64-bit handle, the buffer's first cell and (width-1) | (height-1) << 16.
     texture: int = 0
+    # `T **` (T a scalar): the buffer holds the cell addresses of other buffers of ctype, which
+    # the launch lays out from a list of arrays (docs/subset.md, "Pointers to pointers").
+    indirect: bool = False
 
     @property
     def words(self) -> int:
@@ -107,7 +110,8 @@ class Param:
         if self.struct is not None:
             return f"{'const ' if self.const else ''}{self.struct.name} * {self.name}"
         c = {"uchar": "unsigned char", "llong": "long long", "ullong": "unsigned long long"}.get(self.ctype, self.ctype)
-        return f"{'const ' if self.const else ''}{c}{' *' if self.pointer else ''} {self.name}"
+        stars = " **" if self.indirect else " *" if self.pointer else ""
+        return f"{'const ' if self.const else ''}{c}{stars} {self.name}"
 
 
 @dataclass
@@ -146,7 +150,7 @@ class Constant:
     @property
     def words(self) -> int:
         """The number of cells (two per element of a 64-bit type)."""
-        return self.length * (2 if self.ctype in ("llong", "ullong") else 1)
+        return self.length * (2 if self.ctype in ("llong", "ullong", "double") else 1)
 
     def describe(self) -> str:
         c = {"uchar": "unsigned char"}.get(self.ctype, self.ctype)

@@ -69,7 +69,8 @@ def kernels_json(kernels: list[Kernel]) -> str:
          "params": [{"name": p.name, "ctype": p.ctype, "pointer": p.pointer, "const": p.const,
                      **({"struct": {"name": p.struct.name, "cells": [list(c) for c in p.struct.cells]}}
                         if p.struct is not None else {}),
-                     **({"texture": p.texture} if p.texture else {})}
+                     **({"texture": p.texture} if p.texture else {}),
+                     **({"indirect": True} if p.indirect else {})}
                     for p in k.params],
          "shared_words": k.shared_words, "regs": k.regs,
          **({"local_words": k.local_words} if k.local_words else {})}
@@ -240,9 +241,11 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
             raise bad
         params = []
         for p in k["params"]:
-            if not isinstance(p, dict) or set(p) - {"struct", "texture"} != {"name", "ctype", "pointer", "const"}:
+            if not isinstance(p, dict) or set(p) - {"struct", "texture", "indirect"} != {"name", "ctype", "pointer",
+                                                                                 "const"}:
                 raise bad
-            if p.get("texture", 1) not in (1, 2) or ("texture" in p and p["pointer"] is not True):
+            if p.get("texture", 1) not in (1, 2) or ("texture" in p and p["pointer"] is not True) \
+                    or p.get("indirect", True) is not True:
                 raise bad
             layout = None
             if "struct" in p:  # a pointer to a struct: its cells (a buffer is a structured array)
@@ -254,7 +257,8 @@ def _parse_kernels(path: str, text: str) -> list[Kernel]:
                 layout = StructLayout(st["name"], tuple((str(a), b) for a, b in st["cells"]))
             elif p["ctype"] not in ELEM_DTYPES:
                 raise bad
-            params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"], layout, p.get("texture", 0)))
+            params.append(Param(p["name"], p["ctype"], p["pointer"], p["const"], layout, p.get("texture", 0),
+                                indirect="indirect" in p))
         kernels.append(Kernel(k["name"], k["entry"], k["end"], params, k["shared_words"], k["regs"],
                               k.get("local_words", 0)))
     return kernels

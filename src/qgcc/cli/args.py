@@ -170,7 +170,12 @@ def parse_args(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> tuple[dict
         if name in seen:
             raise UsageError(f"--arg '{name}' is given twice")
         seen.add(name)
-        if p.pointer:
+        if p.indirect:  # `T **`: @A.npy,@B.npy,zeros:N,... one buffer per pointer
+            from ..runtime.values import check_array_list
+
+            arrays[name] = check_array_list(f"--arg {name}={value}",
+                                            [load_array(name, v, p) for v in value.split(",")], p)
+        elif p.pointer:
             arrays[name] = load_array(name, value, p)
         elif p.struct is not None:
             arrays[name] = load_struct_value(name, value, p)
@@ -236,13 +241,27 @@ def check_writable(label: str, path: str) -> None:
         raise UsageError(f"{label}: {path} is a directory")
 
 
+def check_out_buffers(outs: dict[str, str], buffers) -> None:
+    """`--out NAME[J]=PATH`: J must be one of the arrays given for the `T **` parameter NAME."""
+    for name in outs:
+        if name not in buffers:
+            base = name.split("[")[0]
+            n = buffers[base].length
+            raise UsageError(f"--out '{name}': parameter '{base}' was given {n} array{'s' if n != 1 else ''} "
+                             f"({base}[0]..{base}[{n - 1}])")
+
+
 def parse_outs(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> dict[str, str]:
     """`--out NAME=PATH` -> {buffer name: path}; only pointer parameters, each at most once."""
     outs: dict[str, str] = {}
     paths: dict[str, str] = {}
     for spec in specs:
         name, path = _split("--out", spec)
-        p = _param(kernel, "--out", name)
+        m = re.fullmatch(r"(\w+)\[(\d+)\]", name)  # NAME[J]: the J-th buffer of a `T **` parameter
+        p = _param(kernel, "--out", m.group(1) if m else name)
+        if m and not p.indirect:
+            raise UsageError(f"--out '{name}': parameter '{p.name}' is not a pointer to pointers "
+                             f"({p.describe()}); write --out {p.name}=PATH.npy")
         if not p.pointer:
             raise UsageError(f"--out '{name}': parameter '{name}' is not a pointer ({p.describe()}); "
                              f"only buffers can be written out")

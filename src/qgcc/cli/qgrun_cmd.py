@@ -101,7 +101,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     from .. import engines
     from ..api import run_launch, select_kernel
     from ..runtime.launch import make_launch, parse_dim3
-    from .args import check_writable, parse_args, parse_consts, parse_outs
+    from .args import check_out_buffers, check_writable, parse_args, parse_consts, parse_outs
     from .render import TraceRenderer, fault_message, make_console, print_summary
 
     grid3 = parse_dim3(grid, "grid")
@@ -123,6 +123,7 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
     _check_extra_outputs(timeline, trace_out, json_path, out_paths, dump_states)
     launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=linked.network,
                          shared_bytes=shared, constants=parse_consts(program, consts))
+    check_out_buffers(out_paths, launch.buffers)
     if device_note:
         note(TOOL, device_note)
     if dtype_note:
@@ -214,7 +215,8 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
         import numpy as np
 
         buf = io.BytesIO()
-        np.save(buf, final[name], allow_pickle=False)
+        # (a `T **` parameter: NAME is its address cells, NAME[J] the J-th buffer)
+        np.save(buf, launch.read_buffer(result.memory, name), allow_pickle=False)
         buffers[path] = buf.getvalue()
     _end_trace_out(writer, "ok", 0, **{k: summary[k] for k in STAT_KEYS})
     if recorder is not None:
@@ -305,7 +307,7 @@ def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
     "outs": {NAME: PATH.npy} (optional), "shared": BYTES (optional, as --shared),
     "consts": {NAME: VALUE} (optional, as --const)}; paths are relative to the current directory.
     """
-    from .args import check_writable, parse_args, parse_consts, parse_outs
+    from .args import check_out_buffers, check_writable, parse_args, parse_consts, parse_outs
     from ..runtime.launch import make_launch, parse_dim3
 
     try:
@@ -361,6 +363,7 @@ def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
                 raise UsageError(f"{where}: \"shared\" must be a number of bytes >= 0")
             launch = make_launch(program, kernel, grid3, block3, scalars, arrays, network=network,
                                  shared_bytes=shared, constants=parse_consts(program, pairs("consts")))
+            check_out_buffers(outs, launch.buffers)
         except LookupError as e:
             raise UsageError(f"{where}: {e.args[0] if e.args else e}") from None
         except UsageError as e:

@@ -20,7 +20,7 @@ from ..link.layout import PHASES
 from ..link.linker import LinkedNetwork
 from ..link.weights import VALUE_LEVEL
 from ..runtime.launch import Launch
-from ..trace import Fault
+from ..trace import Fault, MemoryFault
 from .host import Host, NeuralResult, Tracker
 from .neural_c import StepError
 
@@ -95,6 +95,8 @@ class BatchRunner:
                 if outcome is True:
                     halted.append(b)
                 elif outcome is not None:
+                    if isinstance(outcome, MemoryFault):  # the printf records so far, as Host.run gives them
+                        outcome.memory = self._memories([slot], [b])[0]
                     results[slot.index] = outcome
                     layers.stop(b)
                     slots[b] = None

@@ -188,6 +188,12 @@ class KernelGen(StmtGen, MemoryGen, ExprGen, CallGen):
             elif isinstance(t, PtrType) and is_struct(t.elem):
                 params.append(Param(p.name, "struct", pointer=True, const=t.const,
                                     struct=struct_layout(t.elem)))
+            elif isinstance(t, PtrType) and isinstance(t.elem, PtrType) and hasattr(t.elem.elem, "kind") \
+                    and not is_struct(t.elem.elem):  # `T **`: a buffer of addresses of T buffers
+                params.append(Param(p.name, t.elem.elem.kind, pointer=True, const=t.const, indirect=True))
+            elif isinstance(t, PtrType) and not hasattr(t.elem, "kind"):
+                # `void *`, `S **`, `T ***`: the buffer as raw cells (addresses, untyped words)
+                params.append(Param(p.name, "unsigned", pointer=True, const=t.const))
             elif isinstance(t, PtrType):
                 params.append(Param(p.name, t.elem.kind, pointer=True, const=t.const))
             elif is_wide(t):

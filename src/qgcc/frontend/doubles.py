@@ -128,6 +128,10 @@ def func(g: "KernelGen", name: str, args: list) -> Pair:
         return g.call_lib("__qg_dmin" if name.endswith("min") else "__qg_dmax", args)
     if name in ("floor", "ceil"):
         return g.call_lib("__qg_dfloorceil", [args[0], _C(int(name == "ceil"))])
+    if name in ("log", "log10"):  # dmath.cu
+        return g.call_lib("__qgd_log", [args[0], _C(int(name == "log10"))])
+    if name in ("exp", "pow"):
+        return g.call_lib("__qgd_" + name, args)
     routine = {"sqrt": "__qg_dsqrt", "__dsqrt_rn": "__qg_dsqrt", "trunc": "__qg_dtrunc",
                "round": "__qg_dround"}[name]
     return g.call_lib(routine, args)

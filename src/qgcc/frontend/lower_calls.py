@@ -289,7 +289,7 @@ class CallGen:
         line = 0 if self.in_routine else self.line
         self.code.append(VI(Op.MOV, r.link, imm=0, use_imm=True, target=back, line=line))
         call = VI(Op.BRA, target=r.entry, line=line)
-        call.extra_reads = _flat(r.params) + (r.link,)
+        call.extra_reads = _flat(r.params) + (r.link,) + r.frame_reads
         call.clobbers = r.clobbers
         self.code.append(call)
         self.place(back)
@@ -327,6 +327,9 @@ class CallGen:
                 writes.add(w)
             writes |= vi.clobbers or set()
         r.clobbers = frozenset(writes)
+        base = self.local_base
+        if base is not None and any(vi.op is not None and base in vi.reads() for vi in self.code):
+            r.frame_reads = (base,)
         self.routine_code.extend(self.code)
         self.code, self.frames, self.in_routine, self.line, self.fma_only = saved
         return r

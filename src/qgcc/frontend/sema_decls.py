@@ -107,14 +107,14 @@ class DeclSema:
         """Returns (type, readonly-variable) for `base` with the declarator's '*'s."""
         if not pointers:
             return base, const
-        if len(pointers) > 1:
-            raise self.error(at, "pointers to pointers are not supported")
-        if isinstance(base, VoidType):
-            raise self.error(at, "'void *' pointers are not supported; use a typed pointer")
-        if isinstance(base, PtrType):  # a typedef of a pointer type
-            raise self.error(at, "pointers to pointers are not supported")
-        ptr_const = any(q.text == "const" for q in pointers[0])
-        return PtrType(base, const), ptr_const
+        # `T **p`: a pointer whose cells hold pointers (cell addresses); `void *`: an untyped
+        # address, cast to a typed pointer before use (sema_exprs); `T *const *`: the inner
+        # pointer's own const is its cells' const
+        t: Type = PtrType(base, const)
+        for level in pointers[:-1]:
+            t = PtrType(t, any(q.text == "const" for q in level))
+        ptr_const = any(q.text == "const" for q in pointers[-1])
+        return t, ptr_const
 
     def type_of_syntax(self, ts: A.TypeSyntax, what: str) -> Type:
         info = self.spec_info(ts.specs, what)

@@ -70,7 +70,7 @@ class ExprSema:
             raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
         if isinstance(dst, PtrType):
             if isinstance(src, PtrType):
-                if src.elem != dst.elem:
+                if src.elem != dst.elem and not isinstance(dst.elem, VoidType):  # T * -> void *
                     raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx}")
                 if src.const and not dst.const:
                     raise self.error(e, f"cannot convert '{src}' to '{dst}' in {ctx} "
@@ -268,6 +268,7 @@ class ExprSema:
         if op == "*":
             if not isinstance(t, PtrType):
                 raise self.error(e, f"indirection requires a pointer operand ('{t}' is not one)")
+            self.no_void_pointee(e, t)
             return t.elem
         if op == "!":
             if not is_scalar(t):
@@ -380,6 +381,7 @@ class ExprSema:
         if isinstance(t, ArrayType):
             raise self.error(e.operand, f"cannot {verb} an array")
         self.check_assignable(e.operand, e, verb)
+        self.no_void_pointee(e, t)
         if t == BOOL:
             raise self.error(e, f"cannot {verb} a bool")
         if not is_scalar(t):  # pragma: no cover
@@ -409,6 +411,8 @@ class ExprSema:
             e.opty = INT
             return BOOL
         if op in ("+", "-") and (is_ptr(lt) or is_ptr(rt)):
+            for t in (lt, rt):
+                self.no_void_pointee(e, t)
             if is_ptr(lt) and is_int(rt):
                 e.opty = lt
                 return lt
@@ -468,6 +472,7 @@ class ExprSema:
             return tt
         op = e.op[:-1]
         if is_ptr(tt):
+            self.no_void_pointee(e, tt)
             if op in ("+", "-") and is_int(vt):
                 e.opty = tt
                 return tt
@@ -570,6 +575,8 @@ class ExprSema:
             return t
         assert isinstance(t, PtrType)
         if isinstance(st, PtrType):
+            if isinstance(st.elem, VoidType) or isinstance(t.elem, VoidType):
+                return t  # to and from an untyped address: the same cell address
             if st.elem != t.elem and not (_byte_faithful(st.elem) and _byte_faithful(t.elem)):
                 raise self.error(e, f"casts between pointer types are not supported "
                                     f"('{st}' to '{t}'): memory is addressed in 32-bit cells, so "
@@ -601,8 +608,15 @@ class ExprSema:
                                 "static_cast to convert the value, or __float_as_int / "
                                 "__int_as_float for its bits")
 
+    def no_void_pointee(self, e: A.Expr, t: Type) -> None:
+        """A `void *` is an address without an element type: no element to read, no size to step by."""
+        if isinstance(t, PtrType) and isinstance(t.elem, VoidType):
+            raise self.error(e, f"'{t}' points to no type; cast it to a typed pointer first "
+                                "('(float *)p')")
+
     def check_Index(self, e: A.Index) -> Type:
         bt = self.check(e.base)
+        self.no_void_pointee(e, bt)
         it = self.rvalue(e.index)
         if is_struct(bt):
             r = self.operator_call(e, "[]", e.base, [e.index])

@@ -10,8 +10,8 @@ from ..spec import SPEC
 from . import ast as A, doubleconst, floatconst
 from .structs import cells, is_struct
 from .symbols import SpecInfo, VarSym
-from .types import (NARROW_MASKS, ArrayType, PtrType, Type, VoidType, is_arith, is_double, is_float, is_int, is_scalar, is_wide,
-                    promote, wrap)
+from .types import (NARROW_MASKS, ArrayType, PtrType, Type, VoidType, is_arith, is_double, is_float, is_int,
+                    is_pair, is_scalar, is_wide, promote, wrap)
 
 SWITCH_DEPTH = 1000  # a switch's share of Sema.loop_depth: break needs > 0, continue a loop
 
@@ -374,9 +374,6 @@ class StmtSema:
             return self.constant_struct(info, it)
         if not is_arith(info.base):
             raise self.error(decl, f"__constant__ variable '{decl.name}' has type '{info.base}'")
-        if is_double(info.base):
-            raise self.error(decl, f"__constant__ variables of type double are not supported ('{decl.name}'); "
-                                   "pass a 'const double *' buffer")
         if len(decl.arrays) > 2:
             raise self.error(decl, "__constant__ arrays have at most 2 dimensions")
         base, init, arrays = info.base, it.init, decl.arrays
@@ -392,7 +389,7 @@ class StmtSema:
         if init is not None and not arrays:
             values[0] = self.constant_cell(self.scalar_init(init, decl.name), base, decl.name)
         # a 64-bit element is two cells, the low word first
-        cells = [w for v in values for w in (v & 0xFFFFFFFF, v >> 32)] if is_wide(base) else values
+        cells = [w for v in values for w in (v & 0xFFFFFFFF, v >> 32)] if is_pair(base) else values
         size = len(cells)
         if self.constant_cells + size > SPEC.global_words:
             raise self.error(decl, f"__constant__ variables need {self.constant_cells + size} cells; "
@@ -412,8 +409,6 @@ class StmtSema:
         decl = it.decl
         st = info.base
         self.complete(st, decl)
-        if any(getattr(f.ty, "kind", None) == "double" for f in st.fields):
-            raise self.error(decl, f"__constant__ structs with double members are not supported ('{decl.name}')")
         if len(decl.arrays) > 2:
             raise self.error(decl, "__constant__ arrays have at most 2 dimensions")
         dims = tuple(self.array_dim(x, decl.name, decl) for x in decl.arrays)
@@ -428,7 +423,7 @@ class StmtSema:
                 v = self.constant_cell(e, t, decl.name)
                 if e.const is None and e.fconst is None and e.dconst is None:
                     raise self.error(e, f"__constant__ '{decl.name}' needs a constant initialiser")
-                if is_wide(t):
+                if is_pair(t):
                     values[cell], values[cell + 1] = v & 0xFFFFFFFF, v >> 32
                 else:
                     values[cell] = v & 0xFFFFFFFF
@@ -445,6 +440,14 @@ class StmtSema:
         """The memory cell of a constant initialiser converted to ty (chars: 8-bit pattern)."""
         self.rvalue(e, dst=ty)
         self.convert_check(e, ty, "initialisation")
+        if is_double(ty):  # both cells in one int, the low word first (split by the caller)
+            if e.dconst is not None:
+                return e.dconst
+            if e.fconst is not None:
+                return doubleconst.from_float(e.fconst)
+            if e.const is not None:
+                return doubleconst.from_int(e.const, e.ty.signed, 64 if is_wide(e.ty) else 32)
+            raise self.error(e, f"the initialiser of __constant__ '{name}' is not a compile-time constant")
         if e.dconst is not None:  # a double constant: converted as C converts it
             if is_float(ty):
                 return doubleconst.to_float(e.dconst)

@@ -1,5 +1,5 @@
 """The soft-float, math, 64-bit integer and double libraries (`softfloat.cu`, `divsqrt.cu`, `mathlib.cu`,
-`int64.cu`, `double.cu`), parsed and checked once per process.
+`int64.cu`, `double.cu`, `dmath.cu`), parsed and checked once per process.
 
 The library is CUDA-C in the subset itself, so the ordinary front end turns it
 into device functions; the code generator emits the ones a kernel calls as
@@ -15,7 +15,8 @@ from .parser import parse
 from .sema import analyse
 from .symbols import FuncSym
 
-SOURCES = tuple(Path(__file__).with_name(n) for n in ("softfloat.cu", "divsqrt.cu", "mathlib.cu", "int64.cu", "double.cu"))
+SOURCES = tuple(Path(__file__).with_name(n) for n in ("softfloat.cu", "divsqrt.cu", "mathlib.cu", "int64.cu",
+                                                     "double.cu", "dmath.cu"))
 
 
 @lru_cache(maxsize=1)

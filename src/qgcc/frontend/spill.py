@@ -43,6 +43,19 @@ def _routine_vregs(code: Code) -> set[int]:
     return out
 
 
+def _before_frame(code: Code, frame: int) -> set[int]:
+    """Vregs computed before the frame base exists (the thread's ids it is computed from): no
+    slot to store them in yet.  Entry zeroings (`MOV v, #0`) are not computed: those may spill."""
+    out: set[int] = set()
+    for vi in code.ins:
+        w = vi.writes()
+        if w == frame:
+            break
+        if w is not None and not (vi.op is Op.MOV and vi.use_imm and vi.imm == 0 and vi.target is None):
+            out.add(w)
+    return out
+
+
 def _spill(code: Code, v: int, slot: int, frame: int, fresh: int) -> int:
     """Rewrite code so that v lives in `slot` of the frame; returns the next fresh vreg."""
     fdef = next(i for i, vi in enumerate(code.ins) if vi.writes() == frame)
@@ -99,7 +112,7 @@ def allocate_spilling(ir: list[VI], entry_line: int | None, base: int, frame: in
         if vi.op is Op.EXIT:
             vi.extra_reads = vi.extra_reads + (frame,)
     code = prepare(ir, entry_line)
-    protected = _routine_vregs(code) | {frame}
+    protected = _routine_vregs(code) | {frame} | _before_frame(code, frame)
     fresh = 1 + max((r for vi in code.ins for r in (vi.rd, vi.rs1, vi.rs2, *vi.extra_reads)), default=0)
     reloads: set[int] = set()
     slots = 0

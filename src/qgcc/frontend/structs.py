@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..program import StructLayout
-from .types import CHAR, FLOAT, INT, SHORT, UCHAR, UINT, USHORT, ArrayType, FloatType, IntType, PtrType, Type, words
+from .types import (CHAR, DOUBLE, FLOAT, INT, SHORT, UCHAR, UINT, USHORT, ArrayType, FloatType, IntType, PtrType,
+                    Type, words)
 
 
 @dataclass(frozen=True)
@@ -124,9 +125,9 @@ def struct_layout(st: StructType) -> StructLayout:
 
 
 # CUDA's built-in vector types (vector_types.h): structs of 1-4 members x, y, z, w, made by
-# make_<type>(...).  Only the element types the machine has (no long, double).
+# make_<type>(...).  Only the element types the machine has (no long).
 VECTOR_ELEMS = {"char": CHAR, "uchar": UCHAR, "short": SHORT, "ushort": USHORT, "int": INT, "uint": UINT,
-                "float": FLOAT}
+                "float": FLOAT, "double": DOUBLE}
 VECTOR_NAMES = tuple(f"{e}{n}" for e in VECTOR_ELEMS for n in range(1, 5))
 
 

@@ -33,6 +33,11 @@ def _become(node: A.Expr, new: A.Expr) -> None:
 EMPTY_MEMBER = "<no members>"  # not an identifier: no source can name it
 
 
+class CallbackType(PtrType):
+    """A function-pointer struct member (`int (*compare)(const void *, const void *);`): one cell
+    holding an address, like a `void *`, that device code may copy but not call."""
+
+
 class StructSema:
     """The struct methods of Sema (see the module docstring)."""
 
@@ -71,6 +76,12 @@ class StructSema:
                 consts.update(it.decl.name for it in d.items if not it.decl.pointers)
             for it in d.items:
                 decl = it.decl
+                if decl.funcptr and not decl.arrays and decl.ref is None:
+                    # `int (*compare)(const void *, const void *);`: host code's callback, kept as
+                    # one opaque cell (an untyped address) that device code cannot call
+                    members.append((decl.name, CallbackType(VoidType()), decl.line, decl.col))
+                    seen[decl.name] = decl.line
+                    continue
                 self.check_declarator_shape(decl)
                 if it.init is not None:
                     raise self.error(it.init, f"default member initialisers of a class template are "
@@ -83,9 +94,6 @@ class StructSema:
                                            "defined; use a pointer")
                 if is_struct(ty) and not ty.complete:
                     raise self.error(decl, f"member '{decl.name}' has incomplete type '{ty}'")
-                if getattr(ty, "kind", None) == "double":
-                    raise self.error(decl, f"double struct members are not supported yet ('{decl.name}'); "
-                                           "keep doubles in their own arrays")
                 if decl.arrays:
                     if len(decl.arrays) > 2:
                         raise self.error(decl, "array members have at most 2 dimensions")
@@ -368,7 +376,10 @@ class StructSema:
             this.ty = PtrType(st, const)
         cands = st.methods.get(m.name)
         if cands is None:
-            what = "a data member, not a function" if st.field(m.name) else "no such member function"
+            f = st.field(m.name)
+            what = ("a function-pointer member (host code's callback); calling through a function pointer "
+                    "is not supported" if f is not None and isinstance(f.ty, CallbackType) else
+                    "a data member, not a function" if f is not None else "no such member function")
             raise self.error(m, f"'{st}::{m.name}': {what}")
         usable = [f for f in cands if f.param_types[0].const or not const]
         if not usable:

@@ -89,10 +89,12 @@ class DoubleType(Type):
 
 @dataclass(frozen=True)
 class PtrType(Type):
-    elem: "IntType | FloatType"
+    elem: "IntType | FloatType | PtrType | VoidType"  # a pointer to pointers: cells of addresses
     const: bool = False  # pointee is const
 
     def name(self) -> str:
+        if isinstance(self.elem, PtrType):  # `int **`, `int *const *`
+            return f"{self.elem.name()}{'const ' if self.const else ''}*"
         return f"{'const ' if self.const else ''}{self.elem.name()} *"
 
 

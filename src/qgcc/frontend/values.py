@@ -89,6 +89,9 @@ class Routine:
     ret: int  # vreg holding the result at the JR
     link: int  # vreg holding the return address
     clobbers: frozenset[int] = frozenset()  # vregs written by the routine and its callees
+    # The kernel's frame base, when the routine (or a callee) has a local array: read at every
+    # call, so it stays live (and computed) across the kernel's calls
+    frame_reads: tuple[int, ...] = ()
 
 
 # Library functions small enough to inline into the routines that use them.

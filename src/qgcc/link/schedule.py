@@ -3,7 +3,8 @@ signals into residual dimensions.
 
 Stages: layer L's mixer is stage 2L, its MLP stage 2L+1; step inputs are stage -1.
 A gate goes in the earliest MLP after all its inputs (as soon as possible), unless
-that MLP is full.  A memory sits in the layer the machine design names; its key
+that MLP is full; then gates whose outputs wait for a late reader move later where that
+frees residual room (sink.py).  A memory sits in the layer the machine design names; its key
 and value inputs must exist before that layer.  Residual dimensions are reused
 once a signal's last reader has run.  Every step output (`Netlist.outputs`) is
 copied into its input's dimension by the last layer, so the residual leaving
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..qwen35 import QWEN35_2B as qwen
 from .netlist import Gate, Input, MemRead, Netlist, Sig, Table, TableOut, gate_inputs
+from .sink import sink
 
 
 
@@ -34,6 +36,10 @@ class Placement:
     copies: list[tuple[Sig, Sig]] = field(default_factory=list)  # (state input, new value) committed last
     units_used: list[int] = field(default_factory=list)
     table_outputs: dict[Sig, list[Sig]] = field(default_factory=dict)
+    # The fewest residual dimensions left free (besides lent state dimensions) when a signal
+    # was given one, and the stage where that happened: how close the program came to the limit.
+    spare_dims: int = 0
+    tightest_stage: int = 0
 
 
 def place(net: Netlist, num_layers: int) -> Placement:
@@ -84,8 +90,9 @@ def place(net: Netlist, num_layers: int) -> Placement:
             stage[s] = 2 * L + 1
             layer_gates[L].append(s)
             units[L] += cost
+    mem_inputs = [m.key_and_value_inputs() for m in net.memories]  # (a set over 128 slots' keys: once)
     for i, m in enumerate(net.memories):
-        for x in m.key_and_value_inputs():
+        for x in mem_inputs[i]:
             if stage[x] >= 2 * m.layer:
                 raise CapacityError(f"memory {m.name} in layer {m.layer} needs {net.names.get(x, x)}, "
                                     f"which is produced at stage {stage[x]} (layer {stage[x] // 2})")
@@ -99,6 +106,12 @@ def place(net: Netlist, num_layers: int) -> Placement:
         units[last] += 3
     if units[last] > qwen.intermediate:
         raise CapacityError(f"the commit layer needs {units[last]} units; an MLP has {qwen.intermediate}")
+    # Gates whose outputs wait for a late reader go later, where that costs no residual room.
+    # (Launch constants and layer-0 read buses hold their dimensions all step; a state field
+    # that the commit rewrites lends its dimension after its last reader, so it counts.)
+    always = {s for s, node in enumerate(nodes) if (isinstance(node, Input) and s not in commit) or (
+        isinstance(node, MemRead) and bus_reset[s] == last and min(net.memories[mm].layer for mm in node.mems) == 0)}
+    sink(net, stage, layer_gates, units, 2 * last + 1, always, mem_inputs)
 
     # Last use of every signal.
     last_use: dict[Sig, int] = {s: stage[s] for s in stage}
@@ -106,8 +119,8 @@ def place(net: Netlist, num_layers: int) -> Placement:
         if isinstance(node, (Gate, Table)):
             for x in gate_inputs(node):
                 last_use[x] = max(last_use[x], stage[s])
-    for m in net.memories:
-        for x in m.key_and_value_inputs():
+    for m, xs in zip(net.memories, mem_inputs):
+        for x in xs:
             last_use[x] = max(last_use[x], 2 * m.layer)
     end = 2 * last + 1
     for inp, new in copies:
@@ -147,6 +160,7 @@ def place(net: Netlist, num_layers: int) -> Placement:
         if s not in dim:
             alloc_stage[s] = 2 * L + 1
     order = sorted(alloc_stage, key=lambda s: (alloc_stage[s], s))
+    spare = (len(pool), 0)
     for s in order:
         p = alloc_stage[s]
         while busy and busy[0][0] <= p:
@@ -170,6 +184,8 @@ def place(net: Netlist, num_layers: int) -> Placement:
             top = ", ".join(f"{k}:{v}" for k, v in live.most_common(12))
             raise CapacityError(f"the residual stream ({qwen.hidden} dims) is full at stage {p} "
                                 f"({nxt} fixed; live: {top})")
+        if len(pool) - 1 < spare[0]:
+            spare = (len(pool) - 1, p)
         d = pool.pop()
         dim[s] = d
         heapq.heappush(busy, (last_use[s], d))
@@ -179,4 +195,4 @@ def place(net: Netlist, num_layers: int) -> Placement:
             table_outputs.setdefault(node.table, []).append(s)
     read_resets = [(bus_reset[s], dim[s]) for s in bus_reset]
     return Placement(num_layers, stage, dim, layer_gates, layer_heads, read_resets, copies, units,
-                     table_outputs)
+                     table_outputs, spare[0], spare[1])

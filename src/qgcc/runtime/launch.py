@@ -38,6 +38,7 @@ class Launch:
     grid: Dim3
     block: Dim3
     params: list[int]  # u32 words: one per kernel parameter (pointers: base cell address), two for a 64-bit scalar
+    # (a T ** parameter's buffers: NAME[0], NAME[1], ... then NAME, the cells holding their addresses)
     memory: np.ndarray  # uint32 global memory image, one cell per element
     buffers: dict[str, Buffer] = field(default_factory=dict)
     # The layers the program was linked into (a .qg or a checkpoint carries them); None: the
@@ -63,7 +64,8 @@ class Launch:
         return -(-self.threads_per_block // SPEC.warp_size)
 
     def read_buffer(self, memory: np.ndarray, name: str) -> np.ndarray:
-        """A buffer's final contents in its pointee dtype (chars keep their low 8 bits)."""
+        """A buffer's final contents in its pointee dtype (chars keep their low 8 bits); a `T **`
+        parameter's is its cells (addresses), 'NAME[J]' the J-th buffer they point to."""
         b = self.buffers[name]
         cells = np.asarray(memory[b.base:b.base + b.length], dtype=np.uint32)
         if b.dtype is not None:
@@ -169,6 +171,20 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
             params.extend(handle)
             chunks.append(cells)
             base += int(cells.size)
+        elif p.indirect:
+            # `T **`: each array its own buffer (NAME[0], NAME[1], ...), then NAME, their
+            # base addresses, one cell each
+            addrs = []
+            for j, arr in enumerate(arrays[p.name]):
+                cells = to_cells(np.asarray(arr).reshape(-1))
+                buffers[f"{p.name}[{j}]"] = Buffer(f"{p.name}[{j}]", base, int(cells.size), p.ctype)
+                addrs.append(base)
+                chunks.append(cells)
+                base += int(cells.size)
+            buffers[p.name] = Buffer(p.name, base, len(addrs), "unsigned")
+            params.append(base)
+            chunks.append(np.array(addrs, np.uint32))
+            base += len(addrs)
         elif p.pointer:
             arr = arrays[p.name]
             if p.struct is not None:

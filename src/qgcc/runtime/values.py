@@ -34,6 +34,20 @@ def check_int(label: str, v: int, p: Param) -> int:
     return v
 
 
+def check_array_list(label: str, arrays, p: Param) -> list[np.ndarray]:
+    """A `T **` parameter: one array per pointer, each checked like a buffer of T."""
+    if not isinstance(arrays, (list, tuple)) or not arrays or \
+            not all(isinstance(a, np.ndarray) for a in arrays):
+        want = np.dtype(ELEM_DTYPES[p.ctype])
+        raise UsageError(f"{label}: parameter '{p.name}' is a pointer to pointers ({p.describe()}); give a "
+                         f"list of numpy arrays of {want}, one buffer per pointer")
+    out = [check_array(f"{label}[{j}]", "the array", a, p) for j, a in enumerate(arrays)]
+    if sum(a.size for a in out) + len(out) > SPEC.global_words:
+        raise UsageError(f"{label}: the {len(out)} arrays exceed the machine's global memory "
+                         f"({SPEC.global_words} cells)")
+    return out
+
+
 def check_array(label: str, what: str, arr: np.ndarray, p: Param) -> np.ndarray:
     """A buffer: dtype exactly the pointee's, at most the machine's global memory; flattened in C order.
     A buffer of structs is a structured array (runtime/structbuf.py).  A texture keeps its shape,
