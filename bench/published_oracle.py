@@ -55,6 +55,7 @@ typedef unsigned short ushort;
 #define __CUDA_ARCH__ 700  // nvcc's device pass defines it; qgcc documents 700 (docs/subset.md)
 #define CUDART_VERSION 12000
 #define CUDART_PI_F 3.141592654f
+QG_VEC(double, double) QG_VEC(short, short) QG_VEC(ushort, unsigned short)  // CUDA's other vector types
 static inline void __threadfence() {}
 static inline void __threadfence_block() {}
 static inline void __threadfence_system() {}

@@ -37,7 +37,7 @@ CTYPES = {"float": ("float", "f4"), "double": ("double", "f8"), "int": ("int", "
           "short": ("short", "i2"), "ushort": ("unsigned short", "u2"), "unsigned short": ("unsigned short", "u2"),
           "clock_t": ("clock_t", "i4")}
 # CUDA's vector types: (C type, scalar dtype, lanes); buffers of them are structured arrays x, y, z, w
-VECTORS = {f"{b}{k}": (f"{b}{k}", dt, k) for b, dt in (("float", "f4"), ("int", "i4"), ("uint", "u4"), ("uchar", "u1"))
+VECTORS = {f"{b}{k}": (f"{b}{k}", dt, k) for b, dt in (("float", "f4"), ("int", "i4"), ("uint", "u4"), ("uchar", "u1"), ("double", "f8"))
            for k in (2, 3, 4)}
 
 
