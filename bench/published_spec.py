@@ -17,8 +17,8 @@ order CUDA leaves open (slots handed out by an atomic counter), compared as sort
 "textures": ["texIn:float[64x32]=rand"] binds the file's texture references (or, when named like
 a `cudaTextureObject_t` parameter in "args", texture objects) by name, as `qgrun --arg` does:
 `[H x W]` is a 2-D texture H rows high and W wide, `[n]` a 1-D one; a texture object parameter is
-written in "args" as the bare name of its texture.  A `T **` parameter is
-`name:float[n]*k=gen`: k arrays of n elements each (`qgrun --arg name=@a.npy,@b.npy`).  Inputs are drawn from a seed made of the file,
+written in "args" as the bare name of its texture.  (`name:float[n]*k` is read as k arrays of n
+elements, a `T **` parameter, but the runner does not pass those yet.)  Inputs are drawn from a seed made of the file,
 kernel and run index, so every run of the tool sees the same data.
 """
 from __future__ import annotations
