@@ -38,6 +38,9 @@ LIBM_OVERLOADS = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin"
                   "atan", "atan2", "sinh", "cosh", "tanh", "pow", "hypot", "cbrt", "rsqrt", "erf", "erfc")
 LIBM_RE = re.compile(r"\b(" + "|".join(LIBM + LIBM_OVERLOADS) + r")\s*\(")
 
+# Library headers the additions need, included before the shim's macros (threadIdx, __shared__, ...).
+PRELUDE = "#include <cstdarg>\n#include <unistd.h>\n"
+
 EXTRA = r"""
 #include <cstdint>
 typedef int clock_t;  // docs/subset.md: clock_t is a 32-bit int on this machine
@@ -49,8 +52,10 @@ typedef unsigned short ushort;
 #define __noinline__
 #define __inline__ inline
 #define __CUDACC__ 1
+#define __CUDA_ARCH__ 700  // nvcc's device pass defines it; qgcc documents 700 (docs/subset.md)
 #define CUDART_VERSION 12000
 #define CUDART_PI_F 3.141592654f
+QG_VEC(double, double) QG_VEC(short, short) QG_VEC(ushort, unsigned short)  // CUDA's other vector types
 static inline void __threadfence() {}
 static inline void __threadfence_block() {}
 static inline void __threadfence_system() {}
@@ -122,7 +127,132 @@ template <unsigned N> struct thread_block_tile {
 template <unsigned N> static inline thread_block_tile<N> tiled_partition(const thread_block &) { return {}; }
 template <unsigned N> static inline void sync(const thread_block_tile<N> &t) { t.sync(); }
 }
+namespace cooperative_groups {
+// A generic group handle (a device function's parameter): a block's or a tile's, synchronising as they do.
+struct thread_group {
+    unsigned qg_rank, qg_size; bool qg_block;
+    thread_group(const thread_block &b) : qg_rank(b.thread_rank()), qg_size(b.size()), qg_block(true) {}
+    template <unsigned N> thread_group(const thread_block_tile<N> &t) : qg_rank(t.thread_rank()), qg_size(N), qg_block(N > 4) {}
+    unsigned thread_rank() const { return qg_rank; }
+    unsigned size() const { return qg_size; }
+    unsigned num_threads() const { return qg_size; }
+    void sync() const { if (qg_block) __syncthreads(); else (void)__activemask(); }
+};
+static inline void sync(const thread_group &g) { g.sync(); }
+template <unsigned long N> struct block_tile_memory {};  // scratch for wide tiles: the block's barrier serves here
+template <unsigned long N> static inline thread_block this_thread_block(block_tile_memory<N> &) { return thread_block(); }
+// The grid: blocks run one after another here, so a grid-wide barrier cannot be kept (exit 3).
+struct grid_group {
+    unsigned long long block_rank() const { return (blockIdx.z * gridDim.y + blockIdx.y) * (unsigned long long)gridDim.x + blockIdx.x; }
+    unsigned long long thread_rank() const { return block_rank() * thread_block().size() + thread_block().thread_rank(); }
+    unsigned long long size() const { return (unsigned long long)gridDim.x * gridDim.y * gridDim.z * thread_block().size(); }
+    unsigned long long num_threads() const { return size(); }
+    bool is_valid() const { return true; }
+    void sync() const { fflush(stdout); _exit(3); }
+};
+static inline grid_group this_grid() { return {}; }
+static inline void sync(const grid_group &g) { g.sync(); }
+// A coalesced group: lanes of one warp (4 lanes on this machine), ranked by lane among the mask's.
+struct coalesced_group {
+    unsigned mask;
+    unsigned thread_rank() const { return __builtin_popcount(mask & ((1u << qg_cur->lane) - 1)); }
+    unsigned size() const { return __builtin_popcount(mask); }
+    unsigned num_threads() const { return size(); }
+    void sync() const { (void)__activemask(); }
+    template <class T> T shfl(T v, unsigned src) const {
+        unsigned a; unsigned long long vals[4]; qg_vote(qg_bits(v), &a, vals);
+        unsigned k = 0;
+        for (int l = 0; l < 4; l++) if (mask >> l & 1) { if (k == src) return qg_from<T>(vals[l]); k++; }
+        return v;
+    }
+    template <class T, class F> T qg_fold(T v, F f) const {  // in rank order
+        unsigned a; unsigned long long vals[4]; qg_vote(qg_bits(v), &a, vals);
+        bool first = true; T r = v;
+        for (int l = 0; l < 4; l++) if (mask >> l & 1) { T y = qg_from<T>(vals[l]); r = first ? y : f(r, y); first = false; }
+        return r;
+    }
+};
+static inline coalesced_group coalesced_threads() { return {__activemask()}; }
+template <class L> static coalesced_group labeled_partition(const coalesced_group &g, L label) { return {__match_any_sync(g.mask, label) & g.mask}; }
+static inline coalesced_group binary_partition(const coalesced_group &g, bool p) { return labeled_partition(g, (int)p); }
+template <unsigned N> static coalesced_group binary_partition(const thread_block_tile<N> &, bool p) {
+    static_assert(N <= 4, "a partition of a tile wider than the warp");
+    return labeled_partition(coalesced_threads(), (int)p);
+}
+template <unsigned N> static coalesced_group labeled_partition(const thread_block_tile<N> &, int label) {
+    static_assert(N <= 4, "a partition of a tile wider than the warp");
+    return labeled_partition(coalesced_threads(), label);
+}
+template <class T> struct plus { T operator()(T a, T b) const { return a + b; } };
+template <class T> struct less { T operator()(T a, T b) const { return b < a ? b : a; } };
+template <class T> struct greater { T operator()(T a, T b) const { return a < b ? b : a; } };
+template <class T> struct bit_and { T operator()(T a, T b) const { return a & b; } };
+template <class T> struct bit_or { T operator()(T a, T b) const { return a | b; } };
+template <class T> struct bit_xor { T operator()(T a, T b) const { return a ^ b; } };
+template <class T, class F> static T reduce(const coalesced_group &g, T v, F f) { return g.qg_fold(v, f); }
+template <unsigned N, class T, class F> static T reduce(const thread_block_tile<N> &, T v, F f) {
+    static_assert(N <= 4, "cg::reduce over a tile wider than the warp");
+    return coalesced_group{__activemask()}.qg_fold(v, f);
+}
+}
 namespace cg = cooperative_groups;
+// Host helpers (helper_functions.h) that host-side classes of the samples name, declared only: no kernel calls them.
+template <class T, class S> bool compareData(const T *, const T *, unsigned, S, float);
+template <class T, class S> bool sdkWriteFile(const char *, const T *, unsigned, S, bool);
+// Host types the files' host-side structs name (CUDA by Example's bitmaps, the runtime's handles), declared only.
+struct CPUAnimBitmap; struct CPUBitmap; struct GPUAnimBitmap;
+typedef struct qg_event_st *cudaEvent_t;
+typedef struct qg_stream_st *cudaStream_t;
+typedef struct qg_graphics_st *cudaGraphicsResource_t;
+// Textures, from CUDA's Programming Guide ("Texture Fetching"): point sampling of unnormalised
+// coordinates is texel floor(x); the clamp address mode keeps it in 0 .. N-1; tex1Dfetch reads
+// linear memory without addressing modes and returns zero outside it.  The host binds the data.
+enum cudaTextureReadMode { cudaReadModeElementType, cudaReadModeNormalizedFloat };
+enum cudaTextureFilterMode { cudaFilterModePoint, cudaFilterModeLinear };
+enum cudaTextureAddressMode { cudaAddressModeWrap, cudaAddressModeClamp, cudaAddressModeMirror, cudaAddressModeBorder };
+template <class T, int D = 1, int M = cudaReadModeElementType> struct texture {
+    const T *qg_data = nullptr; int qg_w = 0, qg_h = 1;
+    void qg_bind(const T *d, int w, int h) { qg_data = d; qg_w = w; qg_h = h; }
+};
+static inline int qg_texel(float x, int n) {
+    if (!(x >= 0.0f)) return 0;
+    float f = __builtin_floorf(x);
+    return f >= (float)(n - 1) ? n - 1 : (int)f;
+}
+template <class T, int D, int M> static T tex1Dfetch(const texture<T, D, M> &t, int i) { return i >= 0 && i < t.qg_w ? t.qg_data[i] : T{}; }
+template <class T, int D, int M> static T tex1D(const texture<T, D, M> &t, float x) { return t.qg_data[qg_texel(x, t.qg_w)]; }
+template <class T, int D, int M> static T tex2D(const texture<T, D, M> &t, float x, float y) {
+    return t.qg_data[qg_texel(y, t.qg_h) * t.qg_w + qg_texel(x, t.qg_w)];
+}
+// Texture objects: a handle indexes the launcher's table; the texel type is the fetch's template argument.
+typedef unsigned long long cudaTextureObject_t;
+struct qg_texobj { const void *data; int w, h; };
+static qg_texobj qg_texobjs[8];
+template <class T> static T tex1Dfetch(cudaTextureObject_t o, int i) {
+    const qg_texobj &t = qg_texobjs[o]; return i >= 0 && i < t.w ? ((const T *)t.data)[i] : T{};
+}
+template <class T> static T tex1D(cudaTextureObject_t o, float x) { const qg_texobj &t = qg_texobjs[o]; return ((const T *)t.data)[qg_texel(x, t.w)]; }
+template <class T> static T tex2D(cudaTextureObject_t o, float x, float y) {
+    const qg_texobj &t = qg_texobjs[o]; return ((const T *)t.data)[qg_texel(y, t.h) * t.w + qg_texel(x, t.w)];
+}
+// Device printf: each call's text kept (CUDA prints after the launch; the order between threads is open).
+static char qg_printed[1 << 20];  // the calls' texts, each after its length (4 bytes)
+static unsigned qg_printed_len, qg_printed_n;
+static int qg_printf(const char *fmt, ...) {
+    char buf[4096]; va_list ap; va_start(ap, fmt); int n = vsnprintf(buf, sizeof buf, fmt, ap); va_end(ap);
+    unsigned k = n < 0 ? 0 : n >= (int)sizeof buf ? sizeof buf - 1 : n;
+    if (qg_printed_len + 4 + k <= sizeof qg_printed) {
+        memcpy(qg_printed + qg_printed_len, &k, 4); memcpy(qg_printed + qg_printed_len + 4, buf, k);
+        qg_printed_len += 4 + k; qg_printed_n++;
+    }
+    return n;
+}
+static void qg_printf_reset() { qg_printed_len = qg_printed_n = 0; }
+static void qg_printf_dump() { fwrite(&qg_printed_n, 4, 1, stdout); fwrite(qg_printed, 1, qg_printed_len, stdout); }
+#define printf(...) qg_printf(__VA_ARGS__)
+// A failing assert stops the launch (exit 4: the runner expects qgrun to report the assertion).
+static void qg_assert_fail() { fflush(stdout); _exit(4); }
+#define assert(e) ((e) ? (void)0 : qg_assert_fail())
 """
 
 # libm="host": the host C library (double functions on the float's value where no float one exists)
@@ -254,7 +384,7 @@ def build(src: Path, files: list[Path], launcher: str, workdir: Path, include: l
     body = mirrored(src, workdir / "tu")
     math = HOST_LIBM if libm == "host" else qgcc_libm()
     cpp = workdir / "oracle.cpp"
-    cpp.write_text(SHIM + EXTRA + math + f'\n#include "{body}"\n' + launcher)
+    cpp.write_text(PRELUDE + SHIM + EXTRA + math + f'\n#include "{body}"\n' + launcher)
     exe = workdir / "oracle"
     args = ["g++", *GXX_FLAGS, "-fpermissive", "-I", str(workdir / "stubs")]
     for i in include:

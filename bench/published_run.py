@@ -58,10 +58,12 @@ def launcher(runs: list[Run]) -> str:
             if a.lanes:  # the spec's member list must be the type's layout
                 out.append(f"static_assert(sizeof({a.ctype}) == {a.np_dtype.itemsize}, \"{a.name}: the spec's members "
                            f"are not {a.ctype}'s layout\");")
-        for a in r.args:
+        for a in r.args + r.textures:
             if a.is_buffer:
                 out.append(f"static {a.ctype} *b_{a.name};")
-        params = [f"b_{a.name}" if a.is_buffer else c_scalar(a) for a in r.args]
+        objs = [a.name for a in r.args if a.texobj]  # texture objects: handles into the shim's table
+        params = [f"b_{a.name}" if a.is_buffer else f"(cudaTextureObject_t){objs.index(a.name)}" if a.texobj
+                  else c_scalar(a) for a in r.args]
         out.append(f"static void body() {{ {r.kernel}({', '.join(params)}); }}")
         out.append("static void run(FILE *in, int reverse) {")
         out.append("    rewind(in);")
@@ -69,8 +71,17 @@ def launcher(runs: list[Run]) -> str:
             if a.is_buffer:
                 out.append(f"    if (!b_{a.name}) b_{a.name} = new {a.ctype}[{a.count} + 1]();")
                 out.append(f"    if (fread(b_{a.name}, sizeof({a.ctype}), {a.count}, in) != {a.count}) __builtin_trap();")
+        for t in r.textures:  # after the buffers in the input file, as inputs() draws them
+            out.append(f"    if (!b_{t.name}) b_{t.name} = new {t.ctype}[{t.count} + 1]();")
+            out.append(f"    if (fread(b_{t.name}, sizeof({t.ctype}), {t.count}, in) != {t.count}) __builtin_trap();")
+            h, w = t.shape or (1, t.count)
+            if t.name in objs:
+                out.append(f"    qg_texobjs[{objs.index(t.name)}] = {{b_{t.name}, {w}, {h}}};")
+            else:
+                out.append(f"    {t.name}.qg_bind(b_{t.name}, {w}, {h});")
         for c in r.consts:
             out.append(f"    if (fread((void *)&{c.name}, {c.np_dtype.itemsize}, {c.count}, in) != {c.count}) __builtin_trap();")
+        out.append("    qg_printf_reset();")
         gx, gy, gz = r.grid
         bx, by, bz = r.block
         out.append(f"    int status = 0; gridDim = {{{gx}u, {gy}u, {gz}u}}; blockDim = {{{bx}u, {by}u, {bz}u}};")
@@ -82,6 +93,7 @@ def launcher(runs: list[Run]) -> str:
         for a in r.args:
             if a.is_buffer:
                 out.append(f"    qg_dump(b_{a.name}, {a.count} * sizeof({a.ctype}));")
+        out.append("    qg_printf_dump();")
         out.append("}\n}")
     out.append("int main(int argc, char **argv) {\n    FILE *in = fopen(argv[2], \"rb\"); int k = 0;\n    for (const char *c = argv[1]; *c; c++) k = 10 * k + (*c - '0');")
     for i in range(len(runs)):
@@ -90,15 +102,19 @@ def launcher(runs: list[Run]) -> str:
     return "\n".join(out) + "\n"
 
 
+ASSERTED = "a device assert fails under the oracle"
+
+
 @dataclass
 class Side:
     """One execution's buffers, or why there are none."""
     bufs: dict[str, np.ndarray] | None
     why: str = ""
+    printf: list[str] | None = None  # device printf, one string per call (None: not captured)
 
 
 def oracle_run(exe: Path, idx: int, run: Run, bufs: dict, consts: dict, work: Path) -> Side:
-    blob = b"".join(bufs[a.name].tobytes() for a in run.args if a.is_buffer)
+    blob = b"".join(bufs[a.name].tobytes() for a in run.args + run.textures if a.is_buffer)
     blob += b"".join(consts[c.name].tobytes() for c in run.consts)
     inp = work / f"in{idx}.bin"
     inp.write_bytes(blob)
@@ -106,27 +122,48 @@ def oracle_run(exe: Path, idx: int, run: Run, bufs: dict, consts: dict, work: Pa
         r = subprocess.run([str(exe), str(idx), str(inp)], capture_output=True, timeout=300)
     except subprocess.TimeoutExpired:
         return Side(None, "the g++ oracle ran over 300 s")
+    if r.returncode == 3:
+        return Side(None, "grid.sync(): the oracle runs blocks one after another, a grid-wide barrier cannot hold")
+    if r.returncode == 4:
+        return Side(None, ASSERTED)
     if r.returncode != 0:
         return Side(None, f"the g++ oracle failed (exit {r.returncode})")
     size = 4 + sum(a.count * a.np_dtype.itemsize for a in run.args if a.is_buffer)
-    if len(r.stdout) != 2 * size:
-        return Side(None, "the g++ oracle wrote a short output")
-    runs = []
-    for half in (r.stdout[:size], r.stdout[size:]):
-        status = int.from_bytes(half[:4], "little", signed=True)
+    runs, prints, pos, out = [], [], 0, r.stdout
+    for _ in range(2):
+        if len(out) < pos + size + 4:
+            return Side(None, "the g++ oracle wrote a short output")
+        status = int.from_bytes(out[pos:pos + 4], "little", signed=True)
         if status:
             return Side(None, "the kernel deadlocks under the oracle (a barrier not reached by all threads)")
-        pos, got = 4, {}
+        pos, got = pos + 4, {}
         for a in run.args:
             if a.is_buffer:
                 n = a.count * a.np_dtype.itemsize
-                got[a.name] = np.frombuffer(half[pos:pos + n], a.dtype).copy()  # vector types: flat
+                got[a.name] = np.frombuffer(out[pos:pos + n], a.dtype).copy()  # vector types: flat
                 pos += n
+        lines, pos = printf_records(out, pos)
         runs.append(got)
+        prints.append(lines)
+    for got in runs:  # slots handed out by atomics: their order is open in CUDA, their contents are not
+        for k in run.unordered:
+            got[k] = np.sort(got[k])
     if any(not equal_bits(runs[0][k], runs[1][k]) for k in runs[0]):
         bad = [k for k in runs[0] if not equal_bits(runs[0][k], runs[1][k])]
         return Side(None, f"the result depends on thread order (a race in the kernel as run: {', '.join(bad)})")
-    return Side(runs[0])
+    if sorted(prints[0]) != sorted(prints[1]):
+        return Side(None, "the printf output depends on thread order (a race in the kernel as run)")
+    return Side(runs[0], printf=prints[0])
+
+
+def printf_records(out: bytes, pos: int) -> tuple[list[str], int]:
+    """The oracle's printf calls: a count, then each call's text with its length."""
+    n, pos, lines = int.from_bytes(out[pos:pos + 4], "little"), pos + 4, []
+    for _ in range(n):
+        k = int.from_bytes(out[pos:pos + 4], "little")
+        lines.append(out[pos + 4:pos + 4 + k].decode(errors="replace"))
+        pos += 4 + k
+    return lines, pos
 
 
 # ------------------------------------------------------------------ qgcc's side, through its CLIs
@@ -168,15 +205,23 @@ def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: 
             np.save(work / f"{tag}_{a.name}.npy", bufs[a.name])
             args += ["--arg", f"{a.name}=@{work / f'{tag}_{a.name}.npy'}",
                      "--out", f"{a.name}={work / f'{tag}_o_{a.name}.npy'}"]
-        else:
+        elif not a.texobj:  # a texture object is bound with the textures below
             args += ["--arg", f"{a.name}={qgrun_scalar(a)}"]
+    for t in run.textures:  # bound by name; a 2-D texture's array is (rows, columns)
+        np.save(work / f"{tag}_t_{t.name}.npy", bufs[t.name].reshape(t.shape) if t.shape else bufs[t.name])
+        args += ["--arg", f"{t.name}=@{work / f'{tag}_t_{t.name}.npy'}"]
     for c in run.consts:
         np.save(work / f"{tag}_c_{c.name}.npy", consts[c.name])
         args += ["--const", f"{c.name}=@{work / f'{tag}_c_{c.name}.npy'}"]
+    args += ["--json", str(work / f"{tag}.json")]
     ok, msg = invoke(qgrun_main, args)
     if not ok:
         return Side(None, msg)
-    return Side({a.name: flat(np.load(work / f"{tag}_o_{a.name}.npy"), a.dtype) for a in run.args if a.is_buffer})
+    summary = json.loads((work / f"{tag}.json").read_text())
+    got = {a.name: flat(np.load(work / f"{tag}_o_{a.name}.npy"), a.dtype) for a in run.args if a.is_buffer}
+    for k in run.unordered:
+        got[k] = np.sort(got[k])
+    return Side(got, printf=summary.get("printf", []))
 
 
 def flat(arr: np.ndarray, dtype: str) -> np.ndarray:
@@ -198,6 +243,16 @@ def differences(want: dict, have: dict) -> list[str]:
             bad = [i for i in range(len(w)) if not equal_bits(w[i:i + 1], h[i:i + 1])]
             out.append(f"{k}[{bad[0]}]: want {w[bad[0]]!r} got {h[bad[0]]!r} ({len(bad)} of {len(w)} differ)")
     return out
+
+
+def printf_difference(want: list[str], have: list[str]) -> str:
+    """The first printf line one side has and the other lacks (as multisets: the order between threads is open)."""
+    from collections import Counter
+
+    a, b = Counter(want), Counter(have)
+    extra, missing = list((b - a).elements()), list((a - b).elements())
+    return (f"{len(want)} vs {len(have)} lines; missing {missing[:1]!r}, unexpected {extra[:1]!r}"
+            if extra or missing else "same lines, other order")
 
 
 # ------------------------------------------------------------------ one file
@@ -270,6 +325,16 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
             libm = uses_libm(files, run.kernel) if file_libm else []
             bufs, consts = inputs(name, run, i)
             want = oracle_run(exe, i, run, bufs, consts, work)
+            if want.why == ASSERTED:  # CUDA stops the launch: qgrun must report the assertion too
+                got = qgrun(work / "k.qg", run, bufs, consts, "ref", work, f"r{i}")
+                tally.runnable += 1
+                if got.bufs is None and "Assertion" in got.why:
+                    tally.exact += 1
+                    say(f"{'exact':<17} {label} (both stop on the failing assert: {got.why})")
+                else:
+                    tally.mismatches += 1
+                    say(f"MISMATCH          {label}: the oracle's assert fails, the emulator: {got.why or 'ran on'}")
+                continue
             if want.bufs is None:
                 tally.cannot += 1
                 say(f"cannot run        {label}: {want.why}")
@@ -285,13 +350,20 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
                 want.bufs.pop(k, None)
                 got.bufs.pop(k, None)
             diff = differences(want.bufs, got.bufs)
+            if sorted(want.printf) != sorted(got.printf):  # CUDA leaves the order between threads open
+                diff.append(f"printf: {printf_difference(want.printf, got.printf)}")
             if diff:
                 tally.mismatches += 1
                 say(f"MISMATCH          {label}: emulator vs g++: {'; '.join(diff)}")
                 continue
             tally.exact += 1
             tally.libm_exact += bool(libm)
+            if want.printf:
+                verdict_printf = f", {len(want.printf)} printf lines equal"
+            else:
+                verdict_printf = ""
             verdict = f"exact (libm-dependent: {', '.join(libm)}; vs qgcc's mathlib)" if libm else "exact"
+            verdict += verdict_printf
             if all(equal_bits(want.bufs[k], flat(bufs[k], want.bufs[k].dtype.str)) for k in want.bufs):
                 verdict += " (but the launch changed no buffer)"
             if neural and run.neural:
@@ -308,6 +380,8 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
                     say(f"MISMATCH          {label}: the network failed: {net.why}")
                     continue
                 ndiff = differences(got.bufs, net.bufs)
+                if got.printf != net.printf:
+                    ndiff.append(f"printf: {printf_difference(got.printf, net.printf)}")
                 if ndiff:
                     tally.mismatches += 1
                     say(f"MISMATCH          {label}: network vs emulator: {'; '.join(ndiff)}")

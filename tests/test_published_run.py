@@ -43,9 +43,9 @@ __global__ void wave(float *out, int n)
 """
 
 
-def corpus(tmp: Path, runs: list[dict]) -> Path:
+def corpus(tmp: Path, runs: list[dict], text: str = SCALE) -> Path:
     (tmp / "files").mkdir()
-    (tmp / "files" / "scale.cu").write_text(SCALE)
+    (tmp / "files" / "scale.cu").write_text(text)
     (tmp / "manifest.json").write_text(json.dumps([{"file": "files/scale.cu", "source": "ours", "runs": runs}]))
     return tmp
 
@@ -122,3 +122,70 @@ def test_a_spec_reads_buffers_scalars_and_vector_types():
     assert r.args[0].lanes == 4 and r.args[0].np_dtype.itemsize == 16
     with pytest.raises(ValueError):
         parse_run({"kernel": "k", "grid": 1, "block": 1, "args": ["p:widget[3]"]})
+
+
+SAMPLED = """#include <cuda_runtime.h>
+#include <stdio.h>
+#include <assert.h>
+texture<float, 2, cudaReadModeElementType> img;
+texture<int> lut;
+__global__ void sample(float *out, int w, int h)
+{
+    int x = threadIdx.x + blockIdx.x * blockDim.x;
+    int y = threadIdx.y + blockIdx.y * blockDim.y;
+    int i = x + y * w;
+    // the neighbours past the edge clamp; the lookup past its end reads 0
+    out[i] = tex2D(img, x - 1, y + 1) + tex2D(img, x + 0.75f, y - 2.5f) + (float)tex1Dfetch(lut, i - 3);
+    if (x == 0 && y < 2)
+        printf("row %d: %f %5.2e|%x\\n", y, out[i], out[i], tex1Dfetch(lut, y));
+}
+__global__ void through_object(float *out, int n, cudaTextureObject_t src)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex1Dfetch<float>(src, i + 5) * 2.0f;  // the last five read 0
+}
+__global__ void guarded(int *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    assert(i < n);
+    out[i] = i;
+}
+"""
+
+
+def test_textures_are_bound_by_name_and_printf_lines_are_compared(tmp_path):
+    need_gxx()
+    spec = {"kernel": "sample", "grid": [2, 1], "block": [8, 6], "args": ["out:float[96]", "w=16", "h=6"],
+            "textures": ["img:float[6x16]=rand", "lut:int[64]=rand"]}
+    code, lines = run(corpus(tmp_path, [spec], SAMPLED))
+    assert code == 0, lines
+    assert any(ln.startswith("exact") and "sample<<<" in ln and "2 printf lines equal" in ln for ln in lines), lines
+
+
+def test_a_texture_read_with_another_clamp_rule_is_a_mismatch(tmp_path, monkeypatch):
+    need_gxx()
+    import published_oracle
+
+    wrong = published_oracle.EXTRA.replace("return f >= (float)(n - 1) ? n - 1 : (int)f;", "return (int)f % n;")
+    monkeypatch.setattr(published_oracle, "EXTRA", wrong)
+    spec = {"kernel": "sample", "grid": [2, 1], "block": [8, 6], "args": ["out:float[96]", "w=16", "h=6"],
+            "textures": ["img:float[6x16]=rand", "lut:int[64]=rand"]}
+    code, lines = run(corpus(tmp_path, [spec], SAMPLED))
+    assert code == 1 and any(ln.startswith("MISMATCH") and "out[" in ln for ln in lines), lines
+
+
+def test_a_failing_device_assert_must_stop_both_sides(tmp_path):
+    need_gxx()
+    spec = {"kernel": "guarded", "grid": [2], "block": [32], "args": ["out:int[64]", "n=60"]}
+    code, lines = run(corpus(tmp_path, [spec, dict(spec, args=["out:int[64]", "n=64"])], SAMPLED))
+    assert code == 0, lines
+    assert sum(ln.startswith("exact") and "guarded<<<" in ln for ln in lines) == 2, lines
+    assert any("both stop on the failing assert" in ln for ln in lines), lines
+
+
+def test_a_texture_object_parameter_is_bound_by_its_name_from_the_textures(tmp_path):
+    need_gxx()
+    spec = {"kernel": "through_object", "grid": [2], "block": [32], "args": ["out:float[64]", "n=64", "src"],
+            "textures": ["src:float[64]=rand"]}
+    code, lines = run(corpus(tmp_path, [spec], SAMPLED))
+    assert code == 0 and any(ln.startswith("exact") and "through_object<<<" in ln for ln in lines), lines
