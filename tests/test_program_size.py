@@ -126,3 +126,33 @@ def test_a_two_chunk_network_is_exact_in_every_sublayer_and_equals_transformers_
     assert max(pcs) >= 640 and min(pcs) < 640
     c, hf = CStepLayers(cm.layers, cm.fields["one"][0]), HFEngine("cpu").layers(cm)
     assert lockstep(c, hf, hst, h, init, cm.num_layers, every_step_states=True, limit=50) == 50
+
+
+LONG_KERNEL = """
+#define R4(x) x x x x
+#define R16(x) R4(R4(x))
+#define STEP v = ((v * 3u) + (v >> 3)) ^ (v << 5);
+__global__ void k(unsigned *a) {
+    unsigned v = a[threadIdx.x];
+    R16(R16(R4(STEP)))
+    R16(R16(R4(STEP)))
+    a[threadIdx.x] = v;
+}
+"""
+
+
+def test_a_kernel_too_long_for_any_colouring_is_refused_before_registers_are_coloured(monkeypatch):
+    """Colouring (and then spilling) a huge kernel takes minutes: one that cannot fit even if every
+    move went away is named at once, with the lower bound of its length."""
+    import qgcc.frontend.regalloc as regalloc
+    from qgcc.frontend import compile_source
+
+    def no_colouring(code):
+        raise AssertionError("a kernel that cannot fit was coloured")
+
+    monkeypatch.setattr(regalloc, "colour", no_colouring)
+    with pytest.raises(CompileError) as e:
+        compile_source(LONG_KERNEL, "long.cu")
+    msg = e.value.render()
+    assert "long.cu:5:17" in msg and "kernel 'k' needs at least 10248 instructions" in msg
+    assert f"holds at most {SPEC.max_instrs}" in msg

@@ -36,7 +36,7 @@ from . import ast as A
 from .codegen import KernelGen
 from .parser import parse_pp
 from .preprocess import preprocess
-from .regalloc import allocate
+from .regalloc import TooLong, allocate
 from .sema import analyse
 from .spill import allocate_spilling
 from .structs import is_struct
@@ -69,13 +69,25 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
         fused = False
         while True:
             gen, ir, params = _generate(fs, filename, lines, False, region, soft_float, fused)
-            instrs, nregs = allocate(ir, fs.line, entry)
-            if nregs > SPEC.num_regs:
-                # Short of registers: re-read parameters at each use instead of holding them.
-                gen, ir, params = _generate(fs, filename, lines, True, region, soft_float, fused)
-                instrs, nregs = allocate(ir, fs.line, entry)
-            if (not fused and len(code) + len(instrs) > SPEC.max_instrs and "__qg_fma" in gen.routines
-                    and {"__qg_fadd", "__qg_fsub", "__qg_fmul"} & set(gen.routines)):
+            can_fuse = (not fused and "__qg_fma" in gen.routines
+                        and bool({"__qg_fadd", "__qg_fsub", "__qg_fmul"} & set(gen.routines)))
+            budget = SPEC.max_instrs - len(code)
+            try:
+                instrs, nregs = allocate(ir, fs.line, entry, budget)
+                if nregs > SPEC.num_regs:
+                    # Short of registers: re-read parameters at each use instead of holding them.
+                    gen, ir, params = _generate(fs, filename, lines, True, region, soft_float, fused)
+                    instrs, nregs = allocate(ir, fs.line, entry, budget)
+            except TooLong as e:
+                if can_fuse:
+                    fused = True
+                    continue
+                raise error(fs.line, fs.col,
+                            f"kernel '{fs.name}' needs at least {e.least} instructions"
+                            + (f" after the {len(code)} of the kernels before it" if code else "")
+                            + f"; the machine holds at most {SPEC.max_instrs}: split the kernel or call "
+                            "fewer library routines (each double or math-library call site adds code)") from None
+            if (can_fuse and len(code) + len(instrs) > SPEC.max_instrs):
                 # Too long, with the fma routine linked anyway (the math library uses it):
                 # compute + - * through it as well (the same results; fewer routines).
                 fused = True

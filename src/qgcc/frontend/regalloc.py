@@ -189,10 +189,30 @@ def _smallest_last(nodes: list[int], adj: dict[int, set[int]]) -> list[int]:
     return order
 
 
-def allocate(ir: list[VI], entry_line: int | None, base: int = 0) -> tuple[list[Instr], int]:
+class TooLong(Exception):
+    """The code cannot fit however its registers are coloured: `least` instructions remain
+    even if every register-to-register move and branch went away."""
+
+    def __init__(self, least: int):
+        super().__init__(least)
+        self.least = least
+
+
+def least_length(code: Code) -> int:
+    """A lower bound of the emitted length: colouring removes only self-moves (and the branches
+    that then jump to the next instruction); spilling only adds."""
+    return sum(1 for vi in code.ins if not (vi.op is Op.MOV and not vi.use_imm) and vi.op not in BRANCHES)
+
+
+def allocate(ir: list[VI], entry_line: int | None, base: int = 0,
+             budget: int | None = None) -> tuple[list[Instr], int]:
     """Returns (instructions, registers used); code addresses (branch targets,
-    return addresses) are absolute for a kernel placed at `base`."""
+    return addresses) are absolute for a kernel placed at `base`.  With a `budget` (the
+    instructions left in the machine), code that cannot fit raises TooLong before colouring,
+    whose cost grows with the square of a huge kernel's length (minutes, then spilling)."""
     code = prepare(ir, entry_line)
+    if budget is not None and least_length(code) > budget:
+        raise TooLong(least_length(code))
     best, nregs = colour(code)
     return emit(code, best, base), nregs
 
