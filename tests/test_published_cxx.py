@@ -299,3 +299,24 @@ def test_a_local_variable_named_like_a_struct_tag_hides_it_in_its_block_as_gxx_d
 def test_syntax_errors_between_items_are_still_reported_beside_a_kernel():
     assert_error("__global__ void k(int *o) { o[0] = 1; }\n}\n", 2, 1, "expected a declaration before '}'")
     assert_error("__global__ void k(int *o) { o[0] = 1; }\nint x\n", 2, 6, "expected ';' at end of input")
+
+
+LAUNCHED_TYPES = r"""
+typedef unsigned char u8;
+struct Texel { int a; float b; };
+typedef Texel TexelT;
+template <class T> __global__ void copyk(T *d, const T *s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) d[i] = s[i];
+}
+int main() { return 0; }  // the host code that launched copyk<u8> and copyk<TexelT> (cut)
+"""
+
+
+def test_typedefs_named_only_by_kernel_templates_instantiated_at_launch_are_kept(qgcc, qgrun, tmp_path):
+    """A typedef only the (left-out) host code names is left out, unless `--instantiate` names it:
+    alignedTypes' `testKernel<uint8>`.  Then the instance copies its elements exactly."""
+    s = np.arange(1, 7, dtype=np.uint8) * 37
+    got = cli_run(qgcc, qgrun, tmp_path, LAUNCHED_TYPES, "copyk__uchar", 2, 4, {"d": np.zeros(6, np.uint8), "s": s},
+                  {"n": 6}, instantiate=("copyk<u8>", "copyk<TexelT>"))
+    assert got["d"].tolist() == s.tolist()

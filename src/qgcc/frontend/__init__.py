@@ -29,6 +29,8 @@ exception escapes.
 
 from __future__ import annotations
 
+import re
+
 from ..diagnostics import CompileError
 from ..spec import SPEC
 from ..program import Constant, DeviceAssert, Kernel, PrintfFormat, Program, instance_name
@@ -53,6 +55,7 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
         src = lines[line - 1] if 0 < line <= len(lines) else ""
         return CompileError(filename, line, col, msg, src)
 
+    pp.launch_names = frozenset(w for request in instantiate for w in re.findall(r"[A-Za-z_]\w*", request))
     tu = parse_pp(pp, filename)
     result = analyse(tu, filename, "\n".join(lines), instantiate)
     if not result.kernels:

@@ -72,7 +72,7 @@ class HostCode:
     def __init__(self):
         self.known: set[str] = set(BUILTIN_TYPEDEFS) | set(VECTOR_NAMES) | TYPE_WORDS
 
-    def run(self, tokens):
+    def run(self, tokens, keep=frozenset()):
         toks = list(tokens)
         if not any(_v(t) == "__global__" for t in toks):
             yield from toks
@@ -83,7 +83,7 @@ class HostCode:
         kept = [it for it in items if not it.host]
         # (a host function of the name of a kept device function is another overload: not pulled in)
         defined = set().union(*(it.names for it in kept if it.kind == "function")) if kept else set()
-        named = set()
+        named = set(keep)
         for it in kept:
             named |= self.names_used(it)
         changed = True
@@ -293,5 +293,6 @@ class HostCode:
         return {t.value for t in it.toks if t.type == "NAME"}
 
 
-def run(tokens):
-    return HostCode().run(tokens)
+def run(keep, tokens):
+    """`keep`: names that count as used by device code (kernel template arguments named at launch)."""
+    return HostCode().run(tokens, keep)

@@ -138,6 +138,9 @@ class Preprocessed:
     macros: dict[str, list[MacroDef]] = field(default_factory=dict)
     srcmap: SourceMap = field(default_factory=SourceMap)
     fp16_line: int | None = None  # virtual line of '#include <cuda_fp16.h>', if any
+    # Names that kernel templates instantiated at launch use (`testKernel<uint8>`): kept when
+    # host code is left out (hostcode.py), as the host code that launched them would keep them.
+    launch_names: frozenset = frozenset()
 
     def lookup(self, name: str, line: int) -> MacroDef | None:
         for m in self.macros.get(name, ()):

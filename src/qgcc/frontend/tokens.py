@@ -287,7 +287,7 @@ class _Stream:
         en = enums.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         lm = lambdas.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         tx = texdecl.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(tx.run(ct.run(self._operators(self._std(membertypes.run(en.run(hostcode.run(lm.run(namespaces.run(self._drop_hints(exp.expand(self._placed())))))))))))):  # one token of lookahead, for '::'
+        for tok in cg.run(tx.run(ct.run(self._operators(self._std(membertypes.run(en.run(hostcode.run(self.pp.launch_names, lm.run(namespaces.run(self._drop_hints(exp.expand(self._placed())))))))))))):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
