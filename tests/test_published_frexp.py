@@ -104,3 +104,27 @@ def test_frexp_needs_an_int_pointer():
     """The exponent goes through an `int *`: anything else is a one-line error at the argument."""
     assert_error("__global__ void k(double *p, float *q) { p[0] = frexp(p[1], q); }\n", 1, 61,
                  "argument 2 of 'frexp' must be a 'int *' pointer (got 'float *')")
+
+
+RSQRT = r"""
+__global__ void inv(const double *x, double *r, float *rf) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    r[i] = rsqrt(x[i]);
+    rf[i] = rsqrt((float)x[i]);  // CUDA's float overload: rsqrtf
+}
+"""
+
+
+def test_rsqrt_on_double_is_one_over_the_rounded_root_rounded_again(qgcc, qgrun, tmp_path):
+    """nbody's `rsqrt` of a double (its vec3<double> path): 1.0 / sqrt(x), each step rounded as
+    IEEE rounds it (numpy's sqrt and division are), which keeps CUDA's 1-ulp bound; ±0 give ±inf,
+    negatives NaN, inf 0."""
+    x = np.array([4.0, 2.0, 3.0, 1e-310, 0.0, -0.0, -1.0, np.inf, 1e300, 0.1, 7.25, 123456.789], F64)
+    got = cli_run(qgcc, qgrun, tmp_path, RSQRT, "inv", 3, 4,
+                  {"x": x, "r": np.zeros(12, F64), "rf": np.zeros(12, np.float32)})
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = F64(1.0) / np.sqrt(x)
+    assert np.isnan(got["r"][6]) and np.isnan(want[6])
+    keep = [i for i in range(12) if i != 6]
+    assert got["r"][keep].tobytes() == want[keep].tobytes()
+    assert got["rf"][0] == np.float32(0.5) and got["rf"][7] == 0

@@ -346,3 +346,37 @@ def test_pointer_misuses_are_named():
                  "casts between pointer types are not supported ('unsigned char *' to 'unsigned int *'): memory "
                  "is addressed in 32-bit cells, so only pointers to int, unsigned, float, 64-bit scalars and "
                  "structs of 32-bit members (float4, int2, ...) convert to each other")
+
+
+SHARED_DOUBLE4 = r"""
+template <class T> struct SharedMemory {
+    __device__ inline operator T *() { extern __shared__ int __smem[]; return (T *)__smem; }
+};
+__global__ void sums(const double4 *in, double *out, unsigned *raw) {
+    double4 *s = SharedMemory<double4>();
+    int t = threadIdx.x;
+    s[t] = in[t];
+    __syncthreads();
+    double4 o = s[(t + 1) % blockDim.x];
+    out[t] = ((o.x + o.y) + o.z) + o.w;
+    unsigned *w = (unsigned *)s;  // the same cells as 32-bit words, low word first
+    raw[t] = w[8 * t + 1];
+}
+"""
+
+
+def test_a_struct_of_64_bit_members_is_a_view_of_32_bit_cells_as_in_cuda(qgcc, qgrun, tmp_path):
+    """nbody's SharedMemory<double4>: an `extern __shared__ int` array cast to `double4 *` (a struct
+    of 64-bit members has no padding, so each double4 is 8 cells at CUDA's byte offsets / 4); read
+    back through `unsigned *` the high word of each x sits at cell 8t + 1, as on little-endian CUDA."""
+    rec = np.dtype([("x", np.float64), ("y", np.float64), ("z", np.float64), ("w", np.float64)])
+    inp = np.zeros(4, rec)
+    for k, f in enumerate("xyzw"):
+        inp[f] = np.array([1.5, -2.25, 1e300, 3e-310]) * (k + 1)
+    got = cli_run(qgcc, qgrun, tmp_path, SHARED_DOUBLE4, "sums", 1, 4,
+                  {"in": inp, "out": np.zeros(4, np.float64), "raw": np.zeros(4, np.uint32)},
+                  extra=("--shared", str(4 * 32)))
+    nxt = np.roll(np.arange(4), -1)
+    want = ((inp["x"][nxt] + inp["y"][nxt]) + inp["z"][nxt]) + inp["w"][nxt]
+    assert got["out"].tobytes() == want.tobytes()
+    assert got["raw"].tolist() == np.ascontiguousarray(inp["x"]).view(np.uint32)[1::2].tolist()

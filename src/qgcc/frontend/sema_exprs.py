@@ -645,17 +645,19 @@ def _byte_faithful(t: Type) -> bool:
     """Whether CUDA's size of t in bytes is 4 x its cells here, so that a pointer cast keeps
     CUDA's meaning (elements at the same byte offsets): the 32- and 64-bit scalars (low word
     first, as little-endian CUDA stores them) and complete structs whose members are 32-bit
-    scalars or arrays of them (no padding; `float4 *` from `float *`, `int4 *` from `float4 *`).
-    Not char or bool (one byte in CUDA, a cell here) nor structs with nested structs or 64-bit
-    members (CUDA may pad them)."""
-    if t in CELL_TYPES or t in (LLONG, ULLONG, DOUBLE):
+    scalars or arrays of them, or all 64-bit scalars (no padding; `float4 *` from `float *`,
+    `int4 *` from `float4 *`, `double4 *` from an `extern __shared__ int` array).  Not char or
+    bool (one byte in CUDA, a cell here) nor structs with nested structs or with 32- and 64-bit
+    members mixed (CUDA may pad them)."""
+    wide = (LLONG, ULLONG, DOUBLE)
+    if t in CELL_TYPES or t in wide:
         return True
     if not is_struct(t) or t.fields is None or not t.fields:
         return False
+    kinds = set()
     for f in t.fields:
         ft = f.ty.elem if isinstance(f.ty, ArrayType) else f.ty
         while isinstance(ft, ArrayType):
             ft = ft.elem
-        if ft not in CELL_TYPES:
-            return False
-    return True
+        kinds.add("cell" if ft in CELL_TYPES else "wide" if ft in wide else "other")
+    return kinds in ({"cell"}, {"wide"})
