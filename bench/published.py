@@ -8,7 +8,8 @@ with `manifest.json`, a list of {"file": relative path, "source": where it came 
 PolyBench's `polybench.h` that the kernels include as published).  Each file is compiled through
 qgcc's own command line, in process (the same code path as the shell command; a fresh process
 per file would spend most of the time importing), to a .qg in a temporary directory, with the
-kernel-template instances its host code launches (`--instantiate`).  Prints one line per file
+kernel-template instances its host code launches (`--instantiate`) and the include directories
+its published build passes (`"include"`, relative to the file: rodinia heartwall's `-I./AVI`).  Prints one line per file
 (OK, or the first error line), the rate, and a histogram of first errors, grouped by message with
 names and numbers blanked, most frequent first.  An "internal error" is counted separately: none
 may exist.
@@ -49,6 +50,8 @@ def compile_one(corpus: Path, entry: dict, outdir: Path) -> tuple[bool, str]:
     inc = corpus / "include"
     if inc.is_dir():
         args += ["-I", str(inc)]
+    for d in entry.get("include", []):  # the published build's own -I (relative to the file)
+        args += ["-I", str((corpus / entry["file"]).parent / d)]
     for inst in entry.get("instantiate", []):
         args += ["--instantiate", inst]
     res = CliRunner().invoke(qgcc_main, args, catch_exceptions=True)

@@ -320,3 +320,27 @@ def test_typedefs_named_only_by_kernel_templates_instantiated_at_launch_are_kept
     got = cli_run(qgcc, qgrun, tmp_path, LAUNCHED_TYPES, "copyk__uchar", 2, 4, {"d": np.zeros(6, np.uint8), "s": s},
                   {"n": 6}, instantiate=("copyk<u8>", "copyk<TexelT>"))
     assert got["d"].tolist() == s.tolist()
+
+
+def test_a_published_header_with_latin1_comments_and_posix_includes_compiles(qgcc, qgrun, tmp_path):
+    """rodinia heartwall's avilib.h (reached through the build's own -I): a Latin-1 name in a
+    comment (gcc and nvcc read bytes) and POSIX host headers (sys/types.h, fcntl.h, errno.h,
+    inttypes.h) that declare nothing a kernel uses.  A Latin-1 byte outside a comment is still an
+    error at its line."""
+    inc = tmp_path / "AVI"
+    inc.mkdir()
+    (inc / "lib.h").write_bytes(b"/* Copyright (C) Thomas \xd6streich */\n#include <sys/types.h>\n"
+                                b"#include <sys/stat.h>\n#include <fcntl.h>\n#include <errno.h>\n"
+                                b"#include <inttypes.h>\n#define fp float\n"
+                                b"typedef struct { long fdes; double fps; } avi_t;\nint AVI_close(avi_t *AVI);\n")
+    (tmp_path / "k.cu").write_text('#include "lib.h"\n__global__ void k(fp *a) { a[threadIdx.x] = (fp)threadIdx.x * 0.5f; }\n')
+    r = qgcc(tmp_path / "k.cu", "-I", inc, "--no-link", "-o", tmp_path / "k.qg")
+    assert r.exit_code == 0, r.stderr
+    r = qgrun(tmp_path / "k.qg", "--grid", 1, "--block", 4, "--arg", "a=zeros:4",
+              "--out", f"a={tmp_path / 'a.npy'}", "--engine", "ref", "--trace", "none")
+    assert r.exit_code == 0, r.stderr
+    assert np.load(tmp_path / "a.npy").tolist() == [0, 0.5, 1, 1.5]
+    (inc / "lib.h").write_bytes(b"/* \xd6 */\n#define fp float\nint \xd6x;\n")
+    r = qgcc(tmp_path / "k.cu", "-I", inc, "--no-link", "-o", tmp_path / "k2.qg")
+    assert r.exit_code == 1 and "lib.h:3:" in r.stderr and "internal" not in r.stderr
+    assert not (tmp_path / "k2.qg").exists()

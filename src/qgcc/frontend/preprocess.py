@@ -42,7 +42,8 @@ BUILTIN_HEADERS = frozenset({
     # host-only C/POSIX/C++ headers: what they declare is for host code, which qgcc does not compile
     "malloc.h", "memory.h", "pthread.h", "unistd.h", "time.h", "ctime", "sys/time.h", "fstream",
     "sstream", "iomanip", "string", "vector", "map", "set", "queue", "deque", "list", "iterator",
-    "algorithm", "utility", "chrono",
+    "algorithm", "utility", "chrono", "sys/types.h", "sys/stat.h", "fcntl.h", "errno.h",
+    "inttypes.h", "cinttypes",  # (the stdint.h names every file has)
 })
 # The macros that built-in headers define, for this machine (32-bit int, signed 8-bit char).
 _LIMITS = ["CHAR_BIT 8", "SCHAR_MIN (-128)", "SCHAR_MAX 127", "UCHAR_MAX 255", "CHAR_MIN (-128)",
@@ -510,10 +511,17 @@ def _include(st: _State, text: str, idx: int, lerr, vline: int, filename: str, d
     if depth >= MAX_INCLUDE_DEPTH:
         raise lerr(name_idx, f"#include nested more than {MAX_INCLUDE_DEPTH} deep (an include loop?)")
     try:
-        with open(path, encoding="utf-8") as f:
-            src = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise lerr(name_idx, f"cannot read '{hname}': {getattr(e, 'strerror', None) or e}") from None
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise lerr(name_idx, f"cannot read '{hname}': {e.strerror or e}") from None
+    try:
+        src = data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Published headers carry Latin-1 names in comments (rodinia's avilib.h); gcc and nvcc
+        # read bytes.  One byte, one character: columns stay byte columns, and a non-ASCII
+        # character outside a comment or string is still the lexer's error at its place.
+        src = data.decode("latin-1")
     _process(st, src, os.path.normpath(path), depth + 1)
 
 
