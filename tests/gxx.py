@@ -89,7 +89,7 @@ int main() {{
     cpp = tmp_path / "model.cpp"
     cpp.write_text(SHIM + src + main)
     exe = tmp_path / "model"
-    subprocess.run(["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-fno-strict-aliasing", *flags, "-o", str(exe),
+    subprocess.run(["g++", "-O1", "-std=c++17", "-ffp-contract=off", "-frounding-math", "-fno-strict-aliasing", *flags, "-o", str(exe),
                     str(cpp)], check=True, capture_output=True)
     lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
     arrays = [(a[0], a[1]) for a in args if isinstance(a[1], np.ndarray)]

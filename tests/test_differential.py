@@ -114,6 +114,34 @@ __global__ void k(const int *in0, int *out0, unsigned *chk) {
     assert differential.check(p, o, "ref", "api").kind == "ok"
 
 
+@need_gxx
+def test_zero_minus_an_integer_zero_is_plus_zero_in_qgcc_and_in_the_oracle():
+    """Found by the fuzzer (seed 1201850): GCC folds `0.0f - (float)i` to `-(float)i`, which is
+    -0 for i == 0; IEEE round-to-nearest (CUDA, qgcc) gives +0.  The oracle now builds with
+    -frounding-math, which stops the fold, so the two agree on +0 and fminf keeps it."""
+    src = """
+__global__ void k(const int *in0, float *out0, float *out1, unsigned *chk) {
+    unsigned tid = threadIdx.x;
+    out0[tid] = 0e+00f - (int)(in0[tid] == 1);
+    out1[tid] = fminf((0e+00f - in0[tid]), 0e+00f);
+    chk[tid] = tid;
+}
+"""
+    p = generate(0)
+    from diffgen import Buffer
+
+    p.source, p.grid, p.block_shape, p.scalars, p.structs = src, 1, (4,), [], []
+    p.buffers = [Buffer("in0", "int", np.array([0, 1, 0, 2], np.int32), const=True),
+                 Buffer("out0", "float", np.zeros(4, np.float32)), Buffer("out1", "float", np.zeros(4, np.float32)),
+                 Buffer("chk", "unsigned", np.zeros(4, np.uint32))]
+    o = run_batch([p])[0]
+    assert o.status == "ok"
+    plus_zero, minus_one = 0x00000000, 0xBF800000
+    assert o.outputs["out0"][""].view(np.uint32).tolist() == [plus_zero, minus_one, plus_zero, plus_zero]
+    assert o.outputs["out1"][""].view(np.uint32).tolist() == [plus_zero, minus_one, plus_zero, 0xC0000000]
+    assert differential.check(p, o, "ref", "api").kind == "ok"
+
+
 def test_delta_debugging_keeps_only_the_lines_the_failure_needs():
     lines = [f"line {i}" for i in range(40)]
     fails = lambda c: "line 7" in c and "line 31" in c  # noqa: E731

@@ -10,7 +10,7 @@ the two runs is a data race in the generated program (a generator bug, not a com
 
 The built-ins are defined here with CUDA's semantics (fminf orders -0 below +0, abs(INT_MIN)
 wraps, __saturatef(NaN) is 0, ...), so no system math header is included; IEEE operations are
-GCC's builtins, compiled with -ffp-contract=off and without fast-math, on SSE (binary32 and
+GCC's builtins, compiled with -ffp-contract=off, -frounding-math and without fast-math, on SSE (binary32 and
 binary64, one rounding per operation, subnormals kept).  Signed overflow wraps (-fwrapv), the
 documented qgcc rule.
 
@@ -30,7 +30,9 @@ import numpy as np
 
 from diffgen import DTYPE, Program
 
-GXX_FLAGS = ["-std=c++20", "-O0", "-fwrapv", "-ffp-contract=off", "-fno-strict-aliasing", "-w"]
+# -frounding-math: without it GCC 12 folds `0.0f - (float)i` into `-(float)i` even at -O0,
+# which is -0 for i == 0 where IEEE (and CUDA, and qgcc) give +0 (fuzz seed 1201850).
+GXX_FLAGS = ["-std=c++20", "-O0", "-fwrapv", "-ffp-contract=off", "-frounding-math", "-fno-strict-aliasing", "-w"]
 
 SHIM = r"""
 #include <cstdio>
