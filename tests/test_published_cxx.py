@@ -322,6 +322,21 @@ def test_typedefs_named_only_by_kernel_templates_instantiated_at_launch_are_kept
     assert got["d"].tolist() == s.tolist()
 
 
+def test_a_kernel_named_through_a_typedef_at_run_time_gets_an_error_naming_the_typedef(qgcc, qgrun, tmp_path):
+    """The program keeps instances by their types (`copyk__uchar`), not by the typedefs the
+    host code spelled them with, so `qgrun --kernel 'copyk<u8>'` cannot be found: the error
+    names the argument and the fix, and `copyk<unsigned char>` finds the instance."""
+    (tmp_path / "k.cu").write_text(LAUNCHED_TYPES)
+    r = qgcc(tmp_path / "k.cu", "--no-link", "--instantiate", "copyk<u8>", "-o", tmp_path / "k.qg")
+    assert r.exit_code == 0, r.stderr
+    run = ("--grid", 1, "--block", 4, "--arg", "d=zeros:4", "--arg", "s=zeros:4", "--arg", "n=4",
+           "--engine", "ref", "--trace", "none")
+    r = qgrun(tmp_path / "k.qg", "--kernel", "copyk<u8>", *run)
+    assert r.exit_code == 2 and "'u8' is not a type" in r.stderr and "copyk__uchar" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert qgrun(tmp_path / "k.qg", "--kernel", "copyk<unsigned char>", *run).exit_code == 0
+
+
 def test_a_published_header_with_latin1_comments_and_posix_includes_compiles(qgcc, qgrun, tmp_path):
     """rodinia heartwall's avilib.h (reached through the build's own -I): a Latin-1 name in a
     comment (gcc and nvcc read bytes) and POSIX host headers (sys/types.h, fcntl.h, errno.h,
