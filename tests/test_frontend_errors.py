@@ -42,8 +42,8 @@ IN_KERNEL = [
     ("float x = 1.0f; x <<= 1;", 19, "invalid operands to '<<=' ('float' and 'int')"),
     ("float x = ~1.0f;", 11, "invalid operand to unary '~' ('float')"),
     ("float x = 1.5L;", 11, "'long double' constant '1.5L' is not supported; write '1.5f'"),
-    ("float x = fmod(1.0, 2.0f);", 11, "'fmod' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, rsqrt, frexp, ldexp and scalbn); use 'fmodf' on float"),
-    ("float x = sin(1.0);", 11, "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, rsqrt, frexp, ldexp and scalbn); use 'sinf' on float"),
+    ("float x = fmod(1.0, 2.0f);", 11, "'fmod' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, sin, cos, tan, rsqrt, frexp, ldexp and scalbn); use 'fmodf' on float"),
+    ("float x = atan(1.0);", 11, "'atan' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, sin, cos, tan, rsqrt, frexp, ldexp and scalbn); use 'atanf' on float"),
     ("int x = abs(1.0);", 9, "'abs' needs an integer argument ('double'); use fabs"),
     ("atomicMin(ch, 1.0f);", 11, "first argument of 'atomicMin' must be an 'int *' or 'unsigned int *' "
                                  "pointer (got 'char *')"),
