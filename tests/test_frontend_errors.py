@@ -256,8 +256,8 @@ WHOLE = [
     ("int x;\n__global__ void k(int *o) { o[0] = x; }\n", 1, 5,
      "global variable 'x' is not supported; only integer constants ('const int N = 4;') may be "
      "declared at file scope"),
-    ("__shared__ int s[4];\n__global__ void k() {}\n", 1, 1,
-     "__shared__ variables must be declared inside a kernel or device function"),
+    ("__shared__ int s[4] = {1, 2};\n__global__ void k() {}\n", 1, 23,
+     "__shared__ variables cannot have an initialiser"),
     ("const int N = 3;\nconst int N = 4;\n__global__ void k() {}\n", 2, 11,
      "redefinition of 'N' (previously declared on line 1)"),
     ("__global__ void k(int n) { }\nconst int M = n;\n", 2, 15, "unknown identifier 'n'"),
