@@ -124,7 +124,7 @@ def test_each_kernel_gets_cells_only_for_the_file_scope_shared_it_uses():
     assert {k.name: k.shared_words for k in prog.kernels} == {"forward8x8": 129, "inverse8x8": 64, "hides": 2}
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # about a minute: 16 warps of float loops, step by step in the network
 def test_file_scope_shared_in_the_network(qgcc, qgrun, tmp_path):
     """The inverse kernel linked (`qgcc -o`) and run by `qgrun --engine neural`: the same bytes
     as the model."""
