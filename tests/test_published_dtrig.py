@@ -116,19 +116,17 @@ def edge_inputs() -> np.ndarray:
                      2.0 ** 50, float(np.nextafter(2.0 ** 50, 0)), -2.0 ** 50, 1e300])
 
 
-# one warp-sized sample of each branch for the emulator (the g++ test covers all of the above)
-EMULATED = [np.nan, -np.inf, -0.0, 5e-324, 2.0 ** -27, float(np.nextafter(2.0 ** -27, 0)), 0.7853981633974484,
-            45.553093477052, -91.106186954104, -3.0, 1e6, float(np.nextafter(2.0 ** 20, 0)), 1234567.25,
-            float(np.nextafter(2.0 ** 50, 0)), 2.0 ** 50, 1e300]
+# two warps: each branch once for the emulator (the g++ test covers all of the above)
+EMULATED = [np.nan, -0.0, 2.0 ** -27, 0.7853981633974484, 45.553093477052, -3.0, 1234567.25, 2.0 ** 50]
 
 
 def test_sin_cos_tan_at_edges_and_near_multiples_of_half_pi_equal_the_model(qgcc, qgrun, tmp_path):
-    """Each branch and the worst cancellation (k = 29, 58), through `qgcc -o` + `qgrun` on the
+    """Each branch and the worst cancellation (k = 29), through `qgcc -o` + `qgrun` on the
     emulator: every result equals the model bit for bit (NaN canonical, -0 and subnormals kept
     by the small-argument branch, NaN from 2^50 on)."""
     x = np.array(EMULATED)
     n = x.size
-    got = cli_run(qgcc, qgrun, tmp_path, TRIG, "trig", 1, 16, {"x": x, "r": np.zeros(3 * n)}, {"n": n})
+    got = cli_run(qgcc, qgrun, tmp_path, TRIG, "trig", 1, 8, {"x": x, "r": np.zeros(3 * n)}, {"n": n})
     want = np.array([f(v) for f in (D.sin, D.cos, D.tan) for v in x])
     assert got["r"].view(np.uint64).tolist() == want.view(np.uint64).tolist()
     assert D.bits(D.sin(-0.0)) == D.bits(-0.0) and D.cos(5e-324) == 1.0
