@@ -12,8 +12,9 @@ Transcendental functions (expf, sinf, __logf, ...) are not exact operations: CUD
 qgcc's differ in the last bits.  Two builds exist: `libm="host"` maps them to the host C library
 (used only to detect that a kernel depends on them), `libm="qgcc"` maps them to qgcc's own math
 library text (src/qgcc/frontend/mathlib.cu, compiled on the host as tests/native/mathlib_host.c
-does, and dmath.cu for exp, log, log10, pow, sin, cos and tan on double): results of such kernels are checked against qgcc's documented reference, which is not an
-independent model and is reported apart.
+does, and dmath.cu for exp, log, log10, pow, sin, cos and tan on double): results of such kernels
+are checked against qgcc's documented reference, which is not an independent model and is
+reported apart.
 """
 from __future__ import annotations
 
