@@ -1,7 +1,8 @@
 """An independent model of qgcc's double math library (src/qgcc/frontend/dmath.cu: exp, log,
 log10, pow, sin, cos, tan): the same documented algorithms as sequences of numpy binary64
-operations (each rounds once to nearest even, as double.cu's routines do), so the library's results are checked bit for bit; and the
-error of a result in ulps of binary64 at the true value (mpmath, 40 digits)."""
+operations (each rounds once to nearest even, as double.cu's routines do), so the library's
+results are checked bit for bit; and the error of a result in ulps of binary64 at the true
+value (mpmath, 40 digits)."""
 
 from __future__ import annotations
 
