@@ -10,6 +10,7 @@ check that a member that has halted stays frozen while the others go on.
 
 from __future__ import annotations
 
+import importlib.util
 import zlib
 
 import numpy as np
@@ -59,17 +60,18 @@ def alone(host: Host, net, lau) -> list[tuple[bytes, list[str]]]:
     return out
 
 
-def stacked_equals_alone(cm, launches, lowp=True) -> list[int]:
+def stacked_equals_alone(cm, launches, lowp=True, fused=False) -> list[int]:
     """Run `launches` stacked and each alone on the C step; every hidden state and every
     recurrent state of every member must be the same bits at every step, a member that has
     halted must stay frozen, and its running bit must drop at its halt step.  Returns
     the members' lengths in steps.  `lowp`: the device's form of the products (bfloat16
-    parts, engines/lowp.py), here computed on the CPU; the states are held as rail bits."""
+    parts, engines/lowp.py), here computed on the CPU; the states are held as rail bits.
+    `fused`: the step as Triton kernels (engines/fused.py, interpreted on the CPU)."""
     host = Host(cm, neural_layers(cm, "cpu"))
     want = [alone(host, host.net, lau) for lau in launches]
     halt = cm.fields["phase"][PHASES.index("halt")]
     batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"], lowp=lowp,
-                          level=cm.value_level)
+                          level=cm.value_level, fused=fused)
     for slot, lau in enumerate(launches):
         batch.load(slot, *host.initial(lau))
     for step in range(max(len(w) for w in want)):
@@ -96,6 +98,22 @@ def test_every_member_of_a_batch_of_two_kernels_equals_its_launch_alone_at_every
     lengths = [emulate(launch(g, b, n, kernel=k)).network_steps for k, g, b, n in MIXED]
     assert len(set(lengths)) == len(MIXED)
     assert stacked_equals_alone(cm, launches) == lengths
+
+
+@needs_c
+@pytest.mark.slow
+def test_the_fused_step_gives_every_member_of_a_batch_of_two_kernels_the_bits_of_its_launch_alone():
+    """engines/fused.py: the step as a few Triton kernels a layer (run here by Triton's
+    interpreter, about 8 s a step on this machine, hence slow), in the device's form: every
+    hidden and recurrent state of a launch of each kernel, of different lengths (11 and 23
+    steps), equals the C step's alone at every step, and the shorter stays frozen after its halt."""
+    if importlib.util.find_spec("triton") is None:  # a third-party package (the `fused` extra), not ours;
+        pytest.skip("triton is not installed")     # not imported here: engines.fused imports it interpreted
+    prog, cm = program()
+    todo = [MIXED[0], MIXED[3]]
+    assert [m[0] for m in todo] == [0, 1]
+    lengths = stacked_equals_alone(cm, [launch(g, b, n, kernel=k) for k, g, b, n in todo], fused=True)
+    assert lengths[0] < lengths[1]
 
 
 @needs_c
@@ -173,6 +191,14 @@ def test_cuda_graphs_are_asked_for_only_on_cuda():
     prog, cm = program()
     with pytest.raises(ValueError, match="CUDA graphs need --device cuda"):
         BatchedLayers(cm.layers, 2, np.arange(3), 0, [1], device="cpu", graph=True)
+
+
+def test_the_fused_step_refuses_states_it_cannot_hold_as_rail_bits():
+    """The fused kernels hold one-hot-row states as rail bits only; without the level they
+    are not asked to compute another form (checked before triton is imported)."""
+    prog, cm = program()
+    with pytest.raises(ValueError, match="fused step does not apply: .*rail level"):
+        BatchedLayers(cm.layers, 2, np.arange(3), 0, [1], fused=True)
 
 
 @needs_c

@@ -64,18 +64,6 @@ def residual(x, cols, y, bad, N, H: tl.constexpr, BLOCK: tl.constexpr, NOT_PM8: 
 
 
 @triton.jit
-def _inexact(v):
-    """Strictly between -89 and 0 or between 0 and 17: where SiLU/sigmoid are not exact."""
-    return ((v > -89.0) & (v < 0.0)) | ((v > 0.0) & (v < 17.0))
-
-
-@triton.jit
-def _silu(v):
-    """SiLU at its exact arguments, as neural_batch._silu_exact: v from 17 up, v * 0 below."""
-    return tl.where(v >= 17.0, v, v * 0.0)
-
-
-@triton.jit
 def mlp_act(pre, act, bad, U, BLOCK: tl.constexpr, INEXACT_ACT: tl.constexpr):
     """act = silu(gate) * up over pre = gate | up, and the gate's exact-range check."""
     b = tl.program_id(0).to(tl.int64)
@@ -83,24 +71,9 @@ def mlp_act(pre, act, bad, U, BLOCK: tl.constexpr, INEXACT_ACT: tl.constexpr):
     m = j < U
     g = tl.load(pre + b * 2 * U + j, mask=m, other=0.0)
     u = tl.load(pre + b * 2 * U + U + j, mask=m, other=0.0)
-    tl.store(act + b * U + j, _silu(g) * u, mask=m)
-    off = tl.max((_inexact(g) & m).to(tl.int32), axis=0)
+    tl.store(act + b * U + j, tl.where(g >= 17.0, g, g * 0.0) * u, mask=m)
+    off = tl.max(((((g > -89.0) & (g < 0.0)) | ((g > 0.0) & (g < 17.0))) & m).to(tl.int32), axis=0)
     tl.atomic_or(bad + b, off * INEXACT_ACT)
-
-
-@triton.jit
-def _pow2_bits(a):
-    """a normal, a power of two (a >= 17 here, so frexp's mantissa 0.5 is a zero field)."""
-    bits = a.to(tl.int32, bitcast=True)
-    exp = (bits >> 23) & 0xFF
-    return (a != 0.0) & ((bits & 0x7FFFFF) == 0) & (exp != 0xFF) & (exp != 0)
-
-
-@triton.jit
-def _unpack(S, row, e, m):
-    """Row `row` ((NHP, 1) indices of 16-byte rows) of a rail-bit state as (NHP, 128) bits."""
-    byte = tl.load(S + row * 16 + e // 8, mask=m, other=0).to(tl.int32)
-    return (byte >> (e % 8)) & 1
 
 
 @triton.jit
@@ -133,15 +106,19 @@ def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCA
     kh = tl.argmax(k, axis=1)
     qone = qcount == 1
     kone = kcount == 1
-    one_bad = (qcount > 1) | (qone & ~_pow2_bits(qa)) | (kcount > 1) | (kone & ~_pow2_bits(ka))
+    # A power of two, as frexp's mantissa 0.5: a zero mantissa field (the entry is >= 17: normal).
+    qbits, kbits = qa.to(tl.int32, bitcast=True), ka.to(tl.int32, bitcast=True)
+    qpow2 = ((qbits & 0x7FFFFF) == 0) & (((qbits >> 23) & 0xFF) != 0xFF)
+    kpow2 = ((kbits & 0x7FFFFF) == 0) & (((kbits >> 23) & 0xFF) != 0xFF)
+    one_bad = (qcount > 1) | (qone & ~qpow2) | (kcount > 1) | (kone & ~kpow2)
     ones = tl.full([NHP], 1.0, tl.float32)
     qv = qa * tl.div_rn(ones, tl.sqrt_rn(qa * qa + EPS))
     kv = ka * tl.div_rn(ones, tl.sqrt_rn(ka * ka + EPS))
     # The key's row: delta = (v - row * k) * beta; row + k * delta, where a key writes.
     srow = (b * nh + hh) * HD  # the head's first row in the state viewed as (B * nh * 128, 16)
-    kbits = _unpack(S, (srow + kh)[:, None], e, m2)
-    row = tl.where(kbits != 0, LEVEL, 0.0)
-    delta = (_silu(v) - row * kv[:, None]) * beta[:, None]
+    kbyte = tl.load(S + (srow + kh)[:, None] * 16 + e // 8, mask=m2, other=0).to(tl.int32)
+    row = tl.where(((kbyte >> (e % 8)) & 1) != 0, LEVEL, 0.0)
+    delta = (tl.where(v >= 17.0, v, v * 0.0) - row * kv[:, None]) * beta[:, None]
     write = kone & (tl.load(running + b + hh * 0) != 0) & hm  # a block: the interpreter's scalar compare is no mask
     new = tl.where(write[:, None], row + kv[:, None] * delta, row)
     raw = new.to(tl.int32, bitcast=True)
@@ -151,8 +128,8 @@ def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCA
     j = tl.arange(0, HD // 8)[None, :]
     tl.store(S + (srow + kh)[:, None] * 16 + j, packed.to(tl.uint8), mask=write[:, None] & (j < HD // 8))
     # The query's row after the write: the row just written when it is the key's.
-    qbits = _unpack(S, (srow + qh)[:, None], e, m2)
-    qrow = tl.where((qh == kh)[:, None], on.to(tl.int32), qbits)
+    qbyte = tl.load(S + (srow + qh)[:, None] * 16 + e // 8, mask=m2, other=0).to(tl.int32)
+    qrow = tl.where((qh == kh)[:, None], on.to(tl.int32), (qbyte >> (e % 8)) & 1)
     o = tl.where(qrow != 0, LEVEL, 0.0) * tl.div_rn(qv, tl.full([NHP], QSCALE, tl.float32))[:, None]
     ss = tl.sum(o * o, axis=1)
     var = tl.div_rn(ss, tl.full([NHP], 128.0, tl.float32)) + EPS
@@ -161,11 +138,17 @@ def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCA
     pow4 = (var > 0.0) & ((vbits & 0x7FFFFF) == 0) & (vexp != 0xFF) & (vexp != 0) & ((vexp & 1) == 1)
     rd = qone & (ss != 0.0) & hm
     norm_bad = tl.max((rd & ~pow4).to(tl.int32), axis=0)
-    act = _inexact(q) | _inexact(k) | (_inexact(v) & kone[:, None]) | (_inexact(z) & rd[:, None])
-    act_bad = tl.max(tl.max((act & m2).to(tl.int32), axis=1), axis=0) | \
-        tl.max((_inexact(bp) & hm).to(tl.int32), axis=0)
+    # Arguments strictly inside (-89, 0) or (0, 17), where SiLU/sigmoid are not exact: q, k and
+    # b everywhere, v where a key writes, z where a query reads.
+    qx = ((q > -89.0) & (q < 0.0)) | ((q > 0.0) & (q < 17.0))
+    kx = ((k > -89.0) & (k < 0.0)) | ((k > 0.0) & (k < 17.0))
+    vx = ((v > -89.0) & (v < 0.0)) | ((v > 0.0) & (v < 17.0))
+    zx = ((z > -89.0) & (z < 0.0)) | ((z > 0.0) & (z < 17.0))
+    bx = ((bp > -89.0) & (bp < 0.0)) | ((bp > 0.0) & (bp < 17.0))
+    act = qx | kx | (vx & kone[:, None]) | (zx & rd[:, None])
+    act_bad = tl.max(tl.max((act & m2).to(tl.int32), axis=1), axis=0) | tl.max((bx & hm).to(tl.int32), axis=0)
     gn = tl.load(gnorm + e)
-    out = ((o * tl.div_rn(ones, tl.sqrt_rn(var))[:, None]) * gn) * _silu(z)
+    out = ((o * tl.div_rn(ones, tl.sqrt_rn(var))[:, None]) * gn) * tl.where(z >= 17.0, z, z * 0.0)
     out = tl.where(rd[:, None], out, 0.0)
     tl.store(y + b * span + hh[:, None] * HD + e, out, mask=m2)
     flags = tl.max((one_bad & hm).to(tl.int32), axis=0) * NOT_ONE_HOT | act_bad * INEXACT_ACT | \
