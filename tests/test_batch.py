@@ -116,6 +116,28 @@ def test_the_fused_step_gives_every_member_of_a_batch_of_two_kernels_the_bits_of
     assert lengths[0] < lengths[1]
 
 
+@pytest.mark.slow
+def test_the_fused_kernels_compile_for_an_h200_with_correctly_rounded_division_and_square_root_and_no_fma():
+    """bench/fused_ptx.py compiles every kernel of the fused step for sm_90 (no GPU needed) as
+    the step launches it, and finds in its PTX no fused multiply-add, no approximate division,
+    reciprocal or square root and no flush-to-zero: the rounding the exactness argument assumes.
+    In a process of its own: triton compiles there, while this one may have it interpreted."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra)
+        pytest.skip("triton is not installed")
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")]))
+    env.pop("TRITON_INTERPRET", None)
+    out = subprocess.run([sys.executable, str(root / "bench" / "fused_ptx.py")], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "mix_rows" in out.stdout and "no risky instruction in the step's kernels: True" in out.stdout
+
+
 @needs_c
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["collatz", "histogram", "matmul", "reduce", "scan", "vadd"])

@@ -22,7 +22,8 @@ recompiles for every layer's shapes.
 Triton chooses between compiling and interpreting when it is first imported, so
 `kernels(device)` imports it for the first device asked for: interpreted for the CPU,
 compiled for CUDA (interpreting sets TRITON_INTERPRET=1 for the process, since triton's own
-lazy imports read it again); asking for the other one in the same process is an error.
+lazy imports read it again); asking for the other one in the same process is an error (note
+that running torch's profiler imports triton, in compile mode unless TRITON_INTERPRET=1).
 """
 
 from __future__ import annotations
