@@ -157,7 +157,7 @@ class Check:
         self.bad += not ok
         c_rate, d_rate = want.network_steps / best_c, res.network_steps / best_d
         print(f"one launch{tag} {name:8} steps {want.network_steps:5d}  C step {c_rate:8.0f} steps/s  "
-              f"{self.dev} {d_rate:8.0f} steps/s  ratio {d_rate / c_rate:6.2f}x  results equal: {ok}")
+              f"{self.dev} {d_rate:8.1f} steps/s  ratio {d_rate / c_rate:6.3f}x  results equal: {ok}")
         self.figures[f"one launch{tag} {name}: {self.dev}/C step"] = f"{d_rate / c_rate:.2f}x ({d_rate:.0f} vs {c_rate:.0f} steps/s)"
 
     def batches(self, name, sizes, fused=False):
@@ -222,6 +222,15 @@ def main(argv=None) -> int:
     if args.short:
         args.samples, args.batch_samples, args.one, args.sizes, first = "", "mixed1", "mixed1", "1,2", "mixed1"
     variants = {"no": (False,), "yes": (True,), "both": (False, True)}[args.fused]
+    if True in variants:
+        from qgcc.engines.fused import kernels
+        try:
+            kernels(torch.device(args.device))  # before anything imports triton in the other mode
+        except ValueError as e:
+            print(f"bench/gpu_check.py: the fused step cannot run here: {e}")
+            if args.fused == "yes":
+                return 2
+            variants = (False,)
     chk = Check(args.device, args.chunk, 1 if args.short else 3, variants)
     print(f"device: {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu (no graphs)'}, "
           f"torch {torch.__version__}", flush=True)

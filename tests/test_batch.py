@@ -215,12 +215,20 @@ def test_cuda_graphs_are_asked_for_only_on_cuda():
         BatchedLayers(cm.layers, 2, np.arange(3), 0, [1], device="cpu", graph=True)
 
 
-def test_the_fused_step_refuses_states_it_cannot_hold_as_rail_bits():
-    """The fused kernels hold one-hot-row states as rail bits only; without the level they
-    are not asked to compute another form (checked before triton is imported)."""
+def test_the_fused_step_applies_to_a_compiled_network_and_refuses_forms_its_kernels_do_not_compute():
+    """engines.fused.why_not_fused, checked before triton is imported: a linked program's layers
+    (RMSNorm weights 0, one-hot rows, conv taps 1, states as rail bits whose read squares add
+    exactly) are the fused kernels' form; states without the rail level, or a level whose read
+    squares could round when summed in another order, are refused."""
+    from qgcc.engines.fused import why_not_fused
+    from qgcc.engines.neural_batch import row_layers
+
     prog, cm = program()
+    batch = BatchedLayers(row_layers(cm, "cpu", False), 2, np.arange(3), 0, [1], level=cm.value_level)
+    assert why_not_fused(batch.layers, batch.packed, cm.value_level) == ""
+    assert "more than 17 significant bits" in why_not_fused(batch.layers, batch.packed, 1.2345)
     with pytest.raises(ValueError, match="fused step does not apply: .*rail level"):
-        BatchedLayers(cm.layers, 2, np.arange(3), 0, [1], fused=True)
+        BatchedLayers(batch.layers, 2, np.arange(3), 0, [1], fused=True)
 
 
 @needs_c

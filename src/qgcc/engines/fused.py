@@ -52,7 +52,10 @@ def kernels(device: torch.device):
             import triton
         except ImportError as e:
             raise ValueError("the fused step needs triton (pip install triton)") from e
-        mode = "interpret" if triton.knobs.runtime.interpret else "compile"
+        knobs = getattr(triton, "knobs", None)  # triton >= 3.4; before it, the variable itself
+        interp = knobs.runtime.interpret if knobs is not None else \
+            os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+        mode = "interpret" if interp else "compile"
         _MODE.append(mode)
     if _MODE[0] != want:
         raise ValueError(f"the fused step on {device.type} needs triton in {want} mode, but this process imported "
