@@ -75,7 +75,7 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=2, help="steps timed after the profiled one")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    fused_kernels(torch.device("cpu"))  # before any profile: torch's profiler imports triton (compiling, not interpreted)
+    fused_kernels(torch.device("cpu"))  # before any profile: torch's profiler imports triton, compiling
     prog, cm = lockstep.linked("mixed", lockstep.MIXED_KERNELS)
     host = Host(cm, None)
     layers = row_layers(cm, "cpu", True)

@@ -158,7 +158,8 @@ class Check:
         c_rate, d_rate = want.network_steps / best_c, res.network_steps / best_d
         print(f"one launch{tag} {name:8} steps {want.network_steps:5d}  C step {c_rate:8.0f} steps/s  "
               f"{self.dev} {d_rate:8.1f} steps/s  ratio {d_rate / c_rate:6.3f}x  results equal: {ok}")
-        self.figures[f"one launch{tag} {name}: {self.dev}/C step"] = f"{d_rate / c_rate:.2f}x ({d_rate:.0f} vs {c_rate:.0f} steps/s)"
+        self.figures[f"one launch{tag} {name}: {self.dev}/C step"] = \
+            f"{d_rate / c_rate:.3f}x ({d_rate:.1f} vs {c_rate:.0f} steps/s)"
 
     def batches(self, name, sizes, fused=False):
         cm, make = launches_of(name)

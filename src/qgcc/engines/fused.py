@@ -35,9 +35,10 @@ import numpy as np
 import torch
 
 from ..qwen35 import QWEN35_2B as qwen
+from .neural_torch import EPS
 
 HD = qwen.head_dim
-EPS32 = float(np.float32(1e-6))  # torch adds the Python 1e-6 to float32 tensors as this float32
+EPS32 = float(np.float32(EPS))  # torch adds the Python 1e-6 to float32 tensors as this float32
 _MODE: list[str] = []  # "interpret" or "compile", once triton is imported by this module
 
 
@@ -83,7 +84,7 @@ def why_not_fused(layers, packed: list[bool], level: float | None) -> str:
     c = np.float32(np.float32(level) * np.float32(np.float32(1.0) / np.float32(QSCALE)))
     d = np.float32(c * c)
     num = float(d).as_integer_ratio()[0]
-    if not np.isfinite(d) or (num >> ((num & -num).bit_length() - 1)).bit_length() > 17:
+    if not (np.isfinite(d * np.float32(128)) and num > 0) or (num >> ((num & -num).bit_length() - 1)).bit_length() > 17:
         return "the rail level's read squares have more than 17 significant bits (their sums may round)"
     return ""
 
@@ -94,8 +95,6 @@ class FusedStep:
     BLOCK = 1024
 
     def __init__(self, batch):
-        from .neural_batch import FLAG_TEXT  # noqa: F401  (the flag codes below are its keys)
-
         why = why_not_fused(batch.layers, batch.packed, None if batch.rails is None else batch.rails.level)
         if why:
             raise ValueError(f"the fused step does not apply: {why}")
@@ -133,9 +132,8 @@ class FusedStep:
                  H=qwen.hidden, BLOCK=qwen.hidden, NOT_PM8=NOT_PM8)  # one compiled form for every layer
 
     def step(self) -> None:
-        from .neural_batch import EPS, INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
+        from .neural_batch import INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
 
-        assert EPS == 1e-6
         bl, k = self.batch, self.k
         B = bl.width
         run8 = bl.running.view(torch.uint8)
