@@ -4,7 +4,9 @@
 # copy of it); wheels of missing packages (lark) in ./whl are installed first when present.
 #   CHECK_S=300 SIZES=64,1024,8192 bash bench/gpu_run.sh 2>&1 | tee gpu_run.log
 # FUSED=both (default) checks and measures the unfused and the fused step (engines/fused.py,
-# Triton kernels, compiled on first use: allow a minute) side by side; FUSED=no only the unfused.
+# Triton kernels, compiled on first use: allow a minute) side by side, and profiles both when
+# PROFILE_WIDTHS is set; FUSED=no only the unfused.  Both double the lockstep part: SAMPLES=collatz
+# keeps it short.
 # Shorter: SAMPLES=collatz (the lockstep samples besides mixed), STARTUP=0 (no start-up part),
 # PROFILE_WIDTHS=8192 (then bench/gpu_profile.py's phases at those widths, PROFILE_S seconds).
 cd "$(dirname "$0")/.." || exit 1
@@ -24,6 +26,11 @@ if [ -n "$PROFILE_WIDTHS" ]; then
     echo "=== gpu_profile"
     timeout "${PROFILE_S:-120}" python3 bench/gpu_profile.py --widths "$PROFILE_WIDTHS" --profile-width 1024 2>&1 | head -${PROFILE_LINES:-40}
     echo "gpu_profile exit ${PIPESTATUS[0]}"
+    if [ "${FUSED:-both}" != no ]; then
+        echo "=== gpu_profile --fused"
+        timeout "${PROFILE_S:-120}" python3 bench/gpu_profile.py --fused --widths "$PROFILE_WIDTHS" --profile-width 1024 2>&1 | head -${PROFILE_LINES:-40}
+        echo "gpu_profile --fused exit ${PIPESTATUS[0]}"
+    fi
 fi
 [ "${STARTUP:-1}" = 0 ] && exit 0
 echo "=== start-up: torch import + CUDA context alone"
