@@ -117,6 +117,33 @@ def test_the_fused_step_gives_every_member_of_a_batch_of_two_kernels_the_bits_of
 
 
 @pytest.mark.slow
+def test_a_broken_premise_raises_the_same_flags_in_the_fused_step_as_in_the_unfused_one_and_only_in_its_slot():
+    """A residual entry of 4 instead of +-8 in one member's mixer input: both steps flag that
+    member, with the same premises (here all five, as the error spreads through the layers),
+    and not the other member."""
+    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
+        pytest.skip("triton is not installed")
+    from qgcc.engines.neural_batch import row_layers
+
+    prog, cm = program()
+    host = Host(cm, None)
+    layers = row_layers(cm, "cpu", True)
+    halt = cm.fields["phase"][PHASES.index("halt")]
+    steps = [BatchedLayers(layers, 2, host._all_dims, halt, cm.fields["fault"], level=cm.value_level, fused=f)
+             for f in (False, True)]
+    for slot, (k, g, b, n) in enumerate([MIXED[0], MIXED[3]]):
+        h, init = host.initial(launch(g, b, n, kernel=k))
+        if slot == 0:
+            h = h.copy()
+            h[int(layers[0].L.mix_in[0])] = 4.0
+        for step in steps:
+            step.load(slot, h, init)
+    (_, unfused), (_, fused) = (step.run() for step in steps)
+    assert fused.tolist() == unfused.tolist()
+    assert fused[0] & 1 and fused[0] & 2 and fused[1] == 0  # NOT_PM8, INEXACT_ACT
+
+
+@pytest.mark.slow
 def test_the_fused_kernels_compile_for_an_h200_with_correctly_rounded_division_and_square_root_and_no_fma():
     """bench/fused_ptx.py compiles every kernel of the fused step for sm_90 (no GPU needed) as
     the step launches it, and finds in its PTX no fused multiply-add, no approximate division,

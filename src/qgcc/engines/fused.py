@@ -6,9 +6,10 @@ Why: the unfused step (engines/neural_batch.py) is about 4,400 small torch opera
 step on the 36-layer machine; on a GPU each is a kernel of a few microseconds, and every
 intermediate (the one-hot search, the row update, the range checks, the gated RMSNorm)
 goes through device memory.  Here a layer is its products (cuBLAS, exact by the argument
-in engines/lowp.py) and five kernels: the normalised input gathered (with its bfloat16
-copy), the mixer's whole row work, the residual add with its check, and the same for the
-MLP; a step adds one kernel at its start and one at its end.  The kernels are in
+in engines/lowp.py) and six kernels: the normalised input gathered (with its bfloat16
+copy), the mixer's whole row work, the residual add with its check; the input gathered, the
+activation and the residual add of the MLP; a step adds one kernel at its start and one at
+its end.  The kernels are in
 `fused_kernels`; why each gives the unfused step's bits is argued there and in the docs.
 
 Why Triton rather than torch.compile: every rounding is explicit in the kernel source

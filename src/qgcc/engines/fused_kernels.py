@@ -98,12 +98,14 @@ def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCA
     bp = tl.load(pre + b * P + 4 * span + hh, mask=hm, other=0.0)
     beta = tl.where(bp >= 17.0, 1.0, tl.where(bp <= -89.0, 0.0, 0.5))
     # One-hot keys and queries (neural_batch._one_hot): exactly one entry >= 17, a power of two.
-    qcount = tl.sum((q >= 17.0).to(tl.int32), axis=1)
-    kcount = tl.sum((k >= 17.0).to(tl.int32), axis=1)
-    qa = tl.max(q, axis=1)
-    ka = tl.max(k, axis=1)
-    qh = tl.argmax(q, axis=1)
-    kh = tl.argmax(k, axis=1)
+    # Both counts in one sum (q's in the low byte: at most 128 each), both maxima and their
+    # first indices in one reduction.
+    counts = tl.sum((q >= 17.0).to(tl.int32) + (k >= 17.0).to(tl.int32) * 256, axis=1)
+    qcount = counts & 255
+    kcount = counts >> 8
+    mx, at = tl.max(tl.join(q, k), axis=1, return_indices=True)
+    qa, ka = tl.split(mx)
+    qh, kh = tl.split(at)
     qone = qcount == 1
     kone = kcount == 1
     # A power of two, as frexp's mantissa 0.5: a zero mantissa field (the entry is >= 17: normal).
@@ -123,7 +125,6 @@ def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCA
     new = tl.where(write[:, None], row + kv[:, None] * delta, row)
     raw = new.to(tl.int32, bitcast=True)
     on = raw == LEVEL_BITS
-    rail_bad = tl.max(tl.max(((raw != 0) & ~on & write[:, None]).to(tl.int32), axis=1), axis=0)
     packed = tl.sum(tl.reshape(on.to(tl.int32) << (e % 8), (NHP, HD // 8, 8)), axis=2)
     j = tl.arange(0, HD // 8)[None, :]
     tl.store(S + (srow + kh)[:, None] * 16 + j, packed.to(tl.uint8), mask=write[:, None] & (j < HD // 8))
@@ -137,7 +138,6 @@ def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCA
     vexp = (vbits >> 23) & 0xFF
     pow4 = (var > 0.0) & ((vbits & 0x7FFFFF) == 0) & (vexp != 0xFF) & (vexp != 0) & ((vexp & 1) == 1)
     rd = qone & (ss != 0.0) & hm
-    norm_bad = tl.max((rd & ~pow4).to(tl.int32), axis=0)
     # Arguments strictly inside (-89, 0) or (0, 17), where SiLU/sigmoid are not exact: q, k and
     # b everywhere, v where a key writes, z where a query reads.
     qx = ((q > -89.0) & (q < 0.0)) | ((q > 0.0) & (q < 17.0))
@@ -146,13 +146,24 @@ def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCA
     zx = ((z > -89.0) & (z < 0.0)) | ((z > 0.0) & (z < 17.0))
     bx = ((bp > -89.0) & (bp < 0.0)) | ((bp > 0.0) & (bp < 17.0))
     act = qx | kx | (vx & kone[:, None]) | (zx & rd[:, None])
-    act_bad = tl.max(tl.max((act & m2).to(tl.int32), axis=1), axis=0) | tl.max((bx & hm).to(tl.int32), axis=0)
+    # Per head: the elements out of range and those a rail write cannot hold, counted in one sum
+    # (one byte each: at most 128), then the head's flag word.
+    ecount = tl.sum((act & m2).to(tl.int32) + ((raw != 0) & ~on & write[:, None]).to(tl.int32) * 256, axis=1)
+    hflags = tl.where((ecount & 255) != 0, INEXACT_ACT, 0) | tl.where((ecount >> 8) != 0, NOT_RAIL, 0) | \
+        tl.where(one_bad, NOT_ONE_HOT, 0) | tl.where(rd & ~pow4, INEXACT_NORM, 0) | tl.where(bx, INEXACT_ACT, 0)
+    hflags = tl.where(hm, hflags, 0)
+    # Their OR over the heads: each of the 5 flag bits counted in a 5-bit field (at most 16 heads).
+    fields = hflags * 0
+    for i in tl.static_range(5):
+        fields += ((hflags >> i) & 1) << (5 * i)
+    tot = tl.sum(fields, axis=0)
+    flags = tot * 0
+    for i in tl.static_range(5):
+        flags |= (((tot >> (5 * i)) & 31) != 0).to(tl.int32) << i
     gn = tl.load(gnorm + e)
     out = ((o * tl.div_rn(ones, tl.sqrt_rn(var))[:, None]) * gn) * tl.where(z >= 17.0, z, z * 0.0)
     out = tl.where(rd[:, None], out, 0.0)
     tl.store(y + b * span + hh[:, None] * HD + e, out, mask=m2)
-    flags = tl.max((one_bad & hm).to(tl.int32), axis=0) * NOT_ONE_HOT | act_bad * INEXACT_ACT | \
-        norm_bad * INEXACT_NORM | rail_bad * NOT_RAIL
     tl.store(bad + b, tl.load(bad + b) | flags)
 
 
