@@ -3,6 +3,10 @@ then every figure issue #26 names.
 
     python bench/gpu_check.py [--samples vadd,reduce] [--sizes 64,1024,8192] [--chunk 16]
     python bench/gpu_check.py --device cpu --short     # the whole device code path on the CPU (CI)
+    python bench/gpu_check.py --fused both             # every check for the unfused and the fused step
+
+`--fused yes|both` runs the fused step (engines/fused.py, Triton kernels; needs triton; on
+the CPU interpreted, about 8 s a step) instead of / beside the unfused one, labelled "fused".
 
 1. Precision: how many projections run as exact bfloat16 parts (engines/lowp.py) and which
    fell back to float32, and why; weight bytes on the device.
@@ -60,8 +64,9 @@ def launches_of(name):
 
 
 class Check:
-    def __init__(self, dev: str, chunk: int, repeat: int = 3):
+    def __init__(self, dev: str, chunk: int, repeat: int = 3, variants=(False,)):
         self.dev, self.chunk, self.bad, self.repeat = dev, chunk, 0, repeat
+        self.variants = variants  # False: the unfused step, True: the fused one
         self.figures: dict[str, str] = {}
 
     def sync(self):
@@ -85,14 +90,15 @@ class Check:
             print(f"  fell back: {n}")
         self.figures["bytes per slot (its tensors)"] = f"{layers.slot_bytes():,}"
 
-    def lockstep(self, name) -> bool:
+    def lockstep(self, name, fused=False) -> bool:
         """Every member against the C step alone, every hidden state, final recurrent states."""
         cm, make = launches_of(name)
+        tag = " fused" if fused else ""
         launches = make()
         cpu = NeuralEngine("cpu").host(cm)
         halt = cm.fields["phase"][PHASES.index("halt")]
         dev = BatchedLayers(row_layers(cm, self.dev, True), len(launches), cpu._all_dims, halt, cm.fields["fault"],
-                            self.dev, chunk=1, level=cm.value_level)
+                            self.dev, chunk=1, level=cm.value_level, fused=fused)
         alone, hs, states = [], [], []
         for b, lau in enumerate(launches):
             h, init = cpu.initial(lau)
@@ -121,7 +127,7 @@ class Check:
         for b in range(len(launches)):
             same = same and all(np.array_equal(dev.recurrent_state(b, L).view(np.uint32), states[b][L])
                                 for L in range(cm.num_layers))
-        print(f"lockstep {name:10} members {len(launches)} steps {steps:5d} "
+        print(f"lockstep{tag} {name:10} members {len(launches)} steps {steps:5d} "
               f"lengths {[len(s) for s in alone]}  bit-identical: {same}")
         self.bad += not same
         return same
@@ -133,7 +139,12 @@ class Check:
         for _ in range(self.repeat):
             t = time.perf_counter(); want = host.run(make()[0]); dt = time.perf_counter() - t
             best_c = dt if best_c is None else min(best_c, dt)
-        runner = BatchRunner(cm, 1, self.dev, chunk=self.chunk, lowp=True)
+        for fused in self.variants:
+            self._one_launch(name, cm, make, want, best_c, fused)
+
+    def _one_launch(self, name, cm, make, want, best_c, fused):
+        tag = " fused" if fused else ""
+        runner = BatchRunner(cm, 1, self.dev, chunk=self.chunk, lowp=True, fused=fused)
         if self.repeat > 1:
             runner.run(make()[:1], 10 ** 6)  # warm-up
         best_d = None
@@ -145,12 +156,14 @@ class Check:
         ok = np.array_equal(res.memory, want.memory) and res.stats == want.stats
         self.bad += not ok
         c_rate, d_rate = want.network_steps / best_c, res.network_steps / best_d
-        print(f"one launch {name:8} steps {want.network_steps:5d}  C step {c_rate:8.0f} steps/s  "
-              f"{self.dev} {d_rate:8.0f} steps/s  ratio {d_rate / c_rate:6.2f}x  results equal: {ok}")
-        self.figures[f"one launch {name}: {self.dev}/C step"] = f"{d_rate / c_rate:.2f}x ({d_rate:.0f} vs {c_rate:.0f} steps/s)"
+        print(f"one launch{tag} {name:8} steps {want.network_steps:5d}  C step {c_rate:8.0f} steps/s  "
+              f"{self.dev} {d_rate:8.1f} steps/s  ratio {d_rate / c_rate:6.3f}x  results equal: {ok}")
+        self.figures[f"one launch{tag} {name}: {self.dev}/C step"] = \
+            f"{d_rate / c_rate:.3f}x ({d_rate:.1f} vs {c_rate:.0f} steps/s)"
 
-    def batches(self, name, sizes):
+    def batches(self, name, sizes, fused=False):
         cm, make = launches_of(name)
+        tag = " fused" if fused else ""
         lanes = []
         host = NeuralEngine("cpu").host(cm)
         wants = [host.run(lau, on_step=lambda r: lanes.append(bin(r.active).count("1"))) for lau in make()]
@@ -163,14 +176,14 @@ class Check:
                 m0 = torch.cuda.memory_allocated()
             t = time.perf_counter()
             try:
-                runner = BatchRunner(cm, size, self.dev, chunk=self.chunk, lowp=True)
+                runner = BatchRunner(cm, size, self.dev, chunk=self.chunk, lowp=True, fused=fused)
                 build = time.perf_counter() - t
                 todo = [lau for _ in range(-(-size // per_round)) for lau in make()][:size]
                 self.sync(); t = time.perf_counter()
                 results = runner.run(todo, 10 ** 6)
                 self.sync(); wall = time.perf_counter() - t
             except torch.cuda.OutOfMemoryError as e:
-                print(f"batch {name:8} width {size:6d}  out of device memory ({str(e).splitlines()[0][:120]})")
+                print(f"batch{tag} {name:8} width {size:6d}  out of device memory ({str(e).splitlines()[0][:120]})")
                 runner = None
                 break
             ok = all(not isinstance(r, Exception) and np.array_equal(r.memory, wants[i % per_round].memory)
@@ -182,11 +195,11 @@ class Check:
             if self.dev == "cuda":
                 peak = torch.cuda.max_memory_allocated() - m0 - runner.layers.weight_bytes()
                 mem = f"  device bytes/slot {peak / size / 2**20:7.2f} MiB"
-            print(f"batch {name:8} width {size:6d}  build {build:6.1f} s  {size / wall:9.1f} launches/s "
+            print(f"batch{tag} {name:8} width {size:6d}  build {build:6.1f} s  {size / wall:9.1f} launches/s "
                   f"{rate:12,.0f} lane-instr/s{mem}  results equal: {ok}", flush=True)
             best = max(best, (rate, size))
             del runner
-        self.figures[f"batched {name}: best lane-instr/s (width)"] = f"{best[0]:,.0f} ({best[1]})"
+        self.figures[f"batched{tag} {name}: best lane-instr/s (width)"] = f"{best[0]:,.0f} ({best[1]})"
 
 
 def main(argv=None) -> int:
@@ -200,6 +213,8 @@ def main(argv=None) -> int:
     ap.add_argument("--short", action="store_true",
                     help="only the mixed program's shortest launch: in lockstep, alone and "
                          "at widths 1 and 2, each timed once (what CI runs on the CPU)")
+    ap.add_argument("--fused", default="no", choices=["no", "yes", "both"],
+                    help="the fused step (Triton kernels) instead of the unfused one, or both side by side")
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("bench/gpu_check.py: no CUDA device here (--device cpu runs the same code path on the CPU)")
@@ -207,15 +222,27 @@ def main(argv=None) -> int:
     first = "mixed"
     if args.short:
         args.samples, args.batch_samples, args.one, args.sizes, first = "", "mixed1", "mixed1", "1,2", "mixed1"
-    chk = Check(args.device, args.chunk, 1 if args.short else 3)
+    variants = {"no": (False,), "yes": (True,), "both": (False, True)}[args.fused]
+    if True in variants:
+        from qgcc.engines.fused import kernels
+        try:
+            kernels(torch.device(args.device))  # before anything imports triton in the other mode
+        except ValueError as e:
+            print(f"bench/gpu_check.py: the fused step cannot run here: {e}")
+            if args.fused == "yes":
+                return 2
+            variants = (False,)
+    chk = Check(args.device, args.chunk, 1 if args.short else 3, variants)
     print(f"device: {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu (no graphs)'}, "
           f"torch {torch.__version__}", flush=True)
     chk.precision(first if args.short else args.one)
-    for name in [first] + [s for s in args.samples.split(",") if s]:
-        chk.lockstep(name)
+    for fused in variants:
+        for name in [first] + [s for s in args.samples.split(",") if s]:
+            chk.lockstep(name, fused)
     chk.one_launch(args.one)
     for name in [s for s in args.batch_samples.split(",") if s]:
-        chk.batches(name, [int(s) for s in args.sizes.split(",")])
+        for fused in variants:
+            chk.batches(name, [int(s) for s in args.sizes.split(",")], fused)
     print("\nfigures:")
     for k, v in chk.figures.items():
         print(f"  {k:45} {v}")

@@ -1,6 +1,6 @@
 """Where a batch's time goes on the device: the runner's phases, then the kernels of one step.
 
-    python bench/gpu_profile.py [--sample vadd] [--widths 1024,8192] [--profile-width 1024]
+    python bench/gpu_profile.py [--sample vadd] [--widths 1024,8192] [--profile-width 1024] [--fused]
 
 For each width: the time of building the runner, of loading every slot (Host.initial_rails and
 BatchedLayers.load_many), of the device steps (graph replays and the transfer, BatchedLayers.run),
@@ -33,8 +33,12 @@ ap.add_argument("--sample", default="vadd")
 ap.add_argument("--widths", default="1024,8192")
 ap.add_argument("--profile-width", type=int, default=1024)
 ap.add_argument("--device", default="cuda")
+ap.add_argument("--fused", action="store_true", help="the fused step (engines/fused.py, Triton kernels)")
 args = ap.parse_args()
 dev = args.device
+if args.fused:  # triton in the device's mode, before the profiler imports it
+    from qgcc.engines.fused import kernels
+    kernels(torch.device(dev))
 grid, block, scalars, arrays = lockstep.CASES[args.sample]
 prog, cm = lockstep.linked(args.sample)
 
@@ -78,7 +82,7 @@ timed(batch_mod.BatchRunner, "_memories", "BatchRunner._memories (results)")
 for width in [int(w) for w in args.widths.split(",")]:
     spent.clear()
     t = time.perf_counter()
-    runner = BatchRunner(cm, width, dev, chunk=16)
+    runner = BatchRunner(cm, width, dev, chunk=16, fused=args.fused)
     build = time.perf_counter() - t
     todo = [launch() for _ in range(width)]
     sync(); t = time.perf_counter()
@@ -112,7 +116,7 @@ host = Host(cm, None)
 W = args.profile_width
 L = BatchedLayers(row_layers(cm, dev, True), W, host._all_dims, cm.fields["phase"][PHASES.index("halt")],
                   cm.fields["fault"], dev, chunk=1, graph=False, decode=(host._all_pow, host._starts),
-                  level=cm.value_level)
+                  level=cm.value_level, fused=args.fused)
 load_all(L, host, W)
 L.run()
 L._t.zero_()
@@ -123,5 +127,5 @@ with torch.profiler.profile(activities=acts) as prof:
         L._one()
     sync()
 key = "cuda_time_total" if dev == "cuda" else "cpu_time_total"
-print(f"\none eager step at width {W}, kernels by device time:")
+print(f"\none eager {'fused ' if args.fused else ''}step at width {W}, kernels by device time:")
 print(prof.key_averages().table(sort_by=key, row_limit=30, max_name_column_width=60))

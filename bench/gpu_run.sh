@@ -3,6 +3,10 @@
 # start-up of the README launch on CUDA and where it goes.  Run from the repository root (or a
 # copy of it); wheels of missing packages (lark) in ./whl are installed first when present.
 #   CHECK_S=300 SIZES=64,1024,8192 bash bench/gpu_run.sh 2>&1 | tee gpu_run.log
+# FUSED=both (default) checks and measures the unfused and the fused step (engines/fused.py,
+# Triton kernels, compiled on first use: allow a minute) side by side, and profiles both when
+# PROFILE_WIDTHS is set; FUSED=no only the unfused.  Both double the lockstep part: SAMPLES=collatz
+# keeps it short.
 # Shorter: SAMPLES=collatz (the lockstep samples besides mixed), STARTUP=0 (no start-up part),
 # PROFILE_WIDTHS=8192 (then bench/gpu_profile.py's phases at those widths, PROFILE_S seconds).
 cd "$(dirname "$0")/.." || exit 1
@@ -13,14 +17,20 @@ fi
 export PYTHONPATH=/tmp/site:$ROOT/src:$ROOT/tests PYTHONUNBUFFERED=1 QGCC_CACHE=${QGCC_CACHE:-/tmp/qgcache}
 nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.sm,clocks.max.sm --format=csv
 nproc; python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+python3 -c "import triton; print('triton', triton.__version__)" || echo "no triton: the fused step cannot run (pip install triton, or a wheel in ./whl)"
 echo "=== gpu_check"
-timeout "${CHECK_S:-300}" python3 bench/gpu_check.py --sizes "${SIZES:-64,1024,8192}" --chunk 16 \
-    ${SAMPLES:+--samples "$SAMPLES"}
+timeout "${CHECK_S:-420}" python3 bench/gpu_check.py --sizes "${SIZES:-64,1024,8192}" --chunk 16 \
+    --fused "${FUSED:-both}" ${SAMPLES:+--samples "$SAMPLES"}
 echo "gpu_check exit $?"
 if [ -n "$PROFILE_WIDTHS" ]; then
     echo "=== gpu_profile"
     timeout "${PROFILE_S:-120}" python3 bench/gpu_profile.py --widths "$PROFILE_WIDTHS" --profile-width 1024 2>&1 | head -${PROFILE_LINES:-40}
     echo "gpu_profile exit ${PIPESTATUS[0]}"
+    if [ "${FUSED:-both}" != no ]; then
+        echo "=== gpu_profile --fused"
+        timeout "${PROFILE_S:-120}" python3 bench/gpu_profile.py --fused --widths "$PROFILE_WIDTHS" --profile-width 1024 2>&1 | head -${PROFILE_LINES:-40}
+        echo "gpu_profile --fused exit ${PIPESTATUS[0]}"
+    fi
 fi
 [ "${STARTUP:-1}" = 0 ] && exit 0
 echo "=== start-up: torch import + CUDA context alone"

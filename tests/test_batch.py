@@ -10,6 +10,7 @@ check that a member that has halted stays frozen while the others go on.
 
 from __future__ import annotations
 
+import importlib.util
 import zlib
 
 import numpy as np
@@ -59,17 +60,18 @@ def alone(host: Host, net, lau) -> list[tuple[bytes, list[str]]]:
     return out
 
 
-def stacked_equals_alone(cm, launches, lowp=True) -> list[int]:
+def stacked_equals_alone(cm, launches, lowp=True, fused=False) -> list[int]:
     """Run `launches` stacked and each alone on the C step; every hidden state and every
     recurrent state of every member must be the same bits at every step, a member that has
     halted must stay frozen, and its running bit must drop at its halt step.  Returns
     the members' lengths in steps.  `lowp`: the device's form of the products (bfloat16
-    parts, engines/lowp.py), here computed on the CPU; the states are held as rail bits."""
+    parts, engines/lowp.py), here computed on the CPU; the states are held as rail bits.
+    `fused`: the step as Triton kernels (engines/fused.py, interpreted on the CPU)."""
     host = Host(cm, neural_layers(cm, "cpu"))
     want = [alone(host, host.net, lau) for lau in launches]
     halt = cm.fields["phase"][PHASES.index("halt")]
     batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"], lowp=lowp,
-                          level=cm.value_level)
+                          level=cm.value_level, fused=fused)
     for slot, lau in enumerate(launches):
         batch.load(slot, *host.initial(lau))
     for step in range(max(len(w) for w in want)):
@@ -96,6 +98,71 @@ def test_every_member_of_a_batch_of_two_kernels_equals_its_launch_alone_at_every
     lengths = [emulate(launch(g, b, n, kernel=k)).network_steps for k, g, b, n in MIXED]
     assert len(set(lengths)) == len(MIXED)
     assert stacked_equals_alone(cm, launches) == lengths
+
+
+@needs_c
+@pytest.mark.slow
+def test_the_fused_step_gives_every_member_of_a_batch_of_two_kernels_the_bits_of_its_launch_alone():
+    """engines/fused.py: the step as a few Triton kernels a layer (run here by Triton's
+    interpreter, about 8 s a step on this machine, hence slow), in the device's form: every
+    hidden and recurrent state of a launch of each kernel, of different lengths (11 and 23
+    steps), equals the C step's alone at every step, and the shorter stays frozen after its halt."""
+    if importlib.util.find_spec("triton") is None:  # a third-party package (the `fused` extra), not ours;
+        pytest.skip("triton is not installed")     # not imported here: engines.fused imports it interpreted
+    prog, cm = program()
+    todo = [MIXED[0], MIXED[3]]
+    assert [m[0] for m in todo] == [0, 1]
+    lengths = stacked_equals_alone(cm, [launch(g, b, n, kernel=k) for k, g, b, n in todo], fused=True)
+    assert lengths[0] < lengths[1]
+
+
+@pytest.mark.slow
+def test_a_broken_premise_raises_the_same_flags_in_the_fused_step_as_in_the_unfused_one_and_only_in_its_slot():
+    """A residual entry of 4 instead of +-8 in one member's mixer input: both steps flag that
+    member, with the same premises (here all five, as the error spreads through the layers),
+    and not the other member."""
+    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
+        pytest.skip("triton is not installed")
+    from qgcc.engines.neural_batch import row_layers
+
+    prog, cm = program()
+    host = Host(cm, None)
+    layers = row_layers(cm, "cpu", True)
+    halt = cm.fields["phase"][PHASES.index("halt")]
+    steps = [BatchedLayers(layers, 2, host._all_dims, halt, cm.fields["fault"], level=cm.value_level, fused=f)
+             for f in (False, True)]
+    for slot, (k, g, b, n) in enumerate([MIXED[0], MIXED[3]]):
+        h, init = host.initial(launch(g, b, n, kernel=k))
+        if slot == 0:
+            h = h.copy()
+            h[int(layers[0].L.mix_in[0])] = 4.0
+        for step in steps:
+            step.load(slot, h, init)
+    (_, unfused), (_, fused) = (step.run() for step in steps)
+    assert fused.tolist() == unfused.tolist()
+    assert fused[0] & 1 and fused[0] & 2 and fused[1] == 0  # NOT_PM8, INEXACT_ACT
+
+
+@pytest.mark.slow
+def test_the_fused_kernels_compile_for_an_h200_with_correctly_rounded_division_and_square_root_and_no_fma():
+    """bench/fused_ptx.py compiles every kernel of the fused step for sm_90 (no GPU needed) as
+    the step launches it, and finds in its PTX no fused multiply-add, no approximate division,
+    reciprocal or square root and no flush-to-zero: the rounding the exactness argument assumes.
+    In a process of its own: triton compiles there, while this one may have it interpreted."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra)
+        pytest.skip("triton is not installed")
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")]))
+    env.pop("TRITON_INTERPRET", None)
+    out = subprocess.run([sys.executable, str(root / "bench" / "fused_ptx.py")], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "mix_rows" in out.stdout and "no risky instruction in the step's kernels: True" in out.stdout
 
 
 @needs_c
@@ -173,6 +240,22 @@ def test_cuda_graphs_are_asked_for_only_on_cuda():
     prog, cm = program()
     with pytest.raises(ValueError, match="CUDA graphs need --device cuda"):
         BatchedLayers(cm.layers, 2, np.arange(3), 0, [1], device="cpu", graph=True)
+
+
+def test_the_fused_step_applies_to_a_compiled_network_and_refuses_forms_its_kernels_do_not_compute():
+    """engines.fused.why_not_fused, checked before triton is imported: a linked program's layers
+    (RMSNorm weights 0, one-hot rows, conv taps 1, states as rail bits whose read squares add
+    exactly) are the fused kernels' form; states without the rail level, or a level whose read
+    squares could round when summed in another order, are refused."""
+    from qgcc.engines.fused import why_not_fused
+    from qgcc.engines.neural_batch import row_layers
+
+    prog, cm = program()
+    batch = BatchedLayers(row_layers(cm, "cpu", False), 2, np.arange(3), 0, [1], level=cm.value_level)
+    assert why_not_fused(batch.layers, batch.packed, cm.value_level) == ""
+    assert "more than 17 significant bits" in why_not_fused(batch.layers, batch.packed, 1.2345)
+    with pytest.raises(ValueError, match="fused step does not apply: .*rail level"):
+        BatchedLayers(batch.layers, 2, np.arange(3), 0, [1], fused=True)
 
 
 @needs_c

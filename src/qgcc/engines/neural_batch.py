@@ -202,12 +202,13 @@ class BatchedLayers:
     `layers` are LayerWeights, or the prepared layers of `row_layers` (then `lowp` is theirs).
     `level`: the rail level of the exact encoding (LinkedNetwork.value_level); given, the
     states of the one-hot-row layers are held as bits (`Rails`), 16 bytes a row.
+    `fused`: the step as a few Triton kernels a layer (engines/fused.py), the same bits.
     """
 
     def __init__(self, layers: list[LayerWeights] | list[_RowLayer], width: int, dims: np.ndarray, halt_dim: int,
                  fault_dims: list[int], device: str = "cpu", chunk: int = 1, graph: bool | None = None,
                  lowp: bool | None = None, decode: tuple[np.ndarray, np.ndarray] | None = None,
-                 level: float | None = None):
+                 level: float | None = None, fused: bool = False):
         self.device = torch.device(device)
         self.width, self.chunk = width, chunk
         if graph is None:
@@ -252,6 +253,10 @@ class BatchedLayers:
         self._pinned = None
         if self.device.type == "cuda" and decode is not None:
             self._pinned = torch.empty(self.bits.numel() + width, dtype=torch.int64, pin_memory=True)
+        self._fused = None
+        if fused:
+            from .fused import FusedStep
+            self._fused = FusedStep(self)
         self._graph = None
         if graph:
             self._capture()
@@ -432,6 +437,9 @@ class BatchedLayers:
         self._flag((x.abs() != 8.0).any(-1), NOT_PM8)
 
     def _step(self) -> None:
+        if self._fused is not None:
+            self._fused.step()
+            return
         self._bad = {code: torch.zeros_like(self.running) for code in FLAG_TEXT}
         x = self.h
         self._check(x)
