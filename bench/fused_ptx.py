@@ -21,7 +21,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from qgcc.engines import fused_kernels as K
-from qgcc.engines.neural_batch import INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL
+from qgcc.engines.premises import INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL
 
 H, HD, NH, BLOCK = 2048, 128, 16, 1024
 KERNELS = {  # name: (signature, constexprs), as engines/fused.py launches them

@@ -65,7 +65,7 @@ class BatchRunner:
         launch's trace records (in order within a launch), up to K steps late; without it the
         slots' statistics are summed for all slots at once (engines.bulk)."""
         from .bulk import BulkTracker
-        from .neural_batch import flag_text
+        from .premises import flag_text
 
         host, layers, names = self.host, self.layers, self.host._names
         self.max_steps, self.on_step = max_steps, on_step

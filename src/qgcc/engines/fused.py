@@ -72,7 +72,7 @@ def _pow2_at_least(n: int) -> int:
 
 def why_not_fused(layers, packed: list[bool], level: float | None) -> str:
     """'' when every layer has the form the kernels compute, else the reason."""
-    from .neural_batch import QSCALE
+    from .premises import QSCALE
 
     if level is None:
         return "the fused step holds states as rail bits: it needs the rail level (level=...)"
@@ -127,13 +127,13 @@ class FusedStep:
         return out, (outb if self.bf16 else None)
 
     def _residual(self, cols: torch.Tensor, y: torch.Tensor) -> None:
-        from .neural_batch import NOT_PM8
+        from .premises import NOT_PM8
 
         self._go(self.k.residual, (self.batch.width,), self.x, cols, y, self.bad, len(cols),
                  H=qwen.hidden, BLOCK=qwen.hidden, NOT_PM8=NOT_PM8)  # one compiled form for every layer
 
     def step(self) -> None:
-        from .neural_batch import INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
+        from .premises import INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
 
         bl, k = self.batch, self.k
         B = bl.width

@@ -39,19 +39,7 @@ from ..qwen35 import QWEN35_2B as qwen
 from .lowp import ExactProjection
 from .neural_torch import EPS, FastLayer, _rms
 
-HD = qwen.head_dim
-QSCALE = float(np.float32(np.sqrt(np.float64(HD))))  # the C step's (float)sqrt(128.0)
-# Premise flags (a slot's OR of them): the C step's checks, evaluated on the device.
-NOT_PM8, INEXACT_ACT, NOT_ONE_HOT, INEXACT_NORM, NOT_RAIL = 1, 2, 4, 8, 16
-FLAG_TEXT = {NOT_RAIL: "a state row would hold a value other than +0 or the rail level",
-             NOT_PM8: "a residual entry is not exactly +-8",
-             INEXACT_ACT: "a SiLU/sigmoid argument is outside its exact range",
-             NOT_ONE_HOT: "a key or query is not one-hot with a power-of-two entry",
-             INEXACT_NORM: "a read's mean square is not a power of four"}
-
-
-def flag_text(flags: int) -> str:
-    return "; ".join(t for bit, t in FLAG_TEXT.items() if flags & bit)
+from .premises import FLAG_TEXT, HD, INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
 
 
 def _silu_exact(x: torch.Tensor) -> torch.Tensor:
