@@ -271,7 +271,7 @@ class DeclSema:
                 raise self.error(d.ref, f"functions returning references are not supported "
                                         f"('{d.name}'); return a value")
             raise self.error(d.ref, f"reference '{d.name}': references are supported only as "
-                                    "parameters of device functions")
+                                    "parameters of device functions and initialised locals ('T &r = x;')")
         if d.funcptr:
             raise self.error(d, "function pointers are not supported")
         if d.parens:
