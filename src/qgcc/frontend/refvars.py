@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from . import ast as A
 
+TEMPORARY = "&temporary"  # the '&' of a non-const reference initialised with a value that is not an lvalue
+
 
 def _lvalue(e) -> bool:
     return isinstance(e, (A.Name, A.Index, A.Member)) or (isinstance(e, A.Unary) and e.op == "*")
@@ -66,8 +68,11 @@ def _items(items: list, names: dict[str, str]) -> None:
             if d.ref is None or d.params is not None or it.init is None or isinstance(it.init, A.BraceInit):
                 continue
             const = any(s.text == "const" for s in item.decl.specs)
-            if not _lvalue(it.init) and const:
-                d.ref = None  # a temporary: the value itself
+            if not _lvalue(it.init):
+                if const:
+                    d.ref = None  # a temporary: the value itself
+                else:
+                    d.ref.text = TEMPORARY  # named by sema (check_declarator_shape)
                 continue
             target = f"__qg_ref_{d.name}"
             names[d.name] = target

@@ -270,6 +270,9 @@ class DeclSema:
             if d.params is not None:
                 raise self.error(d.ref, f"functions returning references are not supported "
                                         f"('{d.name}'); return a value")
+            if d.ref.text == "&temporary":  # refvars.py
+                raise self.error(d.ref, f"cannot bind the non-const reference '{d.name}' to a temporary; "
+                                        f"initialise it with a variable or an element, or declare it 'const'")
             raise self.error(d.ref, f"reference '{d.name}': references are supported only as "
                                     "parameters of device functions and initialised locals ('T &r = x;')")
         if d.funcptr:
