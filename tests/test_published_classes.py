@@ -16,7 +16,7 @@ from frontcheck import assert_error
 from gxx import gxx_model, need_gxx
 from test_published_constructs import cli_run
 
-LIFT = r"""
+LIFT_LIB = r"""
 namespace lift {
 
 const float kGain = 1.25f;
@@ -124,11 +124,16 @@ public:
 
 }  // namespace lift
 
+"""
+
+LIFT = LIFT_LIB + r"""
 template <int N>
 __global__ void liftKernel(const int * in, int * out, int * taken, int n) {
     taken[blockIdx.x * blockDim.x + threadIdx.x] = lift::Lifter<N>::run(in, out, n);
 }
+"""
 
+SMOOTH = LIFT_LIB + r"""
 __global__ void smoothKernel(float * data) {
     __shared__ lift::Line<float, 8> rows[4];         // class instances in shared memory, one a thread
     const int t = threadIdx.x;
@@ -166,8 +171,8 @@ def test_class_instances_in_shared_memory_and_float_constants_match_gxx(qgcc, qg
     holding a float set by its constructor, and `kNeg = -kGain`, `kInv = 1.0 / kGain` (file-scope
     float constants named by later ones): every bit as g++ computes it."""
     data = np.random.default_rng(5).standard_normal(32).astype(np.float32)
-    got = cli_run(qgcc, qgrun, tmp_path, LIFT, "smoothKernel", 1, 4, {"data": data})
-    want = gxx_model(tmp_path, LIFT, "smoothKernel", 1, 4, [("data", data)])
+    got = cli_run(qgcc, qgrun, tmp_path, SMOOTH, "smoothKernel", 1, 4, {"data": data})
+    want = gxx_model(tmp_path, SMOOTH, "smoothKernel", 1, 4, [("data", data)])
     assert got["data"].tobytes() == want["data"].tobytes()
     assert got["data"].tobytes() != data.tobytes()
 
