@@ -39,7 +39,7 @@ class ClassMemberSema:
         for d in sd.fields:
             for s in d.specs:
                 n = s.struct
-                if env is not None and n is not None and n.fields is not None and n.tag and not d.items \
+                if env is not None and n is not None and n.fields is not None and n.tag \
                         and "::" not in n.tag:  # a nested struct: one per instance of its class
                     plain, n.tag = n.tag, f"{st.tag}::{n.tag}"
                     nst = self.struct_type(n)
