@@ -23,7 +23,8 @@ OPS = {"copy": "x", "add": "x + y", "sub": "x - y", "mul": "x * y", "div": "x / 
        "float -> double": "(double)f", "double -> float": "(double)(float)x", "int -> double": "(double)n",
        "double -> int": "__longlong_as_double((int)x)", "long long -> double": "(double)((long long)n * 3)",
        "double -> long long": "__longlong_as_double((long long)x)", "x * 0.3 (float x)": "f * 0.3",
-       "++": "x + 1", "exp": "exp(x * 1e-10)"}
+       "++": "x + 1", "exp": "exp(x * 1e-10)", "sin": "sin((double)f * 3.0)", "cos": "cos((double)f * 3.0)",
+       "tan": "tan((double)f * 3.0)"}
 SRC = ("__global__ void k(const double *a, const double *b, double *r) {\n"
        "    int i = threadIdx.x; double x = a[i], y = b[i];\n"
        "    float f = (float)i * 0.75f - 1.0f; int n = i * 1000003 - 7;\n"

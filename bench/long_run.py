@@ -5,7 +5,7 @@
 Runs a loop kernel on the neural engine and the reference emulator, compares every trace
 record as it streams and the final buffers, and prints steps, wall time and steps/s.
 """
-import argparse, itertools, sys, time
+import argparse, sys, time
 
 import numpy as np
 

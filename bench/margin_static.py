@@ -26,7 +26,6 @@ here are what --probe finds crossing) without predicting any one seed.
 from __future__ import annotations
 
 import argparse, math, sys
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]

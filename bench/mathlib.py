@@ -11,7 +11,7 @@ inputs from the function's main domain (4 lanes each, so divergent paths are
 included), less a kernel that only loads and stores; with the kernel's total
 instruction count (routine code included) and registers.
 """
-import argparse, sys, time
+import argparse, sys
 from pathlib import Path
 
 import numpy as np

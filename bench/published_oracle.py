@@ -12,8 +12,9 @@ Transcendental functions (expf, sinf, __logf, ...) are not exact operations: CUD
 qgcc's differ in the last bits.  Two builds exist: `libm="host"` maps them to the host C library
 (used only to detect that a kernel depends on them), `libm="qgcc"` maps them to qgcc's own math
 library text (src/qgcc/frontend/mathlib.cu, compiled on the host as tests/native/mathlib_host.c
-does): results of such kernels are checked against qgcc's documented reference, which is not an
-independent model and is reported apart.
+does, and dmath.cu for exp, log, log10, pow, sin, cos and tan on double): results of such kernels
+are checked against qgcc's documented reference, which is not an independent model and is
+reported apart.
 """
 from __future__ import annotations
 
@@ -308,6 +309,14 @@ def qgcc_libm() -> str:
             k = len(MATH_FUNCS[f][1].split(":")[0])
             ps = ", ".join(f"float a{i}" for i in range(k))
             lines.append(f"static inline float {n}({ps}) {{ return {f}({', '.join(f'a{i}' for i in range(k))}); }}")
+    # the double functions of qgcc's double math library (dmath.cu: IEEE operations, so g++ computes its bits)
+    lines += ['#include "' + str(ROOT / "src/qgcc/frontend/dmath.cu") + '"',
+              "static inline double exp(double x) { return __qgd_exp(x); }",
+              "static inline double log(double x) { return __qgd_log(x, 0); }",
+              "static inline double log10(double x) { return __qgd_log(x, 1); }",
+              "static inline double pow(double x, double y) { return __qgd_pow(x, y); }"]
+    lines += [f"static inline double {n}(double x) {{ return __qgd_trig(x, {i}); }}"
+              for i, n in enumerate(("sin", "cos", "tan"))]
     return "\n".join(lines)
 
 

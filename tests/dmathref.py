@@ -1,7 +1,8 @@
 """An independent model of qgcc's double math library (src/qgcc/frontend/dmath.cu: exp, log,
-log10, pow): the same documented algorithms as sequences of numpy binary64 operations (each rounds once to nearest
-even, as double.cu's routines do), so the library's results are checked bit for bit; and the
-error of a result in ulps of binary64 at the true value (mpmath, 40 digits)."""
+log10, pow, sin, cos, tan): the same documented algorithms as sequences of numpy binary64
+operations (each rounds once to nearest even, as double.cu's routines do), so the library's
+results are checked bit for bit; and the error of a result in ulps of binary64 at the true
+value (mpmath, 40 digits)."""
 
 from __future__ import annotations
 
@@ -184,6 +185,84 @@ def pow(x: F, y: F) -> F:
     return val(sign | bits(r))
 
 
+# ---------------------------------------------------------------- sin, cos, tan
+
+PIO2 = [F(1.5707963267341256), F(6.077100506303966e-11), F(2.0222662487111665e-21), F(8.4784276603689e-32)]
+SIN_C = [F(x) for x in (1.5895831390124462e-10, -2.5050740396269475e-08, 2.7557313570424023e-06,
+                        -0.00019841269829427846, 0.008333333333321891, -0.1666666666666663)]
+COS_C = [F(x) for x in (-1.1358748988066748e-11, 2.0875705395562304e-09, -2.75573142170586e-07,
+                        2.4801587289002157e-05, -0.0013888888888873342, 0.041666666666666595)]
+TRIG_TINY = 0x3E40000000000000      # 2^-27
+TRIG_BIG = 0x4310000000000000       # 2^50
+
+
+def _two_sum(a: F, b: F) -> tuple[F, F]:
+    s = a + b
+    bv = s - a
+    return s, (a - (s - bv)) + (b - bv)
+
+
+def _trigred(x: F) -> tuple[int, F, F]:
+    """k and r + rl = x - k pi/2 (pi/2 in four parts, k P1..k P3 exact for |k| < 2^20)."""
+    t = x * F(0.6366197723675814) + SHIFTER
+    k = bits(t) & 0xFFFFFFFF
+    kd = t - SHIFTER
+    a = x - kd * PIO2[0]
+    s1, e1 = _two_sum(a, -(kd * PIO2[1]))
+    s2, e2 = _two_sum(s1, -(kd * PIO2[2]))
+    lo = (e1 + e2) - kd * PIO2[3]
+    r = s2 + lo
+    return k, r, lo - (r - s2)
+
+
+def _ksin(r: F, rl: F) -> F:
+    z = r * r
+    p = SIN_C[0]
+    for c in SIN_C[1:]:
+        p = p * z + c
+    return r + ((r * z) * p + (rl - (F(0.5) * z) * rl))
+
+
+def _kcos(r: F, rl: F) -> F:
+    z = r * r
+    p = COS_C[0]
+    for c in COS_C[1:]:
+        p = p * z + c
+    hz = F(0.5) * z
+    w = F(1.0) - hz
+    return w + (((F(1.0) - w) - hz) + ((z * z) * p - r * rl))
+
+
+def trig(x: F, fn: int) -> F:
+    """sin (fn 0), cos (1) or tan (2) as dmath.cu's __qgd_trig computes it."""
+    x = F(x)
+    u = bits(x)
+    a = u & ~(1 << 63)
+    if a >= 0x7FF0000000000000 or a >= TRIG_BIG:
+        return val(NAN_BITS)
+    if a < TRIG_TINY:
+        return F(1.0) if fn == 1 else x
+    k, r, rl = _trigred(x)
+    if fn == 2:
+        s, c = _ksin(r, rl), _kcos(r, rl)
+        return -c / s if k & 1 else s / c
+    q = k + fn
+    v = _kcos(r, rl) if q & 1 else _ksin(r, rl)
+    return -v if q & 2 else v
+
+
+def sin(x: F) -> F:
+    return trig(x, 0)
+
+
+def cos(x: F) -> F:
+    return trig(x, 1)
+
+
+def tan(x: F) -> F:
+    return trig(x, 2)
+
+
 # ---------------------------------------------------------------- accuracy against mpmath
 
 def ulp_error(got: float, exact) -> float:
@@ -206,8 +285,9 @@ def exact_exp(x: float):
 
 
 def exact(name: str, x: float, y: float = 0.0):
-    """The true value of exp, log, log10 or pow at binary64 arguments (200 bits)."""
+    """The true value of exp, log, log10, pow, sin, cos or tan at binary64 arguments (200 bits)."""
     mp.mp.prec = 200
     if name == "pow":
         return mp.power(mp.mpf(x), mp.mpf(y))
-    return {"exp": mp.exp, "log": mp.log, "log10": mp.log10}[name](mp.mpf(x))
+    return {"exp": mp.exp, "log": mp.log, "log10": mp.log10, "sin": mp.sin, "cos": mp.cos,
+            "tan": mp.tan}[name](mp.mpf(x))

@@ -266,8 +266,9 @@ def test_qgrun_double_scalar_and_float64_buffers(qgcc, qgrun, tmp_path, monkeypa
 
 @pytest.mark.parametrize("line, col, message", [
     ("long double d = 1;", 6, "'long double' is not supported; use 'double'"),
-    ("double d = sin(1.0);", 12, "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, "
-                                 "fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, rsqrt, frexp, ldexp and scalbn); use 'sinf' on float"),
+    ("double d = atan(1.0);", 12, "'atan' on double is not supported (qgcc's double functions are sqrt, fabs, "
+                                 "fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, sin, cos, tan, rsqrt, frexp, "
+                                 "ldexp and scalbn); use 'atanf' on float"),
     ("atomicMax(p, 1.0);", 11, "'atomicMax' on 'double *' is not supported (on doubles only atomicAdd is); "
                                "use a 64-bit integer"),
     ("double d = 1.0 << 2;", 16, "invalid operands to binary '<<' ('double' and 'int')"),

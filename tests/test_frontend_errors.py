@@ -42,8 +42,8 @@ IN_KERNEL = [
     ("float x = 1.0f; x <<= 1;", 19, "invalid operands to '<<=' ('float' and 'int')"),
     ("float x = ~1.0f;", 11, "invalid operand to unary '~' ('float')"),
     ("float x = 1.5L;", 11, "'long double' constant '1.5L' is not supported; write '1.5f'"),
-    ("float x = fmod(1.0, 2.0f);", 11, "'fmod' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, rsqrt, frexp, ldexp and scalbn); use 'fmodf' on float"),
-    ("float x = sin(1.0);", 11, "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, rsqrt, frexp, ldexp and scalbn); use 'sinf' on float"),
+    ("float x = fmod(1.0, 2.0f);", 11, "'fmod' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, sin, cos, tan, rsqrt, frexp, ldexp and scalbn); use 'fmodf' on float"),
+    ("float x = atan(1.0);", 11, "'atan' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, sin, cos, tan, rsqrt, frexp, ldexp and scalbn); use 'atanf' on float"),
     ("int x = abs(1.0);", 9, "'abs' needs an integer argument ('double'); use fabs"),
     ("atomicMin(ch, 1.0f);", 11, "first argument of 'atomicMin' must be an 'int *' or 'unsigned int *' "
                                  "pointer (got 'char *')"),
@@ -256,8 +256,8 @@ WHOLE = [
     ("int x;\n__global__ void k(int *o) { o[0] = x; }\n", 1, 5,
      "global variable 'x' is not supported; only integer constants ('const int N = 4;') may be "
      "declared at file scope"),
-    ("__shared__ int s[4];\n__global__ void k() {}\n", 1, 1,
-     "__shared__ variables must be declared inside a kernel or device function"),
+    ("__shared__ int s[4] = {1, 2};\n__global__ void k() {}\n", 1, 23,
+     "__shared__ variables cannot have an initialiser"),
     ("const int N = 3;\nconst int N = 4;\n__global__ void k() {}\n", 2, 11,
      "redefinition of 'N' (previously declared on line 1)"),
     ("__global__ void k(int n) { }\nconst int M = n;\n", 2, 15, "unknown identifier 'n'"),

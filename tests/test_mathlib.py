@@ -156,9 +156,9 @@ def test_fused_arithmetic_gives_the_same_results():
     ("r[0] = frexpf(x[0], r);", "argument 2 of 'frexpf' must be a 'int *' pointer (got 'float *')"),
     ("sincosf(x[0], r, n);", "argument 3 of 'sincosf' must be a 'float *' pointer (got 'int *')"),
     ("r[0] = ldexpf(x[0]);", "'ldexpf' expects 2 arguments, got 1"),
-    ("r[0] = atan2((double)x[0], 2.0f);", "'atan2' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, rsqrt, frexp, ldexp and scalbn); use 'atan2f' on float"),
+    ("r[0] = atan2((double)x[0], 2.0f);", "'atan2' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, sin, cos, tan, rsqrt, frexp, ldexp and scalbn); use 'atan2f' on float"),
     ("r[0] = __fadd_rz(x[0], x[1]);", "'__fadd_rz' is not supported (only round to nearest: '__fadd_rn')"),
-    ("r[0] = sin(x[0] * 1.0);", "'sin' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, rsqrt, frexp, ldexp and scalbn); use 'sinf' on float"),
+    ("r[0] = atan(x[0] * 1.0);", "'atan' on double is not supported (qgcc's double functions are sqrt, fabs, fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, sin, cos, tan, rsqrt, frexp, ldexp and scalbn); use 'atanf' on float"),
     ("r[0] = expf(r);", "argument 1 of 'expf' must be a number (got 'float *')"),
 ])
 def test_bad_calls_are_named(src, msg):

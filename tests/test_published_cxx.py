@@ -322,6 +322,21 @@ def test_typedefs_named_only_by_kernel_templates_instantiated_at_launch_are_kept
     assert got["d"].tolist() == s.tolist()
 
 
+def test_a_kernel_named_through_a_typedef_at_run_time_gets_an_error_naming_the_typedef(qgcc, qgrun, tmp_path):
+    """The program keeps instances by their types (`copyk__uchar`), not by the typedefs the
+    host code spelled them with, so `qgrun --kernel 'copyk<u8>'` cannot be found: the error
+    names the argument and the fix, and `copyk<unsigned char>` finds the instance."""
+    (tmp_path / "k.cu").write_text(LAUNCHED_TYPES)
+    r = qgcc(tmp_path / "k.cu", "--no-link", "--instantiate", "copyk<u8>", "-o", tmp_path / "k.qg")
+    assert r.exit_code == 0, r.stderr
+    run = ("--grid", 1, "--block", 4, "--arg", "d=zeros:4", "--arg", "s=zeros:4", "--arg", "n=4",
+           "--engine", "ref", "--trace", "none")
+    r = qgrun(tmp_path / "k.qg", "--kernel", "copyk<u8>", *run)
+    assert r.exit_code == 2 and "'u8' is not a type" in r.stderr and "copyk__uchar" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert qgrun(tmp_path / "k.qg", "--kernel", "copyk<unsigned char>", *run).exit_code == 0
+
+
 def test_a_published_header_with_latin1_comments_and_posix_includes_compiles(qgcc, qgrun, tmp_path):
     """rodinia heartwall's avilib.h (reached through the build's own -I): a Latin-1 name in a
     comment (gcc and nvcc read bytes) and POSIX host headers (sys/types.h, fcntl.h, errno.h,
@@ -344,3 +359,21 @@ def test_a_published_header_with_latin1_comments_and_posix_includes_compiles(qgc
     r = qgcc(tmp_path / "k.cu", "-I", inc, "--no-link", "-o", tmp_path / "k2.qg")
     assert r.exit_code == 1 and "lib.h:3:" in r.stderr and "internal" not in r.stderr
     assert not (tmp_path / "k2.qg").exists()
+
+
+def test_a_kernel_file_with_latin1_comments_compiles_as_its_headers_do(qgcc, qgrun, tmp_path):
+    """Old published kernels were saved in Latin-1 (an author's name, a degree sign in a
+    comment); gcc and nvcc read bytes, so the .cu file itself is read as its headers are.
+    A Latin-1 byte outside a comment is still an error at its line and column."""
+    (tmp_path / "k.cu").write_bytes(b"// Autor: J\xfcrgen, 20\xb0C\n"
+                                    b"__global__ void k(float *a) { a[threadIdx.x] = threadIdx.x * 2.0f; }\n")
+    r = qgcc(tmp_path / "k.cu", "--no-link", "-o", tmp_path / "k.qg")
+    assert r.exit_code == 0, r.stderr
+    r = qgrun(tmp_path / "k.qg", "--grid", 1, "--block", 4, "--arg", "a=zeros:4",
+              "--out", f"a={tmp_path / 'a.npy'}", "--engine", "ref", "--trace", "none")
+    assert r.exit_code == 0, r.stderr
+    assert np.load(tmp_path / "a.npy").tolist() == [0, 2, 4, 6]
+    (tmp_path / "bad.cu").write_bytes(b"// ok\n__global__ void k(float *a) { a[0] = 1.0f; \xb0 }\n")
+    r = qgcc(tmp_path / "bad.cu", "--no-link", "-o", tmp_path / "bad.qg")
+    assert r.exit_code == 1 and r.stderr.startswith(f"{tmp_path / 'bad.cu'}:2:") and "internal" not in r.stderr
+    assert not (tmp_path / "bad.qg").exists()

@@ -47,7 +47,7 @@ def error_problem(e: CompileError, filename: str, text: str | None) -> str | Non
 def check_source(data: bytes, filename: str = "fuzz.cu") -> Outcome:
     text = None
     try:
-        text = decode_source(data, filename)
+        text = decode_source(data, filename, latin1=filename.endswith(".cu"))
         program = compile_source(text, filename)
     except CompileError as e:
         problem = error_problem(e, filename, text)

@@ -17,8 +17,9 @@ ASM_EXTS = (".qsass",)
 QG_EXTS = (".qg",)
 
 
-def read_source(path: str) -> str:
-    """The text of an input file: UsageError if unreadable, CompileError if not UTF-8."""
+def read_source(path: str, latin1: bool = False) -> str:
+    """The text of an input file: UsageError if unreadable, CompileError if not UTF-8 (unless
+    `latin1`, for CUDA sources: see decode_source)."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
@@ -27,11 +28,16 @@ def read_source(path: str) -> str:
         raise UsageError(f"{path}: is a directory") from None
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
-    return decode_source(data, path)
+    return decode_source(data, path, latin1)
 
 
-def decode_source(data: bytes, path: str) -> str:
+def decode_source(data: bytes, path: str, latin1: bool = False) -> str:
     """Bytes of a source file as text; a CompileError at the first byte that is not UTF-8.
+
+    With `latin1` (CUDA sources) bytes that are not UTF-8 are read as Latin-1 instead, one
+    byte one character, as the preprocessor reads headers: published kernels carry Latin-1
+    names and symbols in comments, and gcc and nvcc read bytes.  A non-ASCII character
+    outside a comment or string is then the lexer's error at its place.  Assembly stays UTF-8.
 
     Separate from reading so that the front-end fuzzer (bench/fuzz) feeds raw bytes
     through exactly the path the tools use.
@@ -39,6 +45,8 @@ def decode_source(data: bytes, path: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
+        if latin1:
+            return data.decode("latin-1")
         line = data[:e.start].count(b"\n") + 1
         start = data.rfind(b"\n", 0, e.start) + 1
         end = data.find(b"\n", e.start)
@@ -60,7 +68,7 @@ def compile_file(path: str, include_dirs=(), defines=(), soft_float: bool = Fals
 
         return assemble(read_source(path), path)
     if ext in CU_EXTS:
-        text = read_source(path)
+        text = read_source(path, latin1=True)
         try:
             from .frontend import compile_source
         except ImportError as e:

@@ -62,6 +62,18 @@ def parse_instance(text: str) -> str | None:
     return instance_name(m.group(1), args)
 
 
+def _unknown_template_argument(text: str) -> str | None:
+    """The first argument of `NAME<ARGS>` that parse_instance cannot read (a typedef name, most
+    often), so that the error can name it."""
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*<(.*)>\s*", text)
+    if m is None:
+        return None
+    for a in (" ".join(x.split()) for x in m.group(2).split(",")):
+        if a and parse_instance(f"k<{a}>") is None:
+            return a
+    return None
+
+
 @dataclass(frozen=True)
 class StructLayout:
     """A struct as the launcher sees it: its scalar members in memory order, one cell each
@@ -221,6 +233,11 @@ class Program:
             if len(more) == 1:
                 return more[0]
         names = ", ".join(k.name for k in self.kernels)
+        bad = _unknown_template_argument(name) if "<" in name else None
+        if bad is not None:
+            raise LookupError(f"no kernel named '{name}': '{bad}' is not a type or integer qgrun knows (a "
+                              f"typedef used with --instantiate is not kept in the program: write the type "
+                              f"it names, such as 'unsigned char'); the program has: {names}")
         raise LookupError(f"no kernel named '{name}'; the program has: {names}")
 
     def source_line(self, line: int | None) -> str:

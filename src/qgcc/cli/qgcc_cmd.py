@@ -23,7 +23,7 @@ from ..version import __version__
 from ..diagnostics import CheckpointError, OutputError, UsageError
 from ..qgfile import FORMAT_VERSION as QG_FORMAT_VERSION
 from .args import check_writable
-from ..trace import ExitCode
+
 from . import CONTEXT_SETTINGS, QG_EXTS, REPORTED, ToolCommand, compile_file, internal_error, report
 
 TOOL = "qgcc"

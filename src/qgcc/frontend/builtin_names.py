@@ -82,7 +82,7 @@ ATOMIC_SCOPES = {f"{a}{sfx}": a for a in ATOMICS for sfx in ("_block", "_system"
 DOUBLE_FUNCS = {"sqrt": 1, "fabs": 1, "fmin": 2, "fmax": 2, "floor": 1, "ceil": 1, "trunc": 1, "round": 1,
                 "__dsqrt_rn": 1, "__dadd_rn": 2, "__dsub_rn": 2, "__dmul_rn": 2, "__ddiv_rn": 2,
                 # the double math library (dmath.cu)
-                "exp": 1, "log": 1, "log10": 1, "pow": 2,
+                "exp": 1, "log": 1, "log10": 1, "pow": 2, "sin": 1, "cos": 1, "tan": 1,
                 "rsqrt": 1}  # 1.0 / sqrt(x), two roundings (within CUDA's 1 ulp bound; doubles.func)
 # Memory fences order a thread's memory operations for the others; here every load and store
 # acts on the one memory at once (no caches, blocks in turn), so they are already in order.
@@ -106,11 +106,12 @@ for _n in ("fadd", "fsub", "fmul", "fdiv", "fmaf", "frcp", "fsqrt"):
     for _m in ("rz", "ru", "rd"):
         UNSUPPORTED_FUNCS[f"__{_n}_{_m}"] = (f"'__{_n}_{_m}' is not supported (only round to nearest: "
                                             f"'__{_n}_rn')")
-for _n in ("fma", "sin", "cos", "tan", "exp2", "log2", "fmod", "atan2", "hypot",
+for _n in ("fma", "exp2", "log2", "fmod", "atan2", "hypot",
            "rint", "nearbyint", "cbrt", "asin", "acos", "atan", "sinh", "cosh", "tanh", "expm1",
            "log1p", "copysign", "fdim", "remainder", "sincos"):  # frexp, ldexp, scalbn: MATH_FUNCS
     UNSUPPORTED_FUNCS[_n] = (f"'{_n}' on double is not supported (qgcc's double functions are sqrt, fabs, "
-                             f"fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, rsqrt, frexp, ldexp and scalbn); use '{_n}f' on float")
+                             f"fmin, fmax, floor, ceil, trunc, round, exp, log, log10, pow, sin, cos, tan, rsqrt, frexp, ldexp "
+                             f"and scalbn); use '{_n}f' on float")
 
 TYPE_WORDS = ("void", "bool", "char", "short", "int", "unsigned", "signed", "float", "double")
 STORAGE_WORDS = ("__global__", "__device__", "__shared__", "static", "inline", "__inline__",

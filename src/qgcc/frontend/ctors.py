@@ -411,10 +411,6 @@ class Lowering:
                     out.extend(self.emit(f"; {name.value}.{CTOR}()", name))
                     i += 2
                     continue
-            if _v(t) == "{":
-                depth += 1
-            elif _v(t) == "}":
-                depth -= 1
             out.append(t)
             i += 1
         return out

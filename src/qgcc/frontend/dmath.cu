@@ -1,4 +1,4 @@
-/* qgcc's double math library: exp on IEEE binary64.
+/* qgcc's double math library: exp, log, log10, pow, sin, cos and tan on IEEE binary64.
  *
  * CUDA-C in the subset, written with `double` itself: every + - * / below is
  * a routine of double.cu (one IEEE rounding, to nearest even), so the
@@ -13,7 +13,8 @@
  * Written for this project from textbook methods: Cody-Waite reduction by
  * ln 2 split in two (the high part with 21 trailing zero bits, so k * LN2_HI
  * is exact for |k| < 2^21) and the Taylor polynomial of exp (coefficients
- * 1/n!, rounded to nearest) evaluated by Horner's rule.
+ * 1/n!, rounded to nearest) evaluated by Horner's rule.  sin, cos and tan: Cody-Waite reduction
+ * by pi/2 in four parts and minimax polynomials fitted for this project (bench/dmath_fit.py).
  *
  * Semantics: CUDA's special values (C99 Annex F), every NaN result is the
  * canonical 0x7FFFFFFFFFFFFFFF, subnormal arguments and results kept.  Not
@@ -287,4 +288,125 @@ __device__ double __qgd_pow(double x, double y) {
     }
     unsigned long long r = (unsigned long long)__double_as_longlong(v[9]);
     return __longlong_as_double((long long)((unsigned long long)__double_as_longlong(v[10]) | r));
+}
+
+/* Knuth's TwoSum: out[0] + out[1] = a + b exactly, out[0] = the rounded sum. */
+__device__ void __qgd_twosum(double a, double b, double *out) {
+    double v[4];                                    /* 0 a, 1 b, 2 s, 3 bv */
+    v[0] = a;
+    v[1] = b;
+    v[2] = v[0] + v[1];
+    v[3] = v[2] - v[0];
+    out[0] = v[2];
+    v[2] = v[2] - v[3];
+    v[2] = v[0] - v[2];
+    v[3] = v[1] - v[3];
+    out[1] = v[2] + v[3];
+}
+
+/* x = k pi/2 + (rr[0] + rr[1]) for |x| < 2^50; returns k (its low 32 bits).  k = nearest
+ * integer to x 2/pi (the last bits of x 2/pi + 1.5 * 2^52, as in exp); pi/2 = P1 + P2 + P3 + P4,
+ * P1..P3 with 33 significant bits each, so k P1, k P2, k P3 are exact for |k| < 2^20 (|x| < 2^20
+ * here) and P4 the next 53 bits (pi/2 to 2^-160).  x - k P1 is exact (Sterbenz); the two next
+ * parts are taken off by exact TwoSums, so the cancellation near a multiple of pi/2 (down to
+ * |r| = 2^-60.5 for |x| < 2^20, at k = 29) loses nothing; the tails and k P4 are summed last,
+ * about 2^-130 absolutely.  Beyond 2^20 the products k P1.. round: the reduction is then that
+ * of an argument within about half an ulp of x. */
+__device__ int __qgd_trigred(double x, double *rr) {
+    double v[6];                                    /* 0 kd, 1 t, 2 a, 3-4 TwoSum, 5 e1 */
+    v[1] = x * 0.6366197723675814 + 6755399441055744.0;
+    v[0] = v[1] - 6755399441055744.0;
+    v[2] = v[0] * 1.5707963267341256;
+    v[2] = x - v[2];
+    v[3] = v[0] * 6.077100506303966e-11;
+    __qgd_twosum(v[2], -v[3], v + 3);               /* s1, e1 */
+    v[5] = v[4];
+    v[2] = v[0] * 2.0222662487111665e-21;
+    __qgd_twosum(v[3], -v[2], v + 3);               /* s2, e2 */
+    v[5] = v[5] + v[4];
+    v[2] = v[0] * 8.4784276603689e-32;
+    v[5] = v[5] - v[2];                             /* lo */
+    v[2] = v[3] + v[5];                             /* r */
+    rr[0] = v[2];
+    v[2] = v[2] - v[3];
+    rr[1] = v[5] - v[2];                            /* rl: Fast2Sum, |s2| >= |lo| */
+    return (int)(unsigned)(unsigned long long)__double_as_longlong(v[1]);
+}
+
+/* sin(r + rl) for |r| <= pi/4 (a hair more), |rl| <= ulp(r)/2:
+ * r + (r^3 S(r^2) + (rl - (r^2/2) rl)), S fitted by bench/dmath_fit.py (relative error 2^-57.9). */
+__device__ double __qgd_ksin(double *rr) {
+    double v[4];                                    /* 0 z, 1 p, 2 r, 3 t */
+    v[2] = rr[0];
+    v[0] = v[2] * v[2];
+    v[1] = 1.5895831390124462e-10 * v[0];
+    v[1] = v[1] + -2.5050740396269475e-08;
+    v[1] = v[1] * v[0];
+    v[1] = v[1] + 2.7557313570424023e-06;
+    v[1] = v[1] * v[0];
+    v[1] = v[1] + -0.00019841269829427846;
+    v[1] = v[1] * v[0];
+    v[1] = v[1] + 0.008333333333321891;
+    v[1] = v[1] * v[0];
+    v[1] = v[1] + -0.1666666666666663;
+    v[3] = v[2] * v[0];
+    v[1] = v[3] * v[1];                             /* r^3 S */
+    v[3] = 0.5 * v[0];
+    v[3] = v[3] * rr[1];
+    v[3] = rr[1] - v[3];                            /* rl (1 - z/2) */
+    v[1] = v[1] + v[3];
+    return v[2] + v[1];
+}
+
+/* cos(r + rl) for |r| <= pi/4 (a hair more): w + (((1 - w) - z/2) + (z^2 C(z) - r rl)), with
+ * w = 1 - z/2 rounded and (1 - w) - z/2 its exact rounding error; C fitted by
+ * bench/dmath_fit.py (relative error 2^-63.9). */
+__device__ double __qgd_kcos(double *rr) {
+    double v[5];                                    /* 0 z, 1 p, 2 hz, 3 w, 4 t */
+    v[4] = rr[0];
+    v[0] = v[4] * v[4];
+    v[1] = -1.1358748988066748e-11 * v[0];
+    v[1] = v[1] + 2.0875705395562304e-09;
+    v[1] = v[1] * v[0];
+    v[1] = v[1] + -2.75573142170586e-07;
+    v[1] = v[1] * v[0];
+    v[1] = v[1] + 2.4801587289002157e-05;
+    v[1] = v[1] * v[0];
+    v[1] = v[1] + -0.0013888888888873342;
+    v[1] = v[1] * v[0];
+    v[1] = v[1] + 0.041666666666666595;
+    v[2] = v[0] * v[0];
+    v[1] = v[2] * v[1];                             /* z^2 C */
+    v[4] = v[4] * rr[1];
+    v[1] = v[1] - v[4];
+    v[2] = 0.5 * v[0];
+    v[3] = 1.0 - v[2];
+    v[4] = 1.0 - v[3];
+    v[4] = v[4] - v[2];
+    v[1] = v[4] + v[1];
+    return v[3] + v[1];
+}
+
+/* sin (fn = 0), cos (fn = 1) or tan (fn = 2) of x.  NaN, +-inf and |x| >= 2^50 give NaN; for
+ * |x| < 2^-27 sin x and tan x round to x and cos x to 1 (which keeps -0 and subnormals exact);
+ * otherwise x = k pi/2 + r, sin x = +-sin r or +-cos r by the quadrant k (cos x is sin in
+ * quadrant k + 1), tan x = sin r / cos r or -cos r / sin r for odd k. */
+__device__ double __qgd_trig(double x, int fn) {
+    double rr[4];                                   /* 0-1 r + rl, 2 sin r, 3 the result */
+    unsigned long long a = (unsigned long long)__double_as_longlong(x) & 0x7FFFFFFFFFFFFFFFull;
+    if (a >= 0x4310000000000000ull)                 /* 2^50, inf, NaN */
+        return __qgd_nan();
+    if (a < 0x3E40000000000000ull)                  /* 2^-27 */
+        return fn == 1 ? 1.0 : x;
+    int k = __qgd_trigred(x, rr);
+    if (fn == 2) {
+        rr[2] = __qgd_ksin(rr);
+        rr[3] = __qgd_kcos(rr);
+        if ((k & 1) != 0)
+            return -rr[3] / rr[2];
+        return rr[2] / rr[3];
+    }
+    k += fn;
+    rr[3] = (k & 1) != 0 ? __qgd_kcos(rr) : __qgd_ksin(rr);
+    return (k & 2) != 0 ? -rr[3] : rr[3];
 }

@@ -132,6 +132,8 @@ def func(g: "KernelGen", name: str, args: list) -> Pair:
         return g.call_lib("__qgd_log", [args[0], _C(int(name == "log10"))])
     if name in ("exp", "pow"):
         return g.call_lib("__qgd_" + name, args)
+    if name in ("sin", "cos", "tan"):  # dmath.cu: one routine, the function as its second argument
+        return g.call_lib("__qgd_trig", [args[0], _C(("sin", "cos", "tan").index(name))])
     if name == "rsqrt":  # the division of 1 by the correctly rounded root, rounded again
         return arith(g, "/", const(DC.from_int(1, True, 32)), g.call_lib("__qg_dsqrt", args))
     routine = {"sqrt": "__qg_dsqrt", "__dsqrt_rn": "__qg_dsqrt", "trunc": "__qg_dtrunc",

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lark import Token
 
 from .ctors import _v
 from .structs import VECTOR_NAMES

@@ -221,9 +221,9 @@ class DeclSema:
                     continue  # extern declarations may be repeated
                 self.declare(sym)
                 continue
-            if "__shared__" in st:
-                raise self.error(st["__shared__"], "__shared__ variables must be declared inside a "
-                                                   "kernel or device function")
+            if "__shared__" in st:  # file scope: each kernel that uses it gets its own cells
+                self.declare(self.shared_declaration(info, it))  # (lower_stmts.alloc_shared)
+                continue
             if "__constant__" in st:
                 self.declare(self.constant_declaration(info, it))
                 continue

@@ -36,7 +36,7 @@ from ...isa import FLOAT_OPS
 from ...program import Program
 from .. import circuits as C
 from ..circuits import and_step, neg, step
-from ..layout import L_MEM0, N_MEM_LAYERS
+from ..layout import L_MEM0
 from ..netlist import Netlist, Sig
 from .floatbits import _any, _classify, _eff_exp, _exp_sum, _parity3, _round_merge
 from .mul import sum_columns
