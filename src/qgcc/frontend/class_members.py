@@ -66,9 +66,9 @@ class ClassMemberSema:
                 class_scope.setdefault(k, v)
             for k, v in base.member_types.items():
                 st.member_types.setdefault(k, v)
-            for name, group in getattr(base, "method_templates", {}).items():
+            for name, group in base.method_templates.items():
                 st.method_templates.setdefault(name, list(group))
-            for fd, benv in getattr(base, "method_defs", []):
+            for fd, benv in base.method_defs:
                 if fd.decl.name not in own:
                     self.inherit_method(st, fd, benv)
         return inherited
@@ -95,7 +95,7 @@ class ClassMemberSema:
     def member_template_call(self, st: StructType, m: A.Member, e: A.Call) -> None:
         """`b.f<A>(x)` or `b.f(x)` where f is a member function template of st: m.name becomes
         the member function `f<A, ...>`, instantiated with the arguments given or deduced."""
-        group = getattr(st, "method_templates", {}).get(m.name)
+        group = st.method_templates.get(m.name)
         if not group:
             if m.targs is not None:
                 raise self.error(m, f"'{st}::{m.name}' is not a member function template")
@@ -143,7 +143,7 @@ class ClassMemberSema:
                     ty = self.rvalue(a)
                     for _ in pd.type.pointers:
                         ty = ty.elem if isinstance(ty, PtrType) else ty
-                    have = getattr(ty, "template_of", None)
+                    have = ty.template_of if is_struct(ty) else None
                     if have is None:
                         continue
                     for ta, v in zip(s.targs, have[1]):

@@ -64,6 +64,7 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Cla
         self.class_instances: dict[tuple, StructType] = {}
         self.class_specialisations: dict[tuple, A.StructDef] = {}  # (name, args) -> `template <> struct`
         self.method_env: tuple | None = None
+        self.float_init = False  # a file-scope const float's initialiser is checked (sema_decls)
         self.ntemps = 0
 
     # ------------------------------------------------------------------ helpers

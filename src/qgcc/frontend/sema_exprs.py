@@ -205,7 +205,7 @@ class ExprSema:
                 raise self.error(e, "unknown identifier 'NULL'; use 0")
             raise self.error(e, f"unknown identifier '{e.name}'")
         e.sym = sym
-        if getattr(self, "float_init", False) and sym.space == "constant" and sym.readonly and is_float(sym.ty) \
+        if self.float_init and sym.space == "constant" and sym.readonly and is_float(sym.ty) \
                 and sym.init and len(sym.init) == 1:  # a file-scope const float, in another one's initialiser
             e.fconst = sym.init[0]
         if sym.kind == "texture":
