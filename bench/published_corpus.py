@@ -9,7 +9,8 @@ its directory includes) is written to OUTDIR/files with the local headers it inc
 functions, host globals and host-only headers are dropped and everything else is kept
 unchanged.  Kernel templates get the instances their host code launches (found in the
 directory's sources, or named in the spec's "inst").  The output is third-party text: it is
-kept outside this repository.
+kept outside this repository.  A source's "runs" ({path: [launch spec, ...]}) become its
+files' manifest "runs" (bench/published_run.py).
 """
 import json, os, re, subprocess, sys
 from pathlib import Path
@@ -220,6 +221,8 @@ def main():
             sib = subprocess.run(["git", "-C", repo, "ls-tree", "--name-only", "HEAD", d + "/"], capture_output=True, text=True).stdout.split()
             alltext = "\n".join(git_show(repo, p) for p in sib if p.endswith((".cu", ".cpp", ".cuh", ".h")))
             manifest.append({"file": "files/" + tag, "source": f"{src['url']}/{path}", "instantiate": src.get("inst", {}).get(path, instances(repo, path, alltu, alltext))})
+            if path in src.get("runs", {}):  # launch specs kept here (bench/published_spec.py's format)
+                manifest[-1]["runs"] = src["runs"][path]
     # headers of the include directory, device part only
     for repo, path in [("/work/.mirror/cavazos-lab+PolyBench-ACC/repo", "CUDA/utilities/polybench.h")]:
         (OUT / "include").mkdir(exist_ok=True)

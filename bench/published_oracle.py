@@ -40,7 +40,7 @@ LIBM_OVERLOADS = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin"
 LIBM_RE = re.compile(r"\b(" + "|".join(LIBM + LIBM_OVERLOADS) + r")\s*\(")
 
 # Library headers the additions need, included before the shim's macros (threadIdx, __shared__, ...).
-PRELUDE = "#include <cstdarg>\n#include <unistd.h>\n"
+PRELUDE = "#include <cstdarg>\n#include <unistd.h>\n#include <vector>\n"  # <vector>: host classes (dwt2d's tester)
 
 EXTRA = r"""
 #include <cstdint>
@@ -205,6 +205,11 @@ struct CPUAnimBitmap; struct CPUBitmap; struct GPUAnimBitmap;
 typedef struct qg_event_st *cudaEvent_t;
 typedef struct qg_stream_st *cudaStream_t;
 typedef struct qg_graphics_st *cudaGraphicsResource_t;
+enum cudaError_t { cudaSuccess };  // the runtime calls of host-side classes (dwt2d's CudaDWTTester), declared only
+const char *cudaGetErrorString(cudaError_t); cudaError_t cudaThreadSynchronize(); cudaError_t cudaEventCreate(cudaEvent_t *);
+cudaError_t cudaEventRecord(cudaEvent_t, int); cudaError_t cudaEventSynchronize(cudaEvent_t);
+cudaError_t cudaEventElapsedTime(float *, cudaEvent_t, cudaEvent_t); cudaError_t cudaEventDestroy(cudaEvent_t);
+namespace std { template <class I> void sort(I, I); }  // (<algorithm> needs the real <cstdlib>, stubbed here)
 // Textures, from CUDA's Programming Guide ("Texture Fetching"): point sampling of unnormalised
 // coordinates is texel floor(x); the clamp address mode keeps it in 0 .. N-1; tex1Dfetch reads
 // linear memory without addressing modes and returns zero outside it.  The host binds the data.

@@ -102,6 +102,12 @@ def launcher(runs: list[Run]) -> str:
     return "\n".join(out) + "\n"
 
 
+def bare(kernel: str) -> str:
+    """A kernel named with its namespace (`dwt_cuda::fdwt53Kernel<64, 8>`, as the oracle's C++ calls it)
+    as qgcc names it: namespaces are the file's (docs/subset.md)."""
+    return re.sub(r"^(\w+::)+", "", kernel)
+
+
 ASSERTED = "a device assert fails under the oracle"
 
 
@@ -195,7 +201,7 @@ def qgcc_compile(corpus: Path, entry: dict, out: Path, link: bool, extra: list[s
 def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: Path, tag: str) -> Side:
     from qgcc.cli.qgrun_cmd import main as qgrun_main
 
-    args = [str(program), "--kernel", run.kernel, "--grid", ",".join(map(str, run.grid)),
+    args = [str(program), "--kernel", bare(run.kernel), "--grid", ",".join(map(str, run.grid)),
             "--block", ",".join(map(str, run.block)), "--engine", engine, "--trace", "none",
             "--max-steps", "20000000"]
     if run.shared:
@@ -322,7 +328,7 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
         linked = None
         for i, run in enumerate(runs):
             label = f"{name} {run.label}"
-            libm = uses_libm(files, run.kernel) if file_libm else []
+            libm = uses_libm(files, bare(run.kernel)) if file_libm else []
             bufs, consts = inputs(name, run, i)
             want = oracle_run(exe, i, run, bufs, consts, work)
             if want.why == ASSERTED:  # CUDA stops the launch: qgrun must report the assertion too

@@ -4,6 +4,7 @@ A file's manifest entry (outside the repo, next to the file it describes) may ca
 "runs": [{"kernel": "vectorAdd", "grid": [2], "block": [64], "shared": 0,
           "args": ["A:float[128]=rand", "B:float[128]=rand(-2,2)", "C:float[128]", "numElements=128"],
           "consts": ["c_Kernel:float[17]=rand"], "neural": false, "from": "where the host code says so"}]
+A kernel in a namespace is named with it ("dwt_cuda::fdwt53Kernel<64, 8>"), as C++ calls it.
 Arguments are in the kernel's parameter order.  `name:type[n]=gen` is a buffer of n elements
 (zeros without `=gen`); `name=value` or `name:type=value` a scalar.  Generators: rand
 (floats in [-1, 1), integers in [0, 100)), rand(lo,hi), iota, iota(start), iota(start,step), fill(v), perm

@@ -120,8 +120,9 @@ def test_local_frames_are_per_thread_and_sized_by_the_kernel():
      "cannot assign to const variable 'r'"),
     ("__global__ void k(int &a) { }\n", 1, 23,
      "a kernel parameter cannot be a reference (it would refer to host memory); pass a pointer or a value"),
-    ("__global__ void k(int *a) { int &r = a[0]; }\n", 1, 33,
-     "reference 'r': references are supported only as parameters of device functions"),
+    ("__global__ void k(int *a) { int &r; }\n", 1, 33,
+     "reference 'r': references are supported only as parameters of device functions and initialised locals "
+     "('T &r = x;')"),
     ("__global__ void k(int *a) { a[0] = (int &)a[1]; }\n", 1, 41,
      "references ('int &') are only supported as device function parameters"),
     ("typedef int &iref;\n__global__ void k(int *a) { iref x = a[0]; }\n", 1, 13,

@@ -24,10 +24,10 @@ FRONTEND_LAYERS = [
     {"ast", "types", "structs", "floatconst", "doubleconst", "grammar", "symbols", "builtin_names", "values", "ir",
      "overloads"},
     {"preprocess", "macros", "coopgroups", "coopwide", "coopparts", "ctors", "texdecl", "enums", "hostcode",
-     "lambdas", "membertypes", "namespaces"},  # preprocess (and #if, macros)
-    {"tokens", "parser"},                                                      # parse
+     "lambdas", "membertypes", "namespaces", "classscope"},  # preprocess (and #if, macros)
+    {"tokens", "parser", "refvars"},                                           # parse
     {"structsema", "sema_decls", "sema_templates", "sema_stmts", "sema_exprs", "sema_calls", "sema_textures",
-     "sema_printf", "atomic_double"},  # sema by topic (atomic_double: checked in sema_calls, emitted by lower_calls)
+     "sema_printf", "atomic_double", "class_members"},  # sema by topic (atomic_double: checked in sema_calls, emitted by lower_calls)
     {"sema"},                                                                  # sema's composition and entry
     {"softfloat"},                                                             # the .cu libraries, checked
     {"bitops", "wide", "doubles", "intrinsics", "textures", "printf"},                               # lowering by family

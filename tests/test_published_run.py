@@ -189,3 +189,37 @@ def test_a_texture_object_parameter_is_bound_by_its_name_from_the_textures(tmp_p
             "textures": ["src:float[64]=rand"]}
     code, lines = run(corpus(tmp_path, [spec], SAMPLED))
     assert code == 0 and any(ln.startswith("exact") and "through_object<<<" in ln for ln in lines), lines
+
+
+NAMESPACED = """namespace img {
+class Timer {                                   // host-side, as dwt2d's tester: never called by a kernel
+    cudaEvent_t start;
+    std::vector<float> laps;
+public:
+    void lap() {
+        float t;
+        cudaEventRecord(start, 0);
+        cudaEventElapsedTime(&t, start, start);
+        laps.push_back(t);
+        std::sort(laps.begin(), laps.end());
+    }
+};
+template <int W>
+__global__ void twice(const int *in, int *out, int n)
+{
+    int i = blockIdx.x * W + threadIdx.x;
+    if (i < n) out[i] = in[i] * 2 + 1;
+}
+}
+"""
+
+
+@need_gxx
+def test_a_kernel_in_a_namespace_beside_a_host_class_runs_exactly(tmp_path):
+    """The spec names the kernel as C++ calls it (`img::twice<32>`), qgcc as it names it (`twice<32>`);
+    the oracle builds with a host class that uses the runtime's events, std::vector and std::sort."""
+    spec = {"kernel": "img::twice<32>", "grid": [2], "block": [32], "instantiate": ["twice<32>"],
+            "args": ["in:int[64]=rand", "out:int[64]", "n=60"]}
+    code, lines = run(corpus(tmp_path, [spec], NAMESPACED))
+    assert code == 0, lines
+    assert lines[-1] == "1 runnable, 1 exact on the emulator, 0 exact in the network (of 0), 0 mismatches", lines

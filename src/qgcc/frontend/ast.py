@@ -42,6 +42,8 @@ class StructDef(Node):
     methods: list["FunctionDef"] = field(default_factory=list)
     end_line: int = 0
     targs: list | None = None  # `template <> struct S<double> {...}`: the specialisation's arguments
+    bases: list["Spec"] = field(default_factory=list)  # `class L : protected IO<T> {`: base classes
+    templates: list["TemplateDef"] = field(default_factory=list)  # member templates (functions, structs)
 
 
 @dataclass
@@ -169,6 +171,7 @@ class Member(Expr):
     arrow: bool = False
     sreg: Any = field(default=None, init=False, repr=False, compare=False)
     member: Any = field(default=None, init=False, repr=False, compare=False)  # the struct's Field
+    targs: Any = None  # `b.f<float, 4>(...)`: a member function template's arguments
 
 
 @dataclass

@@ -13,7 +13,7 @@ from lark import Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from ..diagnostics import CompileError
-from . import ast as A
+from . import ast as A, refvars
 from .preprocess import Preprocessed, preprocess
 from .grammar import get_lark, grammar_path  # noqa: F401 - re-exported
 from .tokens import UNSUPPORTED_KEYWORDS, FCAST_WORDS, _Ctx, _Stream, _syntax_message, _unknown_type
@@ -84,34 +84,7 @@ class _Builder:
                 if ch.data == "function_def":
                     items.append(self.function_def(ch))
                 elif ch.data == "template_def":
-                    kw = ch.children[0]
-                    params = []
-                    for p in ch.children[2:-2]:
-                        if not isinstance(p, Tree):
-                            continue
-                        name, default = p.children[1], p.children[2]
-                        specs = self.specs(p.children[0]) if p.data == "value_tparam" else None
-                        if default is not None:
-                            default = self.type_name(default) if specs is None else self.expr(default)
-                        params.append(A.TemplateParam(name.line, name.column, name.value,
-                                                      "type" if specs is None else "value", specs,
-                                                      default))
-                    body = ch.children[-1]
-                    if body.data == "declaration":  # a class template, or a function template prototype
-                        decl = self.declaration(body)
-                        if len(decl.items) == 1 and decl.items[0].decl.params is not None \
-                                and decl.items[0].init is None and not decl.items[0].decl.funcptr:
-                            d = decl.items[0].decl
-                            items.append(A.TemplateDef(kw.line, kw.column, params,
-                                                       A.FunctionDef(d.line, d.col, decl.specs, d, None, d.line)))
-                            continue
-                        sd = decl.specs[0].struct if len(decl.specs) == 1 and not decl.items else None
-                        if sd is None or sd.fields is None or not sd.tag:
-                            raise self.ctx.error(kw.line, kw.column, "a template must define a function "
-                                                 "or a struct ('template <...> struct NAME {...};')")
-                        items.append(A.TemplateDef(kw.line, kw.column, params, None, sd))
-                        continue
-                    items.append(A.TemplateDef(kw.line, kw.column, params, self.function_def(body)))
+                    items.append(self.template_def(ch))
                 elif ch.data == "declaration":
                     items.append(self.declaration(ch))
                 elif ch.data == "alias_decl":
@@ -123,6 +96,34 @@ class _Builder:
                                              f"unknown language linkage {lang.value}; write "
                                              'extern "C"')
                     self.top_items(ch.children[1:], items)
+
+    def template_def(self, ch: Tree) -> A.TemplateDef:
+        kw = ch.children[0]
+        params = []
+        for p in ch.children[2:-2]:
+            if not isinstance(p, Tree):
+                continue
+            name, default = p.children[1], p.children[2]
+            specs = self.specs(p.children[0]) if p.data == "value_tparam" else None
+            if default is not None:
+                default = self.type_name(default) if specs is None else self.expr(default)
+            params.append(A.TemplateParam(name.line, name.column, name.value,
+                                          "type" if specs is None else "value", specs,
+                                          default))
+        body = ch.children[-1]
+        if body.data == "declaration":  # a class template, or a function template prototype
+            decl = self.declaration(body)
+            if len(decl.items) == 1 and decl.items[0].decl.params is not None \
+                    and decl.items[0].init is None and not decl.items[0].decl.funcptr:
+                d = decl.items[0].decl
+                return A.TemplateDef(kw.line, kw.column, params,
+                                     A.FunctionDef(d.line, d.col, decl.specs, d, None, d.line))
+            sd = decl.specs[0].struct if len(decl.specs) == 1 and not decl.items else None
+            if sd is None or sd.fields is None or not sd.tag:
+                raise self.ctx.error(kw.line, kw.column, "a template must define a function "
+                                     "or a struct ('template <...> struct NAME {...};')")
+            return A.TemplateDef(kw.line, kw.column, params, None, sd)
+        return A.TemplateDef(kw.line, kw.column, params, self.function_def(body))
 
     def alias(self, t: Tree) -> A.Declaration:
         """`using NAME = TYPE;` is `typedef TYPE NAME;`."""
@@ -162,7 +163,11 @@ class _Builder:
             sd.targs = [self.type_name(a) if a.data == "type_name" else self.expr(a)
                         for a in t.children[3:] if isinstance(a, Tree) and a.data not in ("declaration",
                                                                                           "function_def",
-                                                                                          "access_spec")]
+                                                                                          "access_spec",
+                                                                                          "template_def")]
+        for b in t.children:
+            if isinstance(b, Tree) and b.data == "base_spec":  # `: protected IO<T, C>`
+                sd.bases.extend(self.specs(Tree("decl_specs", [Tree("decl_spec", [b.children[-1]])])))
         if not any(isinstance(c, Token) and c.value == "{" for c in t.children):
             return sd
         sd.fields = []
@@ -172,6 +177,8 @@ class _Builder:
                 sd.fields.append(self.declaration(ch))
             elif isinstance(ch, Tree) and ch.data == "function_def":
                 sd.methods.append(self.function_def(ch))
+            elif isinstance(ch, Tree) and ch.data == "template_def":
+                sd.templates.append(self.template_def(ch))
         return sd
 
     def pointers(self, t: Tree | None) -> list[list[A.Spec]]:
@@ -279,7 +286,7 @@ class _Builder:
     def function_def(self, t: Tree) -> A.FunctionDef:
         specs = self.specs(t.children[0])
         d = self.declarator(t.children[1])
-        body = self.block(t.children[2])
+        body = refvars.rewrite(self.block(t.children[2]))  # `T &r = x;` locals
         return A.FunctionDef(d.line, d.col, specs, d, body, t.meta.end_line)
 
     def type_name(self, t: Tree) -> A.TypeSyntax:
@@ -446,4 +453,8 @@ class _Builder:
         if k == "member":
             name = ch[2]
             return A.Member(name.line, name.column, self.expr(ch[0]), name.value, ch[1].value == "->")
+        if k == "member_template":  # `b.f<A, B>`: a member function template's arguments
+            name = ch[2]
+            return A.Member(name.line, name.column, self.expr(ch[0]), name.value, ch[1].value == "->",
+                            targs=self.targs(ch[4:-1]))
         raise AssertionError(k)

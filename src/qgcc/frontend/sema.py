@@ -13,6 +13,7 @@ from ..diagnostics import CompileError
 from . import ast as A
 from .structs import StructType, vector_types
 from .structsema import StructSema
+from .class_members import ClassMemberSema
 from .types import BUILTIN_TYPEDEFS, Type
 from .symbols import INT_MAX, FuncSym, SemaResult, SpecInfo, VarSym  # noqa: F401 - INT_MAX, SpecInfo re-exported
 # The built-in tables, re-exported for callers that read them from sema (tests, bench).
@@ -27,7 +28,8 @@ from .sema_textures import TextureSema
 from .sema_printf import PrintfSema
 
 
-class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, TextureSema, PrintfSema):
+class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, ClassMemberSema, TextureSema,
+           PrintfSema):
     def __init__(self, filename: str, source: str):
         self.filename = filename
         self.lines = source.split("\n")
@@ -62,6 +64,7 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Tex
         self.class_instances: dict[tuple, StructType] = {}
         self.class_specialisations: dict[tuple, A.StructDef] = {}  # (name, args) -> `template <> struct`
         self.method_env: tuple | None = None
+        self.float_init = False  # a file-scope const float's initialiser is checked (sema_decls)
         self.ntemps = 0
 
     # ------------------------------------------------------------------ helpers

@@ -33,7 +33,10 @@ class CallSema:
             return self.functor_call(e)
         name = f.name
         st = self.func.method_of if self.func is not None else None
-        if st is not None and name in st.methods and self.lookup(name) is None:
+        if "::" in name:  # `X<8>::run(...)`, `S::f(...)`: a static member function (class_members.py)
+            return self.scoped_call(e)
+        if st is not None and (name in st.methods or name in st.method_templates) \
+                and self.lookup(name) is None:
             e.func = A.Member(f.line, f.col, A.Name(f.line, f.col, "this"), name, arrow=True)
             return self.method_call(e)
         if self.lookup(name) is not None:

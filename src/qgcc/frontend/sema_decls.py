@@ -235,8 +235,13 @@ class DeclSema:
                 continue
             if info.const and not it.decl.pointers and is_float(info.base) and it.init is not None:
                 # `const float RISKFREE = 0.02f;`, `const float c[3] = {...};`: read-only cells,
-                # laid out and filled like a __constant__ variable (sema_stmts.constant_declaration)
-                self.declare(self.constant_declaration(info, it))
+                # laid out and filled like a __constant__ variable (sema_stmts.constant_declaration);
+                # its initialiser may name the ones before (`const float b = -a;`: dwt2d's common.h)
+                self.float_init = True
+                try:
+                    self.declare(self.constant_declaration(info, it))
+                finally:
+                    self.float_init = False
                 continue
             if it.decl.arrays:
                 raise self.error(it.decl, "global arrays are not supported; pass a pointer "
@@ -265,8 +270,11 @@ class DeclSema:
             if d.params is not None:
                 raise self.error(d.ref, f"functions returning references are not supported "
                                         f"('{d.name}'); return a value")
+            if d.ref.text == "&temporary":  # refvars.py
+                raise self.error(d.ref, f"cannot bind the non-const reference '{d.name}' to a temporary; "
+                                        f"initialise it with a variable or an element, or declare it 'const'")
             raise self.error(d.ref, f"reference '{d.name}': references are supported only as "
-                                    "parameters of device functions")
+                                    "parameters of device functions and initialised locals ('T &r = x;')")
         if d.funcptr:
             raise self.error(d, "function pointers are not supported")
         if d.parens:

@@ -190,6 +190,8 @@ class ExprSema:
             # A member named in a member function: `x` is `this->x`.
             _become(e, A.Member(e.line, e.col, A.Name(e.line, e.col, "this"), e.name, arrow=True))
             return self.check_Member(e)
+        if sym is None and "::" in e.name:  # `S::N`: a class constant (class_members.py)
+            return self.scoped_name(e)
         if sym is None:
             if e.name in self.functions:
                 raise self.error(e, f"function '{e.name}' cannot be used as a value (function "
@@ -203,6 +205,9 @@ class ExprSema:
                 raise self.error(e, "unknown identifier 'NULL'; use 0")
             raise self.error(e, f"unknown identifier '{e.name}'")
         e.sym = sym
+        if self.float_init and sym.space == "constant" and sym.readonly and is_float(sym.ty) \
+                and sym.init and len(sym.init) == 1:  # a file-scope const float, in another one's initialiser
+            e.fconst = sym.init[0]
         if sym.kind == "texture":
             self.texture_used(sym)
         if sym.const_value is not None:

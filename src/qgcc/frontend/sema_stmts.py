@@ -16,6 +16,20 @@ from .types import (NARROW_MASKS, ArrayType, PtrType, Type, VoidType, is_arith, 
 SWITCH_DEPTH = 1000  # a switch's share of Sema.loop_depth: break needs > 0, continue a loop
 
 
+
+def _double_fold(e: A.Binary) -> int | None:
+    """A double `+ - * /` of two constants (literals, or float and integer constants converted)."""
+    def bits(x: A.Expr) -> int | None:
+        if x.dconst is not None:
+            return x.dconst
+        if x.fconst is not None:
+            return doubleconst.from_float(x.fconst)
+        if x.const is not None and is_int(x.ty):
+            return doubleconst.from_int(x.const, x.ty.signed, 64 if is_wide(x.ty) else 32)
+        return None
+    a, b = bits(e.left), bits(e.right)
+    return None if a is None or b is None else doubleconst.fold(e.op, a, b)
+
 class StmtSema:
     """Statements and local storage (a mixin of `sema.Sema`)."""
 
@@ -440,6 +454,8 @@ class StmtSema:
         """The memory cell of a constant initialiser converted to ty (chars: 8-bit pattern)."""
         self.rvalue(e, dst=ty)
         self.convert_check(e, ty, "initialisation")
+        if isinstance(e, A.Binary) and e.op in ("+", "-", "*", "/") and is_double(e.ty) and e.dconst is None:
+            e.dconst = _double_fold(e)  # `1.0 / scale` (the lowering folds these; sema did not)
         if is_double(ty):  # both cells in one int, the low word first (split by the caller)
             if e.dconst is not None:
                 return e.dconst

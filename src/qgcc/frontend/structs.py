@@ -43,6 +43,12 @@ class StructType(Type):
         self.const_members: set[str] = set()  # `const T x;` members: a constructor sets them
         self.constants: dict[str, object] = {}  # static const ints, member enumerators: VarSyms
         self.member_types: dict[str, Type] = {}  # member typedefs: `typedef float3 Type;`
+        # class_members.py: member function templates (name -> [(TemplateDef, bindings)]), the
+        # member functions' definitions with their bindings (what a derived class inherits), and
+        # the class template and arguments of an instance (for deduction from `Col<C> &`)
+        self.method_templates: dict[str, list] = {}
+        self.method_defs: list = []
+        self.template_of: tuple | None = None
 
     def name(self) -> str:
         return self.tag or f"(anonymous {self.keyword})"

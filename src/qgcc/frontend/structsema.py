@@ -65,6 +65,7 @@ class StructSema:
         consts: set[str] = set()
         class_scope: dict = {}  # `static const int N = 4;`, a member enum's enumerators
         self.scopes.append(class_scope)  # (an error ends the check: no restore needed)
+        members += self.class_members(sd, st, class_scope)  # class_members.py: nested, inherited
         for d in sd.fields:
             if any(s.text == "static" for s in d.specs):
                 self.class_constant(d, class_scope)
@@ -79,6 +80,9 @@ class StructSema:
                     self.check_declarator_shape(it.decl)
                     st.member_types[it.decl.name] = self.apply_pointers(info.base, it.decl.pointers,
                                                                         info.const, it.decl)[0]
+                    if self.method_env is not None:  # named by the class's later members and bodies
+                        self.typedefs[it.decl.name] = self.method_env[0][it.decl.name] = \
+                            (st.member_types[it.decl.name], False)
                 continue
             for it in d.items:
                 decl = it.decl
@@ -234,27 +238,30 @@ class StructSema:
             if member not in st.member_types:
                 raise self.error(spec, f"'{st}' has no member type '{member}'")
             return st.member_types[member]
-        t = self.class_templates.get(spec.text)
+        t = self.nested_template(spec.text) or self.class_templates.get(spec.text)
         if t is None:
             raise self.error(spec, f"'{spec.text}' is not a class template")
+        outer = getattr(t, "outer", None) or ("", None)  # a class template nested in a class
         values = self.template_args(t, spec.targs, spec)
         for p in t.params[len(values):]:
             if p.default is None:
                 raise self.error(spec, f"too few template arguments for '{spec.text}' (give "
                                        f"'{p.name}')")
             values.append(self.template_default(t, p, values))
-        key = (spec.text, tuple(values))
+        key = (spec.text, tuple(values)) + ((outer[0],) if outer[0] else ())
         st = self.class_instances.get(key)
         if st is not None:
             return st
-        display = f"{spec.text}<{', '.join(str(v) for v in values)}>"
+        display = f"{outer[0] + '::' if outer[0] else ''}{spec.text}<{', '.join(str(v) for v in values)}>"
         st = StructType(display, t.struct.keyword)
+        st.template_of = (spec.text, tuple(values))
         self.class_instances[key] = st
         special = self.class_specialisations.get(key)
         sd = copy.deepcopy(special or t.struct)
         sd.tag, sd.targs = display, None
-        binds: dict[str, tuple[Type, bool]] = {spec.text: (st, False), display: (st, False)}
-        consts = {}
+        binds: dict[str, tuple[Type, bool]] = {**(outer[1][0] if outer[1] else {}), spec.text: (st, False),
+                                               display: (st, False)}
+        consts = dict(outer[1][1]) if outer[1] else {}
         for p, v in zip(t.params if special is None else [], values):
             if p.kind == "type":
                 binds[p.name] = (v, False)
@@ -442,6 +449,7 @@ class StructSema:
             st, const = bt, self.mem_const(m.base) and not self.in_constant_memory(m.base)
             this = A.Unary(m.line, m.col, "&", m.base)
             this.ty = PtrType(st, const)
+        self.member_template_call(st, m, e)  # class_members.py: `b.f<A>(x)`
         cands = st.methods.get(m.name)
         if cands is None:
             f = st.field(m.name)

@@ -12,7 +12,7 @@ from lark import Token
 from lark.exceptions import UnexpectedCharacters
 
 from ..diagnostics import CompileError
-from . import ctors, enums, hostcode, lambdas, membertypes, namespaces, texdecl
+from . import classscope, ctors, enums, hostcode, lambdas, membertypes, namespaces, texdecl
 from .coopgroups import Lowering
 from .grammar import HINTS, get_lark
 from .macros import Expander, HASH, HASHHASH
@@ -170,6 +170,7 @@ class _Stream:
         # Templates: the header being read or the templated function after it, the names of
         # function templates (a '<' after one opens template arguments) and open '<'s.
         self.tmpl: dict | None = None
+        self.outer_tmpls: list[dict] = []  # templates whose body a member template interrupts
         self.template_names: set[str] = set()
         self.class_templates: set[str] = set()  # a '<' after one (a type name) opens its arguments
         self.angles = 0
@@ -287,7 +288,9 @@ class _Stream:
         en = enums.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         lm = lambdas.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
         tx = texdecl.Lowering(lambda text: get_lark().lex(text), lambda t, msg: self.ctx.error(t.line, t.column, msg))
-        for tok in cg.run(tx.run(ct.run(self._operators(self._std(membertypes.run(en.run(hostcode.run(self.pp.launch_names, lm.run(namespaces.run(self._drop_hints(exp.expand(self._placed())))))))))))):  # one token of lookahead, for '::'
+        inner = cg.run(tx.run(ct.run(self._operators(self._std(membertypes.run(en.run(hostcode.run(
+            self.pp.launch_names, lm.run(namespaces.run(self._drop_hints(exp.expand(self._placed()))))))))))))
+        for tok in classscope.run(inner, self.template_names.add):  # one token of lookahead, for '::'
             if prev is not None:
                 if prev.value == ":" == tok.value and prev.type == tok.type == "COLON" \
                         and (prev.line, prev.column + 1) == (tok.line, tok.column):
@@ -357,8 +360,10 @@ class _Stream:
         """Template headers and template arguments; None when tok is ordinary."""
         v = tok.value
         t = self.tmpl
-        if t is None:
+        if t is None or (t["state"] == "decl" and tok.type == "NAME" and v == "template"):
             if tok.type == "NAME" and v == "template":
+                if t is not None:  # a member template inside a class template's body
+                    self.outer_tmpls.append(t)
                 self.tmpl = {"state": "open", "names": [], "type_next": False, "brace": 0,
                              "named": False, "last": None, "had": set(), "values": False}
                 return self._retype(tok, "TEMPLATE")
@@ -418,7 +423,7 @@ class _Stream:
             for n in t["names"]:
                 if n not in t["had"]:
                     self.typedefs.discard(n)
-            self.tmpl = None
+            self.tmpl = self.outer_tmpls.pop() if self.outer_tmpls else None
         elif v == "}":
             t["brace"] -= 1
         return self._template_args(tok)
@@ -450,6 +455,8 @@ class _Stream:
         err = self.ctx.error
         special = self._template(tok)
         if special is not None:
+            if special.type in ("TLT", "TGT") and self.decl is not None:
+                self._track(special)  # `typedef Buf<int, W> B;`: W is not declared
             self.prev = special
             return special
         if tok.type in (HASH, HASHHASH):
@@ -462,7 +469,7 @@ class _Stream:
             if v in HALF_TYPES and fp16 is not None and tok.line > fp16:
                 raise err(tok.line, tok.column, f"'{v}' (half precision, cuda_fp16.h) is not "
                                                 "supported; use float")
-            if "::" in v and v.split("::")[0] in self.class_templates:  # membertypes.py
+            if "::" in v and v.split("::")[0] in self.class_templates and v not in self.template_names:  # membertypes
                 self.typedefs.add(v)
                 self.class_templates.add(v)
             if v in self.typedefs and not (self.decl and self.decl[4] is True) and \
@@ -507,9 +514,9 @@ class _Stream:
             self.struct_state = "tag" if tok.type == "TGT" else "targs"  # `struct S<double> {`
             return
         self.struct_state = None
-        if st == "tag" and tok.type == "COLON":
-            raise self.ctx.error(tok.line, tok.column, f"inheritance is not supported "
-                                 f"('{self.struct_tag} : ...'); put the members in the struct itself")
+        if st == "tag" and tok.type == "COLON" or st == "bases" and tok.type != "LBRACE":
+            self.struct_state = "bases"  # `class L : protected IO<T> {` (structsema_bases.py)
+            return
         if st is not None and tok.type == "LBRACE":
             self.structs.append([self.struct_tag, 0])
             return
@@ -573,9 +580,9 @@ class _Stream:
                 return  # `typedef struct tag {...} Name;`: the tag, not the declarator
             names.append(v)  # the first name of each declarator
             d[5] = False
-        elif v in ("(", "{") and tok.type != "STRLIT":
-            d[2] += 1  # parentheses, and the body of `typedef struct {...} T;`
-        elif v in (")", "}") and tok.type != "STRLIT":
+        elif v in ("(", "{") and tok.type != "STRLIT" or tok.type == "TLT":
+            d[2] += 1  # parentheses, the body of `typedef struct {...} T;`, template arguments
+        elif v in (")", "}") and tok.type != "STRLIT" or tok.type == "TGT":
             d[2] -= 1
         elif v == "[":
             d[3] += 1
