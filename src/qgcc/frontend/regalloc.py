@@ -121,10 +121,11 @@ class Code:
             mask = [not (vi.op in BRANCHES and vi.target == i + 1) for i, vi in enumerate(self.ins)]
             changed = self.keep(mask) or changed
 
-    def _flow(self) -> tuple[list[int], list[int], list[tuple[int, int]], list[int]]:
+    def _flow(self, masks: dict | None = None) -> tuple[list[int], list[int], list[tuple[int, int]], list[int]]:
         """Per-instruction use and def masks, the basic blocks (start, end) and each block's
         live-out: the dataflow solved over blocks rather than instructions (the same least
-        fixpoint, in a fraction of the big-integer operations)."""
+        fixpoint, in a fraction of the big-integer operations).  `masks` (id of an instruction
+        -> its use and def masks) keeps them between calls while no instruction's registers change."""
         ins = self.ins
         n = len(ins)
         use = [0] * n
@@ -133,14 +134,20 @@ class Code:
         if n:
             leader[0] = 1
         for i, vi in enumerate(ins):
-            u = 0
-            for r in vi.reads():
-                u |= 1 << r
+            known = masks.get(id(vi)) if masks is not None else None
+            if known is None:
+                u = 0
+                for r in vi.reads():
+                    u |= 1 << r
+                w = vi.writes()
+                d = 0 if w is None else 1 << w  # a CAS reads rd before writing it: its use stays in `use`
+                for c in vi.clobbers or ():
+                    d |= 1 << c
+                if masks is not None:
+                    masks[id(vi)] = (u, d)
+            else:
+                u, d = known
             use[i] = u
-            w = vi.writes()
-            d = 0 if w is None else 1 << w  # a CAS reads rd before writing it: its use stays in `use`
-            for c in vi.clobbers or ():
-                d |= 1 << c
             dfn[i] = d
             op = vi.op
             if op in BRANCHES and vi.clobbers is None:
@@ -178,8 +185,8 @@ class Code:
                     changed = True
         return use, dfn, blocks, bout
 
-    def liveness(self) -> tuple[list[int], list[int]]:
-        use, dfn, blocks, bout = self._flow()
+    def liveness(self, masks: dict | None = None) -> tuple[list[int], list[int]]:
+        use, dfn, blocks, bout = self._flow(masks)
         n = len(self.ins)
         live_in = [0] * n
         live_out = [0] * n
@@ -190,12 +197,12 @@ class Code:
                 live_in[i] = live
         return live_in, live_out
 
-    def dead_code(self) -> bool:
+    def dead_code(self, masks: dict | None = None) -> bool:
         """Drop pure instructions whose result is dead; True if any went.  Within a block the
         scan goes backward with the live set of what stays, so a chain of dead values goes in
         one round (the instructions that go are the same as round after round of single
         removals: removing a dead instruction only shrinks liveness, so the end is unique)."""
-        use, dfn, blocks, bout = self._flow()
+        use, dfn, blocks, bout = self._flow(masks)
         ins = self.ins
         mask = [True] * len(ins)
         for (s, e), live in zip(blocks, bout):
@@ -299,15 +306,17 @@ def prepare(ir: list[VI], entry_line: int | None) -> Code:
     written zeroed at the entry."""
     code = Code.from_ir(ir)
     code.prune()
+    # No instruction's registers change below (`ir` keeps every instruction alive, so no id is reused).
+    masks: dict[int, tuple[int, int]] = {}
     # Registers read before written on some path: zero them at the entry.
-    live_in, _ = code.liveness()
+    live_in, _ = code.liveness(masks)
     if code.ins and live_in[0]:
         zeros = [VI(Op.MOV, v, imm=0, use_imm=True, line=entry_line) for v in _bits(live_in[0])]
         for vi in code.ins:
             _shift_targets(vi, lambda t: t + len(zeros))
         code.ins = zeros + code.ins
     # Dead-code elimination.
-    while code.dead_code():
+    while code.dead_code(masks):
         pass
     code.prune()
     return code
