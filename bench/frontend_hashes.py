@@ -9,11 +9,14 @@ compile) between two versions of the tree.
     # 1. record: run frontend-heavy test files with the recorder plugin (appends to the corpus)
     QG_FRONT_CORPUS=/tmp/front-corpus PYTHONPATH=src:bench python -m pytest -q -p frontend_hashes \\
         tests/test_frontend_codegen.py tests/test_structs.py ...
-    # 2. add the samples (plain and --soft-float) and one kernel per routine of the .cu libraries
+    # 2. add the samples (plain and --soft-float) and one kernel per routine of the .cu libraries,
+    #    the differential fuzzer's programs of some seeds, the published-CUDA corpus's files
     PYTHONPATH=src python bench/frontend_hashes.py extras /tmp/front-corpus
+    PYTHONPATH=src python bench/frontend_hashes.py fuzz /tmp/front-corpus --seed 777 --count 200
+    PYTHONPATH=src python bench/frontend_hashes.py published /tmp/front-corpus [--from /work/corpus]
     # 3. hash the corpus with the tree on PYTHONPATH; compare with an earlier hash file
     PYTHONPATH=src python bench/frontend_hashes.py hash /tmp/front-corpus -o before.json
-    PYTHONPATH=src python bench/frontend_hashes.py hash /tmp/front-corpus --compare before.json
+    PYTHONPATH=src python bench/frontend_hashes.py hash /tmp/front-corpus --compare before.json [--times T.json]
 
 The recorder also saves every file the preprocessor opened (#include), and `hash` writes them back
 at their original paths first, so kernels whose headers lived in a test's tmp_path still compile.
