@@ -57,3 +57,14 @@ def test_no_usable_cache_directory_means_no_cache(monkeypatch, tmp_path):
     assert usercache.cache_file("x", "key", ".json") is None
     usercache.write_text(None, "ignored")
     assert usercache.read_text(None) is None
+
+
+def test_the_parser_writes_its_tables_once_whole_and_then_reads_them(monkeypatch, tmp_path):
+    monkeypatch.setenv("QGCC_CACHE", str(tmp_path))
+    first = get_lark.__wrapped__()  # builds the tables, writes them under a private name, renames
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert len(files) == 1 and files[0].startswith("lark-") and files[0].endswith(".cache")
+    again = get_lark.__wrapped__()  # loads them
+    assert sorted(p.name for p in tmp_path.iterdir()) == files
+    src = (ROOT / "samples" / "saxpy.cu").read_text()
+    assert [t.type for t in first.lex(src)] == [t.type for t in again.lex(src)]
