@@ -9,11 +9,14 @@ compile) between two versions of the tree.
     # 1. record: run frontend-heavy test files with the recorder plugin (appends to the corpus)
     QG_FRONT_CORPUS=/tmp/front-corpus PYTHONPATH=src:bench python -m pytest -q -p frontend_hashes \\
         tests/test_frontend_codegen.py tests/test_structs.py ...
-    # 2. add the samples (plain and --soft-float) and one kernel per routine of the .cu libraries
+    # 2. add the samples (plain and --soft-float) and one kernel per routine of the .cu libraries,
+    #    the differential fuzzer's programs of some seeds, the published-CUDA corpus's files
     PYTHONPATH=src python bench/frontend_hashes.py extras /tmp/front-corpus
+    PYTHONPATH=src python bench/frontend_hashes.py fuzz /tmp/front-corpus --seed 777 --count 200
+    PYTHONPATH=src python bench/frontend_hashes.py published /tmp/front-corpus [--from /work/corpus]
     # 3. hash the corpus with the tree on PYTHONPATH; compare with an earlier hash file
     PYTHONPATH=src python bench/frontend_hashes.py hash /tmp/front-corpus -o before.json
-    PYTHONPATH=src python bench/frontend_hashes.py hash /tmp/front-corpus --compare before.json
+    PYTHONPATH=src python bench/frontend_hashes.py hash /tmp/front-corpus --compare before.json [--times T.json]
 
 The recorder also saves every file the preprocessor opened (#include), and `hash` writes them back
 at their original paths first, so kernels whose headers lived in a test's tmp_path still compile.
@@ -134,9 +137,37 @@ def add_extras(corpus: Path) -> int:
     return n
 
 
+def add_fuzz(corpus: Path, seed: int, count: int) -> int:
+    """The differential fuzzer's programs (bench/fuzz/diffgen.py) of seeds seed..seed+count-1."""
+    sys.path.insert(0, str(ROOT / "bench" / "fuzz"))
+    from diffgen import generate
+    for s in range(seed, seed + count):
+        _write_entry(corpus, {"source": generate(s).source, "filename": "fuzz.cu", "include_dirs": [], "defines": [],
+                              "soft_float": False, "instantiate": [], "files": {}, "cwd": str(ROOT)})
+    return count
+
+
+def add_published(corpus: Path, pub: Path) -> int:
+    """Every file of the published-CUDA corpus (bench/published.py), as `qgcc` compiles it: its
+    -I directories and template instances.  The entries hold the corpus's text: keep them outside
+    the repository."""
+    n = 0
+    for e in json.loads((pub / "manifest.json").read_text()):
+        f = pub / e["file"]
+        inc = ([str(pub / "include")] if (pub / "include").is_dir() else []) + [str(f.parent / d) for d in
+                                                                               e.get("include", [])]
+        _write_entry(corpus, {"source": f.read_text(encoding="utf-8"), "filename": str(f), "include_dirs": inc,
+                              "defines": [], "soft_float": False, "instantiate": list(e.get("instantiate", [])),
+                              "files": {}, "cwd": str(ROOT)})
+        n += 1
+    return n
+
+
 # ---- hash ---------------------------------------------------------------------------------------
 
-def hash_corpus(corpus: Path) -> dict[str, str]:
+def hash_corpus(corpus: Path, times: dict[str, float] | None = None) -> dict[str, str]:
+    """Each entry's hash; `times`, if given, gets each entry's compile CPU seconds."""
+    import time
     from qgcc.asm import disassemble
     from qgcc.diagnostics import CompileError
     from qgcc.frontend import compile_source
@@ -156,6 +187,7 @@ def hash_corpus(corpus: Path) -> dict[str, str]:
         e = json.loads(p.read_text())
         for d in e["include_dirs"]:
             Path(d).mkdir(parents=True, exist_ok=True)
+        t0 = time.process_time()
         try:
             os.chdir(e["cwd"] if os.path.isdir(e["cwd"]) else here)
             prog = compile_source(e["source"], e["filename"], e["include_dirs"], e["defines"], e["soft_float"],
@@ -171,6 +203,8 @@ def hash_corpus(corpus: Path) -> dict[str, str]:
             out[p.stem] = "error " + str(exc)
         finally:
             os.chdir(here)
+            if times is not None:
+                times[p.stem] = time.process_time() - t0
     return out
 
 
@@ -179,17 +213,36 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     x = sub.add_parser("extras", help="add samples and routine-library kernels to the corpus")
     x.add_argument("corpus", type=Path)
+    f = sub.add_parser("fuzz", help="add the differential fuzzer's programs of some seeds to the corpus")
+    f.add_argument("corpus", type=Path)
+    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--count", type=int, default=200)
+    pb = sub.add_parser("published", help="add the published-CUDA corpus's files to the corpus")
+    pb.add_argument("corpus", type=Path)
+    pb.add_argument("--from", dest="pub", type=Path, default=Path("/work/corpus"))
     h = sub.add_parser("hash", help="compile the corpus and hash each result")
     h.add_argument("corpus", type=Path)
     h.add_argument("-o", "--out", type=Path)
     h.add_argument("--compare", type=Path)
+    h.add_argument("--times", type=Path, help="write each entry's compile CPU seconds (and filename) here")
     a = ap.parse_args(argv)
     if a.cmd == "extras":
         print(f"{add_extras(a.corpus)} extra programs; corpus has {len(list(a.corpus.glob('*.json')))}")
         return 0
-    got = hash_corpus(a.corpus)
+    if a.cmd in ("fuzz", "published"):
+        n = add_fuzz(a.corpus, a.seed, a.count) if a.cmd == "fuzz" else add_published(a.corpus, a.pub)
+        print(f"{n} {a.cmd} programs; corpus has {len(list(a.corpus.glob('*.json')))}")
+        return 0
+    import time
+    t0 = time.process_time()
+    times: dict[str, float] = {}
+    got = hash_corpus(a.corpus, times)
+    if a.times:
+        names = {k: json.loads((a.corpus / f"{k}.json").read_text())["filename"] for k in times}
+        a.times.write_text(json.dumps({k: [names[k], round(t, 3)] for k, t in times.items()}, indent=0))
     ok = sum(v.startswith("ok ") for v in got.values())
-    print(f"{len(got)} programs hashed ({ok} compiled, {len(got) - ok} compile errors)")
+    print(f"{len(got)} programs hashed ({ok} compiled, {len(got) - ok} compile errors); "
+          f"{time.process_time() - t0:.1f} CPU s")
     if a.out:
         a.out.write_text(json.dumps(got, indent=0, sort_keys=True))
     if a.compare:

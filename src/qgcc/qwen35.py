@@ -96,6 +96,30 @@ def text_config(num_layers: int, value_heads: int = QWEN35_2B.linear_heads):
     )
 
 
+def text_config_json(num_layers: int) -> str:
+    """`text_config(num_layers).to_json_string(use_diff=False)`, the text a linked program carries,
+    kept in the user's cache (qgcc.usercache) per transformers version and text of this module:
+    importing transformers (and torch) costs a `qgcc` run more than the whole link."""
+    from importlib import metadata
+    from pathlib import Path
+
+    from .usercache import cache_file, read_text, write_text
+
+    try:
+        version = metadata.version("transformers")
+    except metadata.PackageNotFoundError:
+        version = None
+    path = None
+    if version is not None:
+        here = Path(__file__).read_text(encoding="utf-8")
+        path = cache_file("text_config", f"{version}\n{num_layers}\n{here}", ".json")
+    text = read_text(path)
+    if text is None:
+        text = text_config(num_layers).to_json_string(use_diff=False)
+        write_text(path, text)
+    return text
+
+
 # tensor -> (axis carrying the value heads, where the value part starts on it, entries per head)
 _KEY_DIM, _HEAD_DIM = QWEN35_2B.key_dim, QWEN35_2B.head_dim
 _VALUE_AXIS = {

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from lark import Lark
 
+from ..usercache import cache_file
+
 
 GRAMMAR_FILE = "cuda.lark"
 HINTS = ("__launch_bounds__", "__attribute__", "__align__")  # dropped with their arguments
@@ -31,6 +33,27 @@ def grammar_path() -> Path:
 
 @lru_cache(maxsize=1)
 def get_lark() -> Lark:
+    # Lark keeps the analysed tables in a file (qgcc.usercache; Lark also checks inside it that
+    # they were built from this grammar, with these options, by this Lark): a process loads them
+    # (~0.02 s) instead of building them (~0.3 s), which every `qgcc` run paid.  Lark writes the
+    # file in place, so a new one is written under a name of this process's and then renamed:
+    # a process starting meanwhile never reads half of it.
+    import os
+    import sys
+
+    import lark
+
     text = grammar_path().read_text(encoding="utf-8")
-    return Lark(text, parser="lalr", lexer="basic", propagate_positions=True,
-                maybe_placeholders=True)
+    opts = dict(parser="lalr", lexer="basic", propagate_positions=True, maybe_placeholders=True)
+    path = cache_file("lark", f"{text}\n{sorted(opts.items())}\n{lark.__version__}\n{sys.version_info[:2]}", ".cache")
+    if path is None:
+        return Lark(text, **opts)
+    if path.exists():
+        return Lark(text, cache=str(path), **opts)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    parser = Lark(text, cache=str(tmp), **opts)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return parser

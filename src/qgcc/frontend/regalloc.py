@@ -98,57 +98,135 @@ class Code:
         """Remove unreachable instructions and branches to the next instruction."""
         changed = True
         while changed:
-            n = len(self.ins)
+            ins = self.ins
+            n = len(ins)
             seen = [False] * n
             stack = [0] if n else []
             while stack:
+                # Walk a straight run (the successors of `succ`), stacking the branch targets.
                 i = stack.pop()
-                if seen[i]:
-                    continue
-                seen[i] = True
-                stack.extend(s for s in self.succ(i) if not seen[s])
+                while i < n and not seen[i]:
+                    seen[i] = True
+                    vi = ins[i]
+                    op = vi.op
+                    if op is Op.EXIT or op is Op.JR:
+                        break
+                    if vi.clobbers is not None or op is Op.BRZ or op is Op.BRNZ:
+                        stack.append(vi.target)
+                    elif op is Op.BRA:
+                        i = vi.target
+                        continue
+                    i += 1
             changed = self.keep(seen)
             mask = [not (vi.op in BRANCHES and vi.target == i + 1) for i, vi in enumerate(self.ins)]
             changed = self.keep(mask) or changed
 
-    def liveness(self) -> tuple[list[int], list[int]]:
-        n = len(self.ins)
+    def _flow(self, masks: dict | None = None) -> tuple[list[int], list[int], list[tuple[int, int]], list[int]]:
+        """Per-instruction use and def masks, the basic blocks (start, end) and each block's
+        live-out: the dataflow solved over blocks rather than instructions (the same least
+        fixpoint, in a fraction of the big-integer operations).  `masks` (id of an instruction
+        -> its use and def masks) keeps them between calls while no instruction's registers change."""
+        ins = self.ins
+        n = len(ins)
         use = [0] * n
         dfn = [0] * n
-        for i, vi in enumerate(self.ins):
-            u = 0
-            for r in vi.reads():
-                u |= 1 << r
+        leader = bytearray(n + 1)
+        if n:
+            leader[0] = 1
+        for i, vi in enumerate(ins):
+            known = masks.get(id(vi)) if masks is not None else None
+            if known is None:
+                u = 0
+                for r in vi.reads():
+                    u |= 1 << r
+                w = vi.writes()
+                d = 0 if w is None else 1 << w  # a CAS reads rd before writing it: its use stays in `use`
+                for c in vi.clobbers or ():
+                    d |= 1 << c
+                if masks is not None:
+                    masks[id(vi)] = (u, d)
+            else:
+                u, d = known
             use[i] = u
-            w = vi.writes()
-            if w is not None:
-                # A CAS reads rd before writing it: its use stays in `use`.
-                dfn[i] = 1 << w
-            for c in vi.clobbers or ():
-                dfn[i] |= 1 << c
-        succ = [self.succ(i, into_calls=False) for i in range(n)]
-        live_in = [0] * n
-        live_out = [0] * n
+            dfn[i] = d
+            op = vi.op
+            if op in BRANCHES and vi.clobbers is None:
+                if vi.target < n:
+                    leader[vi.target] = 1
+                leader[i + 1] = 1
+            elif op is Op.EXIT or op is Op.JR:
+                leader[i + 1] = 1
+        starts = [i for i in range(n) if leader[i]]
+        blocks = list(zip(starts, starts[1:] + [n]))
+        index = {s: b for b, (s, _) in enumerate(blocks)}
+        gen = []
+        kill = []
+        for s, e in blocks:
+            g = k = 0
+            for i in range(e - 1, s - 1, -1):
+                g = use[i] | (g & ~dfn[i])
+                k |= dfn[i]
+            gen.append(g)
+            kill.append(~k)
+        bsucc = [[index[t] for t in self.succ(e - 1, into_calls=False)] for _, e in blocks]
+        nb = len(blocks)
+        bin_ = list(gen)  # each block's live-in for a live-out of nothing
+        bout = [0] * nb
         changed = True
         while changed:
             changed = False
-            for i in range(n - 1, -1, -1):
+            for b in range(nb - 1, -1, -1):
                 out = 0
-                for s in succ[i]:
-                    out |= live_in[s]
-                inn = use[i] | (out & ~dfn[i])
-                if out != live_out[i] or inn != live_in[i]:
-                    live_out[i] = out
-                    live_in[i] = inn
+                for t in bsucc[b]:
+                    out |= bin_[t]
+                if out != bout[b]:
+                    bout[b] = out
+                    bin_[b] = gen[b] | (out & kill[b])
                     changed = True
+        return use, dfn, blocks, bout
+
+    def liveness(self, masks: dict | None = None) -> tuple[list[int], list[int]]:
+        use, dfn, blocks, bout = self._flow(masks)
+        n = len(self.ins)
+        live_in = [0] * n
+        live_out = [0] * n
+        for (s, e), live in zip(blocks, bout):
+            for i in range(e - 1, s - 1, -1):
+                live_out[i] = live
+                live = use[i] | (live & ~dfn[i])
+                live_in[i] = live
         return live_in, live_out
 
+    def dead_code(self, masks: dict | None = None) -> bool:
+        """Drop pure instructions whose result is dead; True if any went.  Within a block the
+        scan goes backward with the live set of what stays, so a chain of dead values goes in
+        one round (the instructions that go are the same as round after round of single
+        removals: removing a dead instruction only shrinks liveness, so the end is unique)."""
+        use, dfn, blocks, bout = self._flow(masks)
+        ins = self.ins
+        mask = [True] * len(ins)
+        for (s, e), live in zip(blocks, bout):
+            for i in range(e - 1, s - 1, -1):
+                vi = ins[i]
+                if vi.op in PURE_OPS:
+                    w = vi.writes()
+                    if w is not None and not (live >> w) & 1:
+                        mask[i] = False
+                        continue
+                live = use[i] | (live & ~dfn[i])
+        return self.keep(mask)
 
-def _bits(x: int):
-    while x:
-        low = x & -x
-        yield low.bit_length() - 1
-        x ^= low
+
+def _bits(x: int) -> list[int]:
+    """The positions of x's set bits, ascending (read off its binary text: linear in its
+    length, where peeling the lowest bit off a wide integer again and again is quadratic)."""
+    text = bin(x)[:1:-1]
+    out = []
+    i = text.find("1")
+    while i >= 0:
+        out.append(i)
+        i = text.find("1", i + 1)
+    return out
 
 
 def _colour(order: list[int], adj: dict[int, set[int]], prefs: dict[int, list[int]]) -> dict[int, int]:
@@ -170,21 +248,27 @@ def _colour(order: list[int], adj: dict[int, set[int]], prefs: dict[int, list[in
 
 
 def _smallest_last(nodes: list[int], adj: dict[int, set[int]]) -> list[int]:
+    """Repeatedly take out the vertex of least (degree, number) among those left; colour in the
+    reverse order.  The heap holds degree and number as one integer (degree << 32 | number:
+    the same order as the pair, compared faster); an entry whose degree is no longer the
+    vertex's is stale and skipped, and a vertex taken out gets degree -1."""
     deg = {v: len(adj[v]) for v in nodes}
-    heap = [(d, v) for v, d in deg.items()]
+    heap = [(d << 32) | v for v, d in deg.items()]
     heapq.heapify(heap)
-    removed: set[int] = set()
+    pop, push = heapq.heappop, heapq.heappush
     order: list[int] = []
     while heap:
-        d, v = heapq.heappop(heap)
-        if v in removed or d != deg[v]:
+        key = pop(heap)
+        v = key & 0xFFFFFFFF
+        if key >> 32 != deg[v]:
             continue
-        removed.add(v)
+        deg[v] = -1
         order.append(v)
         for u in adj[v]:
-            if u not in removed:
-                deg[u] -= 1
-                heapq.heappush(heap, (deg[u], u))
+            d = deg[u]
+            if d > 0:
+                deg[u] = d - 1
+                push(heap, ((d - 1) << 32) | u)
     order.reverse()
     return order
 
@@ -222,65 +306,68 @@ def prepare(ir: list[VI], entry_line: int | None) -> Code:
     written zeroed at the entry."""
     code = Code.from_ir(ir)
     code.prune()
+    # No instruction's registers change below (`ir` keeps every instruction alive, so no id is reused).
+    masks: dict[int, tuple[int, int]] = {}
     # Registers read before written on some path: zero them at the entry.
-    live_in, _ = code.liveness()
+    live_in, _ = code.liveness(masks)
     if code.ins and live_in[0]:
         zeros = [VI(Op.MOV, v, imm=0, use_imm=True, line=entry_line) for v in _bits(live_in[0])]
         for vi in code.ins:
             _shift_targets(vi, lambda t: t + len(zeros))
         code.ins = zeros + code.ins
     # Dead-code elimination.
-    while True:
-        live_in, live_out = code.liveness()
-        mask = []
-        for i, vi in enumerate(code.ins):
-            w = vi.writes()
-            dead = vi.op in PURE_OPS and w is not None and not (live_out[i] >> w) & 1
-            mask.append(not dead)
-        if not code.keep(mask):
-            break
+    while code.dead_code(masks):
+        pass
     code.prune()
     return code
 
 
 def interference(code: Code) -> tuple[dict[int, set[int]], dict[int, list[int]], dict[int, int]]:
-    """The interference graph, MOV partners (colour preferences) and each vreg's first definition."""
+    """The interference graph, MOV partners (colour preferences) and each vreg's first definition.
+
+    Each vreg's neighbours are first gathered as one bit mask (an edge is met at every
+    definition it spans, so as sets it would be added many times over), then made sets once."""
     live_in, live_out = code.liveness()
-    # Interference graph.
-    adj: dict[int, set[int]] = {}
+    rows: dict[int, int] = {}
     prefs: dict[int, list[int]] = {}
     first_def: dict[int, int] = {}
     for i, vi in enumerate(code.ins):
         for r in vi.reads():
-            adj.setdefault(r, set())
+            rows.setdefault(r, 0)
         if vi.clobbers:
             # Values live across a call must survive everything the routine writes.
-            across = list(_bits(live_out[i]))
+            across = live_out[i]
             for c in vi.clobbers:
-                adj.setdefault(c, set()).update(v for v in across if v != c)
-                for v in across:
-                    if v != c:
-                        adj.setdefault(v, set()).add(c)
+                rows[c] = rows.get(c, 0) | (across & ~(1 << c))
+            for v in _bits(across):
+                rows.setdefault(v, 0)
         w = vi.writes()
         if w is None:
             continue
-        adj.setdefault(w, set())
         first_def.setdefault(w, i)
-        skip = -1
+        drop = 1 << w
         if vi.op is Op.MOV and not vi.use_imm:
-            skip = vi.rs1
+            drop |= 1 << vi.rs1
             prefs.setdefault(w, []).append(vi.rs1)
             prefs.setdefault(vi.rs1, []).append(w)
-        for v in _bits(live_out[i] & ~(1 << w)):
-            if v != skip:
-                adj[w].add(v)
-                adj.setdefault(v, set()).add(w)
+        rows[w] = rows.get(w, 0) | (live_out[i] & ~drop)
+    adj: dict[int, set[int]] = {v: set() for v in rows}
+    for w, row in rows.items():
+        aw = adj[w]
+        for v in _bits(row):
+            aw.add(v)
+            adj[v].add(w)
     return adj, prefs, first_def
 
 
 def colour(code: Code) -> tuple[dict[int, int], int]:
     """Step 5: a physical register per vreg, and how many are used."""
-    adj, prefs, first_def = interference(code)
+    return colour_graph(*interference(code))
+
+
+def colour_graph(adj: dict[int, set[int]], prefs: dict[int, list[int]],
+                 first_def: dict[int, int]) -> tuple[dict[int, int], int]:
+    """`colour` of an interference graph already built (the spiller reuses it to rank)."""
     nodes = sorted(adj, key=lambda v: (first_def.get(v, -1), v))
     best = _colour(nodes, adj, prefs)
     nregs = max(best.values(), default=-1) + 1
@@ -294,27 +381,15 @@ def colour(code: Code) -> tuple[dict[int, int], int]:
 
 def emit(code: Code, best: dict[int, int], base: int) -> list[Instr]:
     """Step 6: rewrite with physical registers; code addresses absolute for a kernel at base."""
-    out: list[Instr] = []
-    mask = []
-    for vi in code.ins:
-        def phys(r: int) -> int:
-            return best[r] if r >= 0 else 0
-        ins = Instr(vi.op, rd=phys(vi.rd), rs1=phys(vi.rs1), rs2=phys(vi.rs2), imm=vi.imm,
-                    use_imm=vi.use_imm, mod=vi.mod, line=vi.line)
-        if _has_target(vi):
-            ins.imm = base + vi.target
-        out.append(ins)
-        mask.append(not (vi.op is Op.MOV and not vi.use_imm and ins.rd == ins.rs1))
+    phys = [(best[vi.rd] if vi.rd >= 0 else 0, best[vi.rs1] if vi.rs1 >= 0 else 0,
+             best[vi.rs2] if vi.rs2 >= 0 else 0) for vi in code.ins]
+    mask = [not (vi.op is Op.MOV and not vi.use_imm and p[0] == p[1]) for vi, p in zip(code.ins, phys)]
     if not all(mask):
         # Remove self-moves, remapping branch targets, then prune again.
-        for vi, ins in zip(code.ins, out):
-            vi.rd, vi.rs1, vi.rs2 = ins.rd, ins.rs1, ins.rs2
+        for vi, p in zip(code.ins, phys):
+            vi.rd, vi.rs1, vi.rs2 = p
         code.keep(mask)
         code.prune()
-        out = []
-        for vi in code.ins:
-            ins = Instr(vi.op, rd=max(vi.rd, 0), rs1=max(vi.rs1, 0), rs2=max(vi.rs2, 0),
-                        imm=base + vi.target if _has_target(vi) else vi.imm, use_imm=vi.use_imm,
-                        mod=vi.mod, line=vi.line)
-            out.append(ins)
-    return out
+        phys = [(vi.rd, vi.rs1, vi.rs2) for vi in code.ins]
+    return [Instr(vi.op, rd=p[0], rs1=p[1], rs2=p[2], imm=base + vi.target if _has_target(vi) else vi.imm,
+                  use_imm=vi.use_imm, mod=vi.mod, line=vi.line) for vi, p in zip(code.ins, phys)]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..isa import Instr, Op
 from .ir import VI
-from .regalloc import BRANCHES, Code, colour, emit, interference, prepare
+from .regalloc import BRANCHES, Code, colour_graph, emit, interference, prepare
 
 
 def _routine_vregs(code: Code) -> set[int]:
@@ -125,11 +125,12 @@ def allocate_spilling(ir: list[VI], entry_line: int | None, base: int, frame: in
     slots = 0
     rounds = 0
     while True:
-        best, nregs = colour(code)
+        graph = interference(code)
+        best, nregs = colour_graph(*graph)
         if nregs <= limit or rounds == MAX_ROUNDS:
             break
         rounds += 1
-        adj, _, _ = interference(code)
+        adj = graph[0]
         uses: dict[int, int] = {}
         for vi in code.ins:
             for r in set(vi.reads()) | ({vi.writes()} if vi.writes() is not None else set()):

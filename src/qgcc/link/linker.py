@@ -99,14 +99,14 @@ def to_tensors(cm: LinkedNetwork) -> tuple[dict[str, np.ndarray], dict[str, str]
             idx, val = st.arrays()
             tensors[f"layers.{i}.{name}.idx"] = idx
             tensors[f"layers.{i}.{name}.val"] = val
-    from ..qwen35 import text_config
+    from ..qwen35 import text_config_json
     from .layout import CELLS_PER_LAYER, FAULTS, PHASES, SLOTS, WORDS_PER_SLOT
 
     meta = {
         "machine": json.dumps({"fields": cm.fields, "param_head": list(cm.param_head), "layout": cm.layout}),
         "num_layers": str(cm.num_layers),
         # What a runner needs besides transformers and safetensors (docs/protocol.md).
-        "text_config": text_config(cm.num_layers).to_json_string(use_diff=False),
+        "text_config": text_config_json(cm.num_layers),
         "tensor_shapes": json.dumps({name: list(shape) for name, shape in SHAPES.items()}),
         "protocol": json.dumps({
             "fields": cm.fields, "phases": list(PHASES), "faults": list(FAULTS),

@@ -128,13 +128,32 @@ class SparseTensor:
             entries[flat] = float(value)
 
     def add(self, index: tuple[int, ...], value: float) -> None:
-        flat = self._flat(index)
+        # The linker's two million calls: a matrix's flat index inline (what _flat computes).
+        shape = self.shape
+        if len(index) == 2 and len(shape) == 2 and 0 <= index[0] < shape[0] and 0 <= index[1] < shape[1]:
+            flat = index[0] * shape[1] + index[1]
+        else:
+            flat = self._flat(index)
         entries = self._entries if self._arrays is None else self.entries
         v = entries.get(flat, 0.0) + value
         if v == 0:
             entries.pop(flat, None)
         else:
             entries[flat] = v
+
+    def add_row(self, i: int, cols: list[int], values: list[float]) -> None:
+        """`add((i, j), v)` for each j, v in turn (one call for a gate's whole row of terms)."""
+        rows, ncols = self.shape
+        entries = self._entries if self._arrays is None else self.entries
+        for j, value in zip(cols, values):
+            if not (0 <= i < rows and 0 <= j < ncols):
+                self._flat((i, j))  # raises IndexError
+            flat = i * ncols + j
+            v = entries.get(flat, 0.0) + value
+            if v == 0:
+                entries.pop(flat, None)
+            else:
+                entries[flat] = v
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         if self._arrays is None:
@@ -231,9 +250,10 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
                         dn.add((d, 0), (16.0 / K) * coef)
                     outs_k = [(d, -coef) for d, coef in outs_k]
                 W = sum(w for _, w in st.terms)
+                dims = [pl.dim[x] for x, _ in st.terms]
+                weights = [2 * K * w for _, w in st.terms]
                 for shift in (2, 1):
-                    for x, w in st.terms:
-                        gp.add((u, pl.dim[x]), 2 * K * w)
+                    gp.add_row(u, dims, weights)
                     gp.add((u, one), 4 * K * (W / 2 + st.const - st.T) + K * shift)
                     up.set((u, one), 1.0)
                     for d, coef in outs_k:
