@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import qgcc
+from qgcc.diagnostics import CompileError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gxx import need_gxx  # noqa: E402
@@ -237,3 +238,57 @@ __global__ void k(float *a, unsigned *b) {
 }
 """)
     assert link(prog.program).num_layers == 36
+
+
+def test_a_bitwise_and_with_a_by_value_capture_after_the_lambda_is_not_taking_its_address():
+    # Found by the fuzzer (seed 8000018): `(unsigned char)33 & p0` after `auto l = [p0](...)`
+    # was "'p0' is captured by value by the lambda 'lam2' and changed after it": the '&' was
+    # read as taking p0's address.  A binary '&' follows an operand; a unary one does not.
+    src = """
+__global__ void k(int *o, const int *in) {
+    int c = in[threadIdx.x], r = 0;
+    {
+        auto f = [c, &r](int a) -> int { r = r + a; return a & c; };
+        o[threadIdx.x] = f(7 & c) + (3 & c) * 100;
+    }
+    o[threadIdx.x] += r * 10000;
+}
+"""
+    r = qgcc.compile(src).launch(1, 4, engine="ref", o=np.zeros(4, np.int32),
+                                 args={"in": np.array([1, 2, 3, 12], np.int32)})
+    assert r["o"].tolist() == [(7 & c & c) + (3 & c) * 100 + (7 & c) * 10000 for c in (1, 2, 3, 12)]
+    with pytest.raises(CompileError, match="'c' is captured by value by the lambda 'f' and changed"):
+        qgcc.compile("__global__ void k(int *o) { int c = 1; { auto f = [c](int a) -> int { return a; }; "
+                     "int *q = &c; o[0] = f(*q); } }")
+
+
+def test_using_a_nested_namespace_makes_its_names_visible():
+    # Found by the fuzzer (seed 8000013): `using namespace N0::N1;` was "namespaces are not supported".
+    src = """
+namespace A { namespace B { __device__ int f(int x) { return x * 3; } } }
+using namespace A::B;
+__global__ void k(int *o) { o[threadIdx.x] = f(threadIdx.x) + A::B::f(1) * 10; }
+"""
+    assert qgcc.compile(src).launch(1, 3, engine="ref", o=np.zeros(3, np.int32))["o"].tolist() == [30, 33, 36]
+    with pytest.raises(CompileError, match="namespaces are not supported"):
+        qgcc.compile(src.replace("using namespace A::B;", "using namespace A::Z;"))
+
+
+def test_a_scoped_enumerator_in_the_arguments_of_a_tile_operation():
+    # Found by the fuzzer (seed 8000035): `tile.shfl_xor((unsigned)E1::b2 + x, 1u)` was "expected an
+    # expression before 'E1'": the cooperative-groups lowering re-lexed its arguments' text, and the
+    # enumerator (one token `E1::b2`) fell apart into `E1 : : b2`.
+    src = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+enum class E1 : unsigned { b0 = 5u, b2 = 7u };
+__global__ void k(unsigned *o) {
+    cg::thread_block cb = cg::this_thread_block();
+    auto t = cg::tiled_partition<2>(cb);
+    auto t8 = cg::tiled_partition<8>(cb);
+    o[threadIdx.x] = t.shfl_xor((unsigned)E1::b2 + threadIdx.x, 1u) * 1000
+        + cg::reduce(t, (unsigned)E1::b0, cg::plus<unsigned>()) * 100 + t8.shfl_down(E1::b0 + threadIdx.x, 1u);
+}
+"""
+    got = qgcc.compile(src).launch(1, 8, engine="ref", o=np.zeros(8, np.uint32))["o"].tolist()
+    assert got == [(7 + (i ^ 1)) * 1000 + 10 * 100 + 5 + min(i + 1, 7) for i in range(8)]

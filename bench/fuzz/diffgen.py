@@ -1286,8 +1286,11 @@ class Gen:
                 if mine and k < 0.5:
                     return f"{r.choice(mine)}(({t})({a}), ({t})({b}))"
                 if k < 0.75:
-                    return f"{f.name}()(({t})({a}), ({t})({b}))"  # a temporary, k value-initialised to 0
-                obj = r.choice(mine) if mine else f"{f.name}()"
+                    # a temporary, k value-initialised to 0; in parentheses: qgcc takes `F0(` for a
+                    # functional cast only after an operator, '(', '[', ',' or 'return' (not after a
+                    # cast's ')' or an initialiser list's '{': a known limitation, README)
+                    return f"({f.name}()(({t})({a}), ({t})({b})))"
+                obj = r.choice(mine) if mine else f"({f.name}())"
                 return f"app0({obj}, ({t})({a}), ({t})({b}))"
             out += [functor_call] * 2
         cts = [n for n, s in self.all_svars() if s.instance and s.members[0][1] == t]
