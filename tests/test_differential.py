@@ -292,3 +292,24 @@ __global__ void k(unsigned *o) {
 """
     got = qgcc.compile(src).launch(1, 8, engine="ref", o=np.zeros(8, np.uint32))["o"].tolist()
     assert got == [(7 + (i ^ 1)) * 1000 + 10 * 100 + 5 + min(i + 1, 7) for i in range(8)]
+
+
+def test_a_wide_tile_shuffle_takes_its_source_rank_modulo_the_tile_as_a_narrow_one_does():
+    # `tile8.shfl(v, -1)` gave the caller's own value (the rank -1 % 8 stayed -1, "outside the
+    # tile"); __shfl_sync takes the source lane modulo the width, as the 4-lane tiles do: rank 7.
+    src = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k(int *o, int *p, int s) {
+    cg::thread_block cb = cg::this_thread_block();
+    auto t8 = cg::tiled_partition<8>(cb);
+    auto t4 = cg::tiled_partition<4>(cb);
+    o[threadIdx.x] = t8.shfl((int)threadIdx.x, s);
+    p[threadIdx.x] = t4.shfl((int)threadIdx.x, s);
+}
+"""
+    prog = qgcc.compile(src)
+    for s in (-1, 9, -9, 3):
+        r = prog.launch(1, 16, engine="ref", o=np.zeros(16, np.int32), p=np.zeros(16, np.int32), s=s)
+        assert r["o"].tolist() == [i - i % 8 + s % 8 for i in range(16)]
+        assert r["p"].tolist() == [i - i % 4 + s % 4 for i in range(16)]

@@ -1571,7 +1571,8 @@ class Gen:
                 t = self.ty(["int", "unsigned", "float", "long long", "unsigned long long"]
                             + ([] if self.neural else ["double"]))
                 m = r.choice(["shfl", "shfl_up", "shfl_down", "shfl_xor"])
-                arg = (f"{r.randint(0, 2 * n - 1)}" if m == "shfl" and r.random() < 0.5 else
+                arg = (f"{r.randint(-n, 2 * n - 1)}" if m == "shfl" and r.random() < 0.4 else
+                       f"(int)({self.expr('int', 1)})" if m == "shfl" and r.random() < 0.3 else
                        f"(int)(({self.expr('unsigned', 1)}) % {2 * n}u)" if m == "shfl" else
                        f"{r.randint(1, max(1, n - 1))}u" if m != "shfl_xor" else f"{r.choice([x for x in (1, 2, 4, 8, 16) if x < n] or [1])}u")
                 body.append(f"    {t} {v} = {name}.{m}(({t})({self.expr(t, 2)}), {arg});")
