@@ -45,8 +45,18 @@ def test_generated_kernels_give_gxxs_bytes_through_qgcc_and_qgrun():
 
 @need_gxx
 def test_switches_atomics_whose_old_values_are_used_and_struct_operators_give_gxxs_bytes():
-    assert {"switch", "atomics with old values", "struct operators"} <= generate(484, neural=True).features
-    code, lines = fuzz("--programs", "1", "--seed", "484", "--engine", "ref", "--via", "cli", "--small")
+    assert {"switch", "atomics with old values", "struct operators"} <= generate(3832, neural=True).features
+    code, lines = fuzz("--programs", "1", "--seed", "3832", "--engine", "ref", "--via", "cli", "--small")
+    assert lines[-1] == "1 programs, 0 mismatches, 0 crashes", "\n".join(lines)
+    assert code == 0
+
+
+@need_gxx
+def test_cxx_constructs_tiles_wider_than_the_warp_and_exact_math_give_gxxs_bytes():
+    assert {"__device__ variables", "cg::reduce", "class constants", "enums", "frexp", "lambdas", "namespaces",
+            "pointer casts", "scoped enums", "template overloads by arity", "wide tiles"} <= generate(
+        1307, neural=True).features
+    code, lines = fuzz("--programs", "1", "--seed", "1307", "--engine", "ref", "--via", "cli", "--small")
     assert lines[-1] == "1 programs, 0 mismatches, 0 crashes", "\n".join(lines)
     assert code == 0
 

@@ -1276,7 +1276,7 @@ class Gen:
         us = [(n, u, m) for sc in self.uvars for n, u in sc for m, mt in u.members if mt == t]
         if us:
             out.append(lambda: (lambda n, u, m: f"{n}.{m}[{self.arr_index(u.k)}]")(*r.choice(us)))
-        fs = [f for f in self.functors if f.t == t]
+        fs = [f for f in self.functors if f.t == t] if self.budget > 0 else []  # calls recurse: bounded
         if fs:
             def functor_call():
                 f = r.choice(fs)
@@ -1294,7 +1294,7 @@ class Gen:
                 return f"app0({obj}, ({t})({a}), ({t})({b}))"
             out += [functor_call] * 2
         cts = [n for n, s in self.all_svars() if s.instance and s.members[0][1] == t]
-        if cts:
+        if cts and self.budget > 0:
             out.append(lambda: r.choice([f"{r.choice(cts)}.sum()", f"{r.choice(cts)}.at({self.expr('unsigned', 1)})"]))
         gl = [g for g in self.globals if g[1] == t and (g[2] == 0 or not self.in_func)]
         if gl:
