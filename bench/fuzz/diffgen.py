@@ -752,12 +752,12 @@ class Gen:
         (a declaration may not be jumped over), some ending in `break`, the others falling
         through; `break` in a body's statements leaves the switch."""
         r = self.r
-        t = r.choice(["int", "unsigned", "char", "unsigned char", "int"])
+        t = r.choice(["int", "unsigned", "char", "unsigned char", "int", "short", "unsigned short"])
         k = r.choice([2, 3, 4, 8])
         cond = f"({t})(({self.expr(t, 1)}) & {int_lit(k - 1, t) if t in ('int', 'unsigned') else k - 1})"
         if t == "int" and r.random() < 0.3:
             cond = f"({self.expr('int', 1)}) % {k}"  # negative values too
-        values = r.sample([v for v in range(-k + 1, k + 2)] if t in ("int", "char") else list(range(k + 2)),
+        values = r.sample([v for v in range(-k + 1, k + 2)] if t in ("int", "char", "short") else list(range(k + 2)),
                           r.randint(1, min(4, k + 1)))
         if t in ("char", "unsigned char") and min(values) >= 0 and r.random() < 0.3:
             values = [f"'\\{v:o}'" for v in values]  # a character constant
@@ -1422,6 +1422,15 @@ class Gen:
                                  for _ in range(u.k))
                 out.append(f"{ind}U0 {name} = {{{{{vals}}}}};")
                 self.uvars[-1].append((name, u))
+                return True
+            if r.random() < 0.2:  # whole unions: a copy, an assignment
+                src = r.choice(us)
+                if r.random() < 0.5:
+                    name = self.fresh("un")
+                    out.append(f"{ind}U0 {name} = {src};")
+                    self.uvars[-1].append((name, u))
+                else:
+                    out.append(f"{ind}{r.choice(us)} = {src};")
                 return True
             m, mt = r.choice(u.members)
             target = f"{r.choice(us)}.{m}[{self.arr_index(u.k)}]"
