@@ -1332,9 +1332,19 @@ class Gen:
         if r.random() < 0.25:  # a scoped enum with a written underlying type
             ut = r.choice(["int", "unsigned", "unsigned char", "short", "long long", "unsigned short"])
             parts = []
+            lo, hi = (-(1 << (WIDTH[ut] - 1)), (1 << (WIDTH[ut] - 1)) - 1) if ut in SIGNED else (0, (1 << WIDTH[ut]) - 1)
+            v = None
             for j in range(r.randint(1, 3)):
-                v = wrap(r.choice(INT_EDGES) * r.choice([1, -1]) if r.random() < 0.5 else r.randint(-5, 9), ut)
-                parts.append(f"b{j} = {int_lit(v, ut)}")
+                k = r.random()
+                if v is not None and k < 0.3 and v + 1 <= hi:  # the previous one plus one
+                    v += 1
+                    parts.append(f"b{j}")
+                elif v is not None and k < 0.5 and lo <= v + 3 <= hi:  # named in the enum's own body
+                    v += 3
+                    parts.append(f"b{j} = b{j - 1} + 3")
+                else:
+                    v = wrap(r.choice(INT_EDGES) * r.choice([1, -1]) if r.random() < 0.5 else r.randint(-5, 9), ut)
+                    parts.append(f"b{j} = {int_lit(v, ut)}")
                 self.enums.append((f"E1::b{j}", v))
             texts.append(f"enum class E1 : {ut} {{ {', '.join(parts)} }};")
             self.features.add("scoped enums")
