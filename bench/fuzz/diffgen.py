@@ -1053,7 +1053,8 @@ class Gen:
             self.bufs.append(Buffer(f"sb{self.structs.index(s)}", s.name, arr, const=False, struct=s))
             self.features.add("struct buffers")
         for si in range(r.randint(0, 2)):
-            t = self.ty(["int", "unsigned", "float", "long long", "double", "unsigned long long"])
+            t = self.ty(["int", "unsigned", "float", "long long", "double", "unsigned long long", "short",
+                         "unsigned short", "char", "unsigned char"])
             self.scalars.append(Scalar(f"x{si}", t, random_values(r, t, 1)[0].item()))
         consts = []
         for ci in range(r.choice([0, 0, 1, 2])):
