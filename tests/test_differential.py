@@ -323,3 +323,22 @@ __global__ void k(int *o, int *p, int s) {
         r = prog.launch(1, 16, engine="ref", o=np.zeros(16, np.int32), p=np.zeros(16, np.int32), s=s)
         assert r["o"].tolist() == [i - i % 8 + s % 8 for i in range(16)]
         assert r["p"].tolist() == [i - i % 4 + s % 4 for i in range(16)]
+
+
+def test_a_functor_temporary_after_a_cast_or_first_in_an_initialiser_list_is_an_expression():
+    # Found by the fuzzer (seed 8000175): `(int)F0()(a, b)` and `int v[2] = {F0()(a, b), 1};` were
+    # "expected an expression before 'F0'": `F0(` was read as a functional cast only after an
+    # operator, '(', '[', ',' or 'return'.  A cast's ')' and an initialiser list's '{' start an
+    # expression too (`if (c) int(x);` stays what it was).
+    src = """
+struct F0 { int k; __device__ int operator()(int a, int b) const { return a * 10 + b + k; } };
+struct P { int x, y; };
+__global__ void k(int *o) {
+    int a[2] = {F0()(1, 2), 3};
+    P p = {int(2.5f), 4};
+    o[0] = (int)F0()(1, 2);
+    o[1] = a[0] + a[1];
+    o[2] = (unsigned int)int(3.7f) + (int)float(2) + p.x * p.y;
+}
+"""
+    assert qgcc.compile(src).launch(1, 1, engine="ref", o=np.zeros(3, np.int32))["o"].tolist() == [12, 15, 13]
