@@ -1287,10 +1287,10 @@ class Gen:
                 if mine and k < 0.5:
                     return f"{r.choice(mine)}(({t})({a}), ({t})({b}))"
                 if k < 0.75:
-                    # a temporary, k value-initialised to 0; in parentheses: qgcc takes `F0(` for a
-                    # functional cast only after an operator, '(', '[', ',' or 'return' (not after a
-                    # cast's ')' or an initialiser list's '{': a known limitation, README)
-                    return f"({f.name}()(({t})({a}), ({t})({b})))"
+                    # a temporary, k value-initialised to 0 (also right after a cast or an initialiser
+                    # list's '{', where qgcc once did not take `F0(` for an expression: seed 8000175)
+                    call = f"{f.name}()(({t})({a}), ({t})({b}))"
+                    return call if r.random() < 0.5 else f"({call})"
                 obj = r.choice(mine) if mine else f"({f.name}())"
                 return f"app0({obj}, ({t})({a}), ({t})({b}))"
             out += [functor_call] * 2
