@@ -45,18 +45,18 @@ def test_generated_kernels_give_gxxs_bytes_through_qgcc_and_qgrun():
 
 @need_gxx
 def test_switches_atomics_whose_old_values_are_used_and_struct_operators_give_gxxs_bytes():
-    assert {"switch", "atomics with old values", "struct operators"} <= generate(3832, neural=True).features
-    code, lines = fuzz("--programs", "1", "--seed", "3832", "--engine", "ref", "--via", "cli", "--small")
+    assert {"switch", "atomics with old values", "struct operators"} <= generate(1225, neural=True).features
+    code, lines = fuzz("--programs", "1", "--seed", "1225", "--engine", "ref", "--via", "cli", "--small")
     assert lines[-1] == "1 programs, 0 mismatches, 0 crashes", "\n".join(lines)
     assert code == 0
 
 
 @need_gxx
 def test_cxx_constructs_tiles_wider_than_the_warp_and_exact_math_give_gxxs_bytes():
-    assert {"__device__ variables", "cg::reduce", "class constants", "enums", "frexp", "lambdas", "namespaces",
+    assert {"__device__ variables", "cg::reduce", "class constants", "frexp", "lambdas", "namespaces",
             "pointer casts", "scoped enums", "template overloads by arity", "wide tiles"} <= generate(
-        1307, neural=True).features
-    code, lines = fuzz("--programs", "1", "--seed", "1307", "--engine", "ref", "--via", "cli", "--small")
+        3467, neural=True).features
+    code, lines = fuzz("--programs", "1", "--seed", "3467", "--engine", "ref", "--via", "cli", "--small")
     assert lines[-1] == "1 programs, 0 mismatches, 0 crashes", "\n".join(lines)
     assert code == 0
 
@@ -328,17 +328,20 @@ __global__ void k(int *o, int *p, int s) {
 def test_a_functor_temporary_after_a_cast_or_first_in_an_initialiser_list_is_an_expression():
     # Found by the fuzzer (seed 8000175): `(int)F0()(a, b)` and `int v[2] = {F0()(a, b), 1};` were
     # "expected an expression before 'F0'": `F0(` was read as a functional cast only after an
-    # operator, '(', '[', ',' or 'return'.  A cast's ')' and an initialiser list's '{' start an
-    # expression too (`if (c) int(x);` stays what it was).
+    # operator, '(', '[', ',' or 'return'.  A cast's ')' and an initialiser list's '{' (also
+    # nested, `{{F0()(x)}}`, seed 31) start an expression too (`if (c) int(x);` stays what it was).
     src = """
 struct F0 { int k; __device__ int operator()(int a, int b) const { return a * 10 + b + k; } };
 struct P { int x, y; };
 __global__ void k(int *o) {
     int a[2] = {F0()(1, 2), 3};
     P p = {int(2.5f), 4};
+    int b[2][1] = {{F0()(0, 1)}, {F0()(0, 2)}};
+    int c{F0()(0, 3)};
     o[0] = (int)F0()(1, 2);
     o[1] = a[0] + a[1];
     o[2] = (unsigned int)int(3.7f) + (int)float(2) + p.x * p.y;
+    o[3] = b[0][0] * 10 + b[1][0] + c * 100;
 }
 """
-    assert qgcc.compile(src).launch(1, 1, engine="ref", o=np.zeros(3, np.int32))["o"].tolist() == [12, 15, 13]
+    assert qgcc.compile(src).launch(1, 1, engine="ref", o=np.zeros(4, np.int32))["o"].tolist() == [12, 15, 13, 312]

@@ -351,8 +351,8 @@ class _Stream:
         before = self.prev2
         if before == ")":  # `(int)F0()(x)`: right after a cast's type
             return self.prev3 in FCAST_WORDS or self.prev3_type == "TYPE_NAME" or self.prev3 == "*"
-        if before == "{":  # `= {F0()(x), 1}`: an initialiser list's first value
-            return self.prev3 in ("=", ",", "(", "return")
+        if before == "{":  # `= {F0()(x), 1}`, `{{F0()(x)}}`, `S s{F0()(x)}`: an initialiser list's first value
+            return self.prev3 in ("=", ",", "(", "{", "return") or self.prev2_type == "LBRACE_INIT"
         return before is not None and before in EXPR_BEFORE
 
     @staticmethod
