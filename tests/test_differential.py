@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import qgcc
+from qgcc.diagnostics import CompileError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gxx import need_gxx  # noqa: E402
@@ -44,8 +45,18 @@ def test_generated_kernels_give_gxxs_bytes_through_qgcc_and_qgrun():
 
 @need_gxx
 def test_switches_atomics_whose_old_values_are_used_and_struct_operators_give_gxxs_bytes():
-    assert {"switch", "atomics with old values", "struct operators"} <= generate(484, neural=True).features
-    code, lines = fuzz("--programs", "1", "--seed", "484", "--engine", "ref", "--via", "cli", "--small")
+    assert {"switch", "atomics with old values", "struct operators"} <= generate(1225, neural=True).features
+    code, lines = fuzz("--programs", "1", "--seed", "1225", "--engine", "ref", "--via", "cli", "--small")
+    assert lines[-1] == "1 programs, 0 mismatches, 0 crashes", "\n".join(lines)
+    assert code == 0
+
+
+@need_gxx
+def test_cxx_constructs_tiles_wider_than_the_warp_and_exact_math_give_gxxs_bytes():
+    assert {"__device__ variables", "cg::reduce", "class constants", "frexp", "lambdas", "namespaces",
+            "pointer casts", "scoped enums", "template overloads by arity", "wide tiles"} <= generate(
+        3467, neural=True).features
+    code, lines = fuzz("--programs", "1", "--seed", "3467", "--engine", "ref", "--via", "cli", "--small")
     assert lines[-1] == "1 programs, 0 mismatches, 0 crashes", "\n".join(lines)
     assert code == 0
 
@@ -237,3 +248,100 @@ __global__ void k(float *a, unsigned *b) {
 }
 """)
     assert link(prog.program).num_layers == 36
+
+
+def test_a_bitwise_and_with_a_by_value_capture_after_the_lambda_is_not_taking_its_address():
+    # Found by the fuzzer (seed 8000018): `(unsigned char)33 & p0` after `auto l = [p0](...)`
+    # was "'p0' is captured by value by the lambda 'lam2' and changed after it": the '&' was
+    # read as taking p0's address.  A binary '&' follows an operand; a unary one does not.
+    src = """
+__global__ void k(int *o, const int *in) {
+    int c = in[threadIdx.x], r = 0;
+    {
+        auto f = [c, &r](int a) -> int { r = r + a; return a & c; };
+        o[threadIdx.x] = f(7 & c) + (3 & c) * 100;
+    }
+    o[threadIdx.x] += r * 10000;
+}
+"""
+    r = qgcc.compile(src).launch(1, 4, engine="ref", o=np.zeros(4, np.int32),
+                                 args={"in": np.array([1, 2, 3, 12], np.int32)})
+    assert r["o"].tolist() == [(7 & c & c) + (3 & c) * 100 + (7 & c) * 10000 for c in (1, 2, 3, 12)]
+    with pytest.raises(CompileError, match="'c' is captured by value by the lambda 'f' and changed"):
+        qgcc.compile("__global__ void k(int *o) { int c = 1; { auto f = [c](int a) -> int { return a; }; "
+                     "int *q = &c; o[0] = f(*q); } }")
+
+
+def test_using_a_nested_namespace_makes_its_names_visible():
+    # Found by the fuzzer (seed 8000013): `using namespace N0::N1;` was "namespaces are not supported".
+    src = """
+namespace A { namespace B { __device__ int f(int x) { return x * 3; } } }
+using namespace A::B;
+__global__ void k(int *o) { o[threadIdx.x] = f(threadIdx.x) + A::B::f(1) * 10; }
+"""
+    assert qgcc.compile(src).launch(1, 3, engine="ref", o=np.zeros(3, np.int32))["o"].tolist() == [30, 33, 36]
+    with pytest.raises(CompileError, match="namespaces are not supported"):
+        qgcc.compile(src.replace("using namespace A::B;", "using namespace A::Z;"))
+
+
+def test_a_scoped_enumerator_in_the_arguments_of_a_tile_operation():
+    # Found by the fuzzer (seed 8000035): `tile.shfl_xor((unsigned)E1::b2 + x, 1u)` was "expected an
+    # expression before 'E1'": the cooperative-groups lowering re-lexed its arguments' text, and the
+    # enumerator (one token `E1::b2`) fell apart into `E1 : : b2`.
+    src = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+enum class E1 : unsigned { b0 = 5u, b2 = 7u };
+__global__ void k(unsigned *o) {
+    cg::thread_block cb = cg::this_thread_block();
+    auto t = cg::tiled_partition<2>(cb);
+    auto t8 = cg::tiled_partition<8>(cb);
+    o[threadIdx.x] = t.shfl_xor((unsigned)E1::b2 + threadIdx.x, 1u) * 1000
+        + cg::reduce(t, (unsigned)E1::b0, cg::plus<unsigned>()) * 100 + t8.shfl_down(E1::b0 + threadIdx.x, 1u);
+}
+"""
+    got = qgcc.compile(src).launch(1, 8, engine="ref", o=np.zeros(8, np.uint32))["o"].tolist()
+    assert got == [(7 + (i ^ 1)) * 1000 + 10 * 100 + 5 + min(i + 1, 7) for i in range(8)]
+
+
+def test_a_wide_tile_shuffle_takes_its_source_rank_modulo_the_tile_as_a_narrow_one_does():
+    # `tile8.shfl(v, -1)` gave the caller's own value (the rank -1 % 8 stayed -1, "outside the
+    # tile"); __shfl_sync takes the source lane modulo the width, as the 4-lane tiles do: rank 7.
+    src = """
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void k(int *o, int *p, int s) {
+    cg::thread_block cb = cg::this_thread_block();
+    auto t8 = cg::tiled_partition<8>(cb);
+    auto t4 = cg::tiled_partition<4>(cb);
+    o[threadIdx.x] = t8.shfl((int)threadIdx.x, s);
+    p[threadIdx.x] = t4.shfl((int)threadIdx.x, s);
+}
+"""
+    prog = qgcc.compile(src)
+    for s in (-1, 9, -9, 3):
+        r = prog.launch(1, 16, engine="ref", o=np.zeros(16, np.int32), p=np.zeros(16, np.int32), s=s)
+        assert r["o"].tolist() == [i - i % 8 + s % 8 for i in range(16)]
+        assert r["p"].tolist() == [i - i % 4 + s % 4 for i in range(16)]
+
+
+def test_a_functor_temporary_after_a_cast_or_first_in_an_initialiser_list_is_an_expression():
+    # Found by the fuzzer (seed 8000175): `(int)F0()(a, b)` and `int v[2] = {F0()(a, b), 1};` were
+    # "expected an expression before 'F0'": `F0(` was read as a functional cast only after an
+    # operator, '(', '[', ',' or 'return'.  A cast's ')' and an initialiser list's '{' (also
+    # nested, `{{F0()(x)}}`, seed 31) start an expression too (`if (c) int(x);` stays what it was).
+    src = """
+struct F0 { int k; __device__ int operator()(int a, int b) const { return a * 10 + b + k; } };
+struct P { int x, y; };
+__global__ void k(int *o) {
+    int a[2] = {F0()(1, 2), 3};
+    P p = {int(2.5f), 4};
+    int b[2][1] = {{F0()(0, 1)}, {F0()(0, 2)}};
+    int c{F0()(0, 3)};
+    o[0] = (int)F0()(1, 2);
+    o[1] = a[0] + a[1];
+    o[2] = (unsigned int)int(3.7f) + (int)float(2) + p.x * p.y;
+    o[3] = b[0][0] * 10 + b[1][0] + c * 100;
+}
+"""
+    assert qgcc.compile(src).launch(1, 1, engine="ref", o=np.zeros(4, np.int32))["o"].tolist() == [12, 15, 13, 312]

@@ -20,21 +20,23 @@ and -0, subnormals).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import struct as _struct
 from dataclasses import dataclass, field
 
 import numpy as np
 
-INTS = ["char", "unsigned char", "int", "unsigned", "long long", "unsigned long long"]
+INTS = ["char", "unsigned char", "short", "unsigned short", "int", "unsigned", "long long", "unsigned long long"]
 FLOATS = ["float", "double"]
-WIDTH = {"bool": 1, "char": 8, "unsigned char": 8, "int": 32, "unsigned": 32, "long long": 64,
-         "unsigned long long": 64, "float": 32, "double": 64}
-SIGNED = {"char", "int", "long long"}
-DTYPE = {"bool": "?", "char": "i1", "unsigned char": "u1", "int": "i4", "unsigned": "u4", "long long": "i8",
-         "unsigned long long": "u8", "float": "f4", "double": "f8"}
-PROMOTED = {"bool": "int", "char": "int", "unsigned char": "int", "int": "int", "unsigned": "unsigned",
-            "long long": "long long", "unsigned long long": "unsigned long long"}
+NARROW = ("char", "unsigned char", "short", "unsigned short")  # promoted to int; converted to through int
+WIDTH = {"bool": 1, "char": 8, "unsigned char": 8, "short": 16, "unsigned short": 16, "int": 32, "unsigned": 32,
+         "long long": 64, "unsigned long long": 64, "float": 32, "double": 64}
+SIGNED = {"char", "short", "int", "long long"}
+DTYPE = {"bool": "?", "char": "i1", "unsigned char": "u1", "short": "i2", "unsigned short": "u2", "int": "i4",
+         "unsigned": "u4", "long long": "i8", "unsigned long long": "u8", "float": "f4", "double": "f8"}
+PROMOTED = {"bool": "int", "char": "int", "unsigned char": "int", "short": "int", "unsigned short": "int",
+            "int": "int", "unsigned": "unsigned", "long long": "long long", "unsigned long long": "unsigned long long"}
 HELPER_SUFFIX = {"int": "i", "unsigned": "u", "long long": "l", "unsigned long long": "ul"}
 MINS = {"int": "(int)0x80000000", "long long": "(long long)0x8000000000000000ull"}
 
@@ -55,6 +57,10 @@ HELPERS = {
     "q_bitsd": ("__device__ unsigned long long q_bitsd(double x) { return x != x ? 0x7fffffffffffffffull : "
                 "(unsigned long long)__double_as_longlong(x); }"),
     "q_nn": "__device__ float q_nn(float x) { return x != x ? 1.0f : x; }",
+    "q_nnd": "__device__ double q_nnd(double x) { return x != x ? 1.0 : x; }",
+    # finite arguments for frexp (CUDA leaves the exponent of an infinity or a NaN unspecified)
+    "q_finf": "__device__ float q_finf(float x) { return x - x == 0.0f ? x : 1.5f; }",
+    "q_find": "__device__ double q_find(double x) { return x - x == 0.0 ? x : 1.5; }",
     "q_mix": ("__device__ unsigned q_mix(unsigned h, unsigned long long x) { "
               "return (h ^ (unsigned)x ^ (unsigned)(x >> 32)) * 16777619u + 1u; }"),
 }
@@ -96,7 +102,7 @@ def int_lit(v: int, t: str) -> str:
     v = wrap(v, t)
     if t == "bool":
         return "true" if v else "false"
-    if t in ("char", "unsigned char"):
+    if t in NARROW:
         return f"({t}){v}"
     if t == "int":
         return f"{MINS['int']}" if v == -(1 << 31) else (str(v) if v >= 0 else f"({v})")
@@ -136,15 +142,29 @@ class StructDef:
     # vector type: +, unary -, += and == on every member, as free functions)
     methods: bool = False
     builtin: bool = False  # a CUDA vector type (int2, float4, ...): no definition in the text
+    # a class constant in the body: `enum { K = k };` (get() adds K) and `static const int L = n;`
+    # sizing the first array member; None: neither
+    kval: int | None = None
+    instance: bool = False  # an instance of a class template (members and methods its own)
 
     def first(self) -> tuple[str, str]:
         return next((n, t) for n, t, k in self.members if not k)
 
     def text(self) -> str:
-        body = " ".join(f"{t} {n}[{k}];" if k else f"{t} {n};" for n, t, k in self.members)
+        if self.instance:
+            return ""
+        sized = next((n for n, t, k in self.members if k), None) if self.kval is not None else None
+        body = " ".join((f"{t} {n}[L];" if n == sized else f"{t} {n}[{k}];") if k else f"{t} {n};"
+                        for n, t, k in self.members)
+        if sized is not None:
+            k = next(k for n, t, k in self.members if n == sized)
+            body = f"static const int L = {k}; " + body
+        if self.kval is not None:
+            body = f"enum {{ K = {self.kval} }}; " + body
         if self.methods:
             n, t = self.first()
-            body += (f" __device__ {t} get() const {{ return ({t})({n} + ({t})1); }}"
+            one = "K" if self.kval is not None else "1"
+            body += (f" __device__ {t} get() const {{ return ({t})({n} + ({t}){one}); }}"
                      f" __device__ void set({t} v) {{ {n} = v; }}"
                      f" __device__ {self.name} operator+(const {self.name} &o) const {{ {self.name} r = *this; "
                      f"r.{n} = ({t})({n} + o.{n}); return r; }}"
@@ -169,6 +189,21 @@ class StructDef:
 
     def dtype(self) -> np.dtype:
         return np.dtype([(n, DTYPE[t], (k,)) if k else (n, DTYPE[t]) for n, t, k in self.members])
+
+
+@dataclass
+class UnionDef:
+    """`union U0 { unsigned u[k]; int i[k]; float f[k]; }` in some member order."""
+    name: str
+    k: int
+    members: list[tuple[str, str]]
+
+
+@dataclass
+class FunctorDef:
+    """`struct F0 { T k; T operator()(T a, T b) const; }`."""
+    name: str
+    t: str
 
 
 @dataclass
@@ -203,6 +238,9 @@ class Program:
     kernel: str = "k"
     block_shape: tuple = ()  # (x,) or (x, y)
     shared_bytes: int = 0  # the launch's dynamic shared memory
+    # __device__ variables: (name, type, element count or 0 for a scalar, initialiser list text);
+    # the oracle rewrites them before each run, as qgcc's launcher does before each launch
+    globals: list = field(default_factory=list)
 
     def args(self) -> dict:
         out: dict = {b.name: b.data.copy() for b in self.buffers}
@@ -279,6 +317,17 @@ class Gen:
         self.shared_bytes = 0  # dynamic shared memory (one extern __shared__ array at most)
         self.consts: list[tuple[str, str, int]] = []
         self.ptrs: list[tuple[str, str]] = []  # kernel-level `const T *p = in + i;`
+        self.cptrs: list[tuple[str, str, int]] = []  # `const U *pc = (const U *)in;` (same-size U)
+        self.optrs: list[tuple[str, str, bool]] = []  # `U *qc = (U *)out;` (name, U, readable)
+        self.uvars: list[list[tuple[str, "UnionDef"]]] = [[]]  # union locals
+        self.fvars: list[list[tuple[str, "FunctorDef"]]] = [[]]  # functor locals
+        self.unions: list[UnionDef] = []
+        self.functors: list[FunctorDef] = []
+        self.enums: list[tuple[str, int]] = []  # enumerator expressions (E_a, E1::b) and values
+        self.ctemplate = False  # `template <typename T, int N> struct CT0` defined
+        self.globals: list[tuple[str, str, int]] = []  # __device__ arrays (one element a thread) / scalars
+        self.ns = ""  # the device functions' namespace qualifier ("N0::")
+        self.in_func = False
 
     # ---------------------------------------------------------------- names and scopes
     def fresh(self, prefix: str) -> str:
@@ -289,11 +338,32 @@ class Gen:
         self.scopes.append([])
         self.arrays.append([])
         self.svars.append([])
+        self.uvars.append([])
+        self.fvars.append([])
 
     def pop(self):
         self.scopes.pop()
         self.arrays.pop()
         self.svars.pop()
+        self.uvars.pop()
+        self.fvars.pop()
+
+    LOCAL_STATE = ("scopes", "arrays", "svars", "uvars", "fvars", "bufs", "scalars", "ptrs", "cptrs", "optrs",
+                   "in_func", "hvar")
+
+    @contextlib.contextmanager
+    def isolated(self, params: list[tuple[str, str, bool]], hvar: str):
+        """A function body's scope (a device function, a lambda): only its parameters, no
+        buffers, no kernel locals (they are not visible there)."""
+        saved = {k: getattr(self, k) for k in self.LOCAL_STATE}
+        self.scopes, self.arrays, self.svars, self.uvars, self.fvars = [list(params)], [[]], [[]], [[]], [[]]
+        self.bufs, self.scalars, self.ptrs, self.cptrs, self.optrs = [], [], [], [], []
+        self.in_func, self.hvar = True, hvar
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                setattr(self, k, v)
 
     def vars(self, pred=lambda n, t, a: True):
         return [(n, t, a) for s in self.scopes for (n, t, a) in s if pred(n, t, a)]
@@ -353,6 +423,7 @@ class Gen:
         scal = [s for s in self.scalars if s.ctype == t]
         if scal:
             options.append(lambda: r.choice(scal).name)
+        options += self.cxx_leaves(t)
         if t in INTS:
             ids = ['threadIdx.x', 'blockIdx.x', 'blockDim.x', 'gridDim.x'] + ([] if self.in_func else ['tid', 'gid'] * 2)
             options.append(lambda: f"({t}){r.choice(ids)}")
@@ -472,7 +543,7 @@ class Gen:
         w = WIDTH[t]
         if t in ("unsigned", "unsigned long long"):
             lo, hi = 0.0, (4e9 if w == 32 else 1.8e19)
-        elif t in ("int", "char", "unsigned char"):
+        elif t in ("int",) + NARROW:
             lo, hi = -2.1e9, 2.1e9
         else:
             lo, hi = -9.2e18, 9.2e18
@@ -482,7 +553,7 @@ class Gen:
             clamped = f"fminf(fmaxf({e}, {f32_lit(lo)}), {f32_lit(hi)})"
         else:
             clamped = f"fmin(fmax({e}, {f64_lit(lo)}), {f64_lit(hi)})"
-        via = "(int)" if t in ("char", "unsigned char") else ""
+        via = "(int)" if t in NARROW else ""
         return f"({t}){via}{clamped}"
 
     def intrinsic(self, d: int) -> str:
@@ -531,6 +602,9 @@ class Gen:
             lambda: f"(float)({self.expr(self.any_int(), d - 1)})", lambda: f"(float)({self.expr('double', d - 1)})",
             lambda: f"({self.expr('bool', d - 1)} ? {f()} : {f()})", lambda: f"__fdiv_rn({f()}, {f()})",
             lambda: f"__fmaf_rn({f()}, {f()}, {f()})", lambda: f"__uint_as_float({self.expr('unsigned', d - 1)})",
+            lambda: f"{r.choice(['__fadd_rn', '__fsub_rn', '__fmul_rn'])}({f()}, {f()})",
+            lambda: f"{r.choice(['__fsqrt_rn', '__frcp_rn', 'nearbyintf'])}({f()})",
+            lambda: f"{r.choice(['scalbnf', 'ldexpf'])}({f()}, {self.expr('int', d - 1)})",
             lambda: f"(float)({f()} * {f64_lit(r.choice([0.1, 0.3, 1.0 / 3, 1e-30, 3e38]))})",
             lambda: f"({f()} {r.choice(['+', '-', '*', '/'])} {self.expr(self.any_int(), d - 1)})",
             lambda: self.call("float", d), lambda: self.call("float", d),
@@ -550,6 +624,10 @@ class Gen:
             lambda: f"(double)({self.expr('float', d - 1)})", lambda: f"({self.expr('bool', d - 1)} ? {g()} : {g()})",
             lambda: f"__longlong_as_double({self.expr('long long', d - 1)})",
             lambda: f"({self.expr('float', d - 1)} {r.choice(['+', '*'])} {g()})",
+            lambda: f"{r.choice(['ldexp', 'scalbn'])}({g()}, {self.expr('int', d - 1)})",
+            lambda: f"{r.choice(['ldexp', 'scalbn'])}({g()}, (int)({self.expr('int', d - 1)}) % 2100)",
+            lambda: f"{r.choice(['__dadd_rn', '__dsub_rn', '__dmul_rn', '__ddiv_rn'])}({g()}, {g()})",
+            lambda: f"__dsqrt_rn({g()})", lambda: f"min({g()}, {g()})", lambda: f"max({g()}, {g()})",
         ]
         return r.choice(choices)()
 
@@ -560,12 +638,14 @@ class Gen:
             tt = t if t in ("int", "unsigned", "float", "long long", "unsigned long long") else "int"
             explicit = self.r.random() < 0.5
             call = f"{name}<{tt}>" if explicit else name
-            return f"({t}){call}(({tt})({self.expr(tt, d - 1)}), ({tt})({self.expr(tt, d - 1)}))"
+            arity = 2 if name == "t0" else self.r.choice([1, 3])
+            args = ", ".join(f"({tt})({self.expr(tt, d - 1)})" for _ in range(arity))
+            return f"({t}){call}({args})"
         if not fs:
             return self.leaf(t)
         name, res, params = self.r.choice(fs)
         args = ", ".join(f"({p})({self.expr(p, d - 1)})" for p in params)
-        return f"{name}({args})"
+        return f"{self.ns}{name}({args})"
 
     # ---------------------------------------------------------------- statements
     def ty(self, choices: list[str]) -> str:
@@ -585,7 +665,7 @@ class Gen:
         if r < 0.7:
             return self.r.choice(["long long", "unsigned long long"])
         if r < 0.8:
-            return self.r.choice(["char", "unsigned char"])
+            return self.r.choice(["char", "unsigned char", "short", "unsigned short"])
         if r < 0.88 and not self.neural:
             return "double"
         return self.r.choice(["int", "float", "unsigned"])
@@ -599,6 +679,9 @@ class Gen:
 
     def stmt(self, out: list[str], ind: str, level: int, loop: str | None, fn: bool):
         r = self.r
+        self.budget = 14
+        if r.random() < 0.2 and self.cxx_stmt(out, ind, level, loop, fn):
+            return
         self.budget = 14
         k = r.random()
         assignable = self.vars(lambda n, t, a: a)
@@ -669,12 +752,12 @@ class Gen:
         (a declaration may not be jumped over), some ending in `break`, the others falling
         through; `break` in a body's statements leaves the switch."""
         r = self.r
-        t = r.choice(["int", "unsigned", "char", "unsigned char", "int"])
+        t = r.choice(["int", "unsigned", "char", "unsigned char", "int", "short", "unsigned short"])
         k = r.choice([2, 3, 4, 8])
         cond = f"({t})(({self.expr(t, 1)}) & {int_lit(k - 1, t) if t in ('int', 'unsigned') else k - 1})"
         if t == "int" and r.random() < 0.3:
             cond = f"({self.expr('int', 1)}) % {k}"  # negative values too
-        values = r.sample([v for v in range(-k + 1, k + 2)] if t in ("int", "char") else list(range(k + 2)),
+        values = r.sample([v for v in range(-k + 1, k + 2)] if t in ("int", "char", "short") else list(range(k + 2)),
                           r.randint(1, min(4, k + 1)))
         if t in ("char", "unsigned char") and min(values) >= 0 and r.random() < 0.3:
             values = [f"'\\{v:o}'" for v in values]  # a character constant
@@ -720,6 +803,10 @@ class Gen:
         for n, st in self.svars[-1]:
             for mn, t, k in st.members:
                 out += [mix(f"{n}.{mn}[{j}]", t) for j in range(k)] if k else [mix(f"{n}.{mn}", t)]
+        for n, u in self.uvars[-1]:
+            out += [mix(f"{n}.u[{j}]", "unsigned") for j in range(u.k)]
+        for n, f in self.fvars[-1]:
+            out.append(mix(f"{n}.k", f.t))
 
     def store(self, out: list[str], ind: str):
         r = self.r
@@ -803,6 +890,8 @@ class Gen:
         r = self.r
         sv = self.all_svars()
         s = r.choice(self.structs)
+        if not [v for v in sv if not v[1].instance]:
+            sv = []
         k = r.random()
         if not sv or k < 0.2 or (k < 0.35 and len(sv) < 2):
             name = self.fresh("s")
@@ -819,7 +908,7 @@ class Gen:
                 self.struct_stmt(out, ind)
             return
         name, s = r.choice(sv)
-        if k < 0.55:
+        if k < 0.55 or s.instance:
             mn, t, n = r.choice(s.members)
             target = f"{name}.{mn}" + (f"[{self.arr_index(n)}]" if n else "")
             out.append(f"{ind}{target} {self.assign_op(t)} {self.expr(t, self.depth())};")
@@ -852,14 +941,20 @@ class Gen:
             members = []
             for mi in range(self.r.randint(1, 4)):
                 t = self.ty(["int", "unsigned", "float", "char", "unsigned char", "long long",
-                                   "unsigned long long", "float", "bool"])
+                             "unsigned long long", "float", "bool", "short", "unsigned short"]
+                            + ([] if self.neural else ["double"]))
                 members.append((f"m{mi}", t, self.r.choice([0, 0, 0, 2, 3])))
             if all(m[2] for m in members) or members[0][1] == "bool":
                 members.insert(0, ("m", "int", 0))
-            self.structs.append(StructDef(f"S{si}", members, methods=self.r.random() < 0.5))
+            kval = self.r.choice([None, None, 0, 3, -2, 100]) if self.r.random() < 0.5 else None
+            self.structs.append(StructDef(f"S{si}", members, methods=self.r.random() < 0.5, kval=kval))
+            if kval is not None:
+                self.features.add("class constants")
         if self.r.random() < 0.3:
-            base, t = self.r.choice([("int", "int"), ("uint", "unsigned"), ("char", "char"), ("uchar", "unsigned char")]
-                                    + ([] if self.no_float else [("float", "float")]))
+            base, t = self.r.choice([("int", "int"), ("uint", "unsigned"), ("char", "char"), ("uchar", "unsigned char"),
+                                     ("short", "short"), ("ushort", "unsigned short")]
+                                    + ([] if self.no_float else [("float", "float")])
+                                    + ([] if self.no_float or self.neural else [("double", "double")]))
             k = self.r.choice([2, 3, 4])
             self.structs.append(StructDef(f"{base}{k}", [(m, t, 0) for m in "xyzw"[:k]], builtin=True,
                                           methods=self.r.random() < 0.5))
@@ -880,38 +975,47 @@ class Gen:
         r = self.r
         texts = []
         self.void_funcs: list[tuple[str, list[str]]] = []
+        funcs = []
+        # the device functions in a namespace (nested too), called qualified or after `using namespace`
+        ns = r.choice([[], [], [], ["N0"], ["N0"], ["N0", "N1"]])
+        using = ns and r.random() < 0.3
         for fi in range(r.choice([0, 1, 1, 2, 3])):
             name = f"f{fi}"
             res = self.scalar_type()
             params = [self.scalar_type() for _ in range(r.randint(1, 3))]
-            saved = (self.scopes, self.arrays, self.svars, self.bufs, self.scalars, self.ptrs)
-            self.ptrs = []
-            self.scopes, self.arrays, self.svars = [[(f"p{j}", t, True) for j, t in enumerate(params)]], [[]], [[]]
-            self.bufs, self.scalars = [], []
             body: list[str] = ["    unsigned fh = 0u;"]
-            self.in_func = True
-            self.hvar = "fh"
-            if r.random() < 0.4:
-                self.budget = 8
-                body.append(f"    if ({self.expr('bool', 1)}) return {self.expr(res, 1)};")
-            self.stmts(body, "    ", r.randint(1, 4), 1, None, fn=True)
-            self.sink(body, "    ")
-            self.budget = 12
-            fold = f"({res})fh" if res in INTS else f"({res})(fh & 255u)"
-            op = "^" if res in INTS else "+"
-            body.append(f"    return ({res})({self.expr(res, self.depth())} {op} {fold});")
-            self.hvar = "h"
-            self.in_func = False
-            self.scopes, self.arrays, self.svars, self.bufs, self.scalars, self.ptrs = saved
+            with self.isolated([(f"p{j}", t, True) for j, t in enumerate(params)], "fh"):
+                if r.random() < 0.4:
+                    self.budget = 8
+                    body.append(f"    if ({self.expr('bool', 1)}) return {self.expr(res, 1)};")
+                self.stmts(body, "    ", r.randint(1, 4), 1, None, fn=True)
+                self.sink(body, "    ")
+                self.budget = 12
+                fold = f"({res})fh" if res in INTS else f"({res})(fh & 255u)"
+                op = "^" if res in INTS else "+"
+                body.append(f"    return ({res})({self.expr(res, self.depth())} {op} {fold});")
             ps = ", ".join(f"{t} p{j}" for j, t in enumerate(params))
-            texts.append(f"__device__ {res} {name}({ps}) {{\n" + "\n".join(body) + "\n}")
+            funcs.append(f"__device__ {res} {name}({ps}) {{\n" + "\n".join(body) + "\n}")
             self.func_sigs.append((name, res, params))
             self.features.add("device functions")
+            self.ns = "" if using or not ns else "::".join(ns) + "::"
+        if ns and funcs:
+            funcs = ["".join(f"namespace {n} {{ " for n in ns)] + funcs + ["}" * len(ns)]
+            if using:
+                funcs.append(f"using namespace {'::'.join(ns)};")
+            self.features.add("namespaces")
+        texts += funcs
+        self.ns = "" if using or not ns else "::".join(ns) + "::"
         if r.random() < 0.4:
             op = r.choice(["a + b", "a * b - a", "(a < b) ? b : a", "a - b * a"])
             texts.append(f"template <typename T> __device__ T t0(T a, T b) {{ return (T)({op}); }}")
             self.templates.append("t0")
             self.features.add("templates")
+        if r.random() < 0.3:  # overloads told apart by their number of parameters
+            texts.append("template <typename T> __device__ T t1(T a) { return (T)(a + a); }")
+            texts.append("template <typename T> __device__ T t1(T a, T b, T c) { return (T)(a * b - c); }")
+            self.templates.append("t1")
+            self.features.add("template overloads by arity")
         if r.random() < 0.4:
             t = self.ty(["int", "unsigned", "float", "long long"])
             op = r.choice(["+=", "-=", "*="])
@@ -949,7 +1053,8 @@ class Gen:
             self.bufs.append(Buffer(f"sb{self.structs.index(s)}", s.name, arr, const=False, struct=s))
             self.features.add("struct buffers")
         for si in range(r.randint(0, 2)):
-            t = self.ty(["int", "unsigned", "float", "long long", "double", "unsigned long long"])
+            t = self.ty(["int", "unsigned", "float", "long long", "double", "unsigned long long", "short",
+                         "unsigned short", "char", "unsigned char"])
             self.scalars.append(Scalar(f"x{si}", t, random_values(r, t, 1)[0].item()))
         consts = []
         for ci in range(r.choice([0, 0, 1, 2])):
@@ -962,7 +1067,8 @@ class Gen:
             consts.append(f"__constant__ {t} c{ci}[{k}] = {{{', '.join(lits[:r.randint(1, k)])}}};")
             self.consts.append((f"c{ci}", t, k))
             self.features.add("__constant__ arrays")
-        funcs = consts + self.struct_funcs() + self.device_funcs()
+        self.prog_globals: list = []
+        funcs = consts + self.make_cxx_types() + self.make_globals(n) + self.struct_funcs() + self.device_funcs()
         body: list[str] = []
         two_d = block % 2 == 0 and r.random() < 0.15
         self.scopes = [[("tid", "unsigned", False), ("gid", "unsigned", False)]]
@@ -975,11 +1081,16 @@ class Gen:
             body.append(f"    const {b.ctype} *p0 = {b.name} + (unsigned)({self.expr('unsigned', 1)}) % {len(b.data)}u;")
             self.ptrs.append(("p0", b.ctype))
             self.features.add("pointers")
+        if r.random() < 0.2:
+            self.cast_pointers(body)
         self.stmts(body, "    ", r.randint(2, 6) if not self.neural else r.randint(2, 4), 0)
         if r.random() < 0.35:
             self.shared_phase(body, block)
         if warp_ops:
             self.warp_phase(body)
+        cg = block % 4 == 0 and r.random() < 0.3
+        if cg:
+            self.cg_phase(body, block)
         if r.random() < 0.3:
             self.atomic_phase(body)
         self.stmts(body, "    ", r.randint(1, 4) if not self.neural else r.randint(1, 2), 0)
@@ -1001,10 +1112,13 @@ class Gen:
         text = "\n".join(s.text() for s in self.structs) + "\n" + "\n".join(funcs) + "\n" + kernel
         helpers = [h for name, h in HELPERS.items() if name + "(" in text]
         source = "\n".join(helpers) + "\n" + text
+        if cg:
+            source = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n" + source
         block_shape = (block // 2, 2) if two_d else (block,)
         prog = Program(self.seed, source, grid, block, self.bufs, self.scalars, self.structs, self.features)
         prog.block_shape = block_shape
         prog.shared_bytes = self.shared_bytes
+        prog.globals = self.prog_globals
         return prog
 
     def shared_phase(self, body: list[str], block: int):
@@ -1150,6 +1264,368 @@ class Gen:
                 body.append(f"    {t} {v} = {call};")
             self.scopes[-1].append((v, t, True))
         self.features.add("atomics with old values")
+
+    # ---------------------------------------------------------------- C++ constructs, cg, exact math
+    def cxx_leaves(self, t: str) -> list:
+        """Leaf options of type t from this round's constructs: enumerators, union members,
+        functor calls, class-template instances, __device__ variables, pointers cast between
+        types of one size."""
+        r = self.r
+        out = []
+        if t in INTS and self.enums:
+            out.append(lambda: f"({t}){r.choice(self.enums)[0]}")
+        us = [(n, u, m) for sc in self.uvars for n, u in sc for m, mt in u.members if mt == t]
+        if us:
+            out.append(lambda: (lambda n, u, m: f"{n}.{m}[{self.arr_index(u.k)}]")(*r.choice(us)))
+        fs = [f for f in self.functors if f.t == t] if self.budget > 0 else []  # calls recurse: bounded
+        if fs:
+            def functor_call():
+                f = r.choice(fs)
+                mine = [n for sc in self.fvars for n, g in sc if g is f]
+                a, b = self.expr(t, 1), self.expr(t, 1)
+                k = r.random()
+                if mine and k < 0.5:
+                    return f"{r.choice(mine)}(({t})({a}), ({t})({b}))"
+                if k < 0.75:
+                    # a temporary, k value-initialised to 0 (also right after a cast or an initialiser
+                    # list's '{', where qgcc once did not take `F0(` for an expression: seed 8000175)
+                    call = f"{f.name}()(({t})({a}), ({t})({b}))"
+                    return call if r.random() < 0.5 else f"({call})"
+                obj = r.choice(mine) if mine else f"({f.name}())"
+                return f"app0({obj}, ({t})({a}), ({t})({b}))"
+            out += [functor_call] * 2
+        cts = [n for n, s in self.all_svars() if s.instance and s.members[0][1] == t]
+        if cts and self.budget > 0:
+            out.append(lambda: r.choice([f"{r.choice(cts)}.sum()", f"{r.choice(cts)}.at({self.expr('unsigned', 1)})"]))
+        gl = [g for g in self.globals if g[1] == t and (g[2] == 0 or not self.in_func)]
+        if gl:
+            out.append(lambda: (lambda g: f"{g[0]}[gid]" if g[2] else g[0])(r.choice(gl)))
+        cp = [c for c in self.cptrs if c[1] == t]
+        if cp:
+            out.append(lambda: (lambda c: f"{c[0]}[{self.index(c[2])}]")(r.choice(cp)))
+        op = [o for o in self.optrs if o[1] == t and o[2]]
+        if op:
+            out.append(lambda: f"{r.choice(op)[0]}[gid]")
+        return out
+
+    def make_cxx_types(self) -> list[str]:
+        """File-scope enums, unions, functors and the class template; their text."""
+        r = self.r
+        texts = []
+        if r.random() < 0.3:  # an unscoped enum: implicit values count on from the previous one
+            v = r.choice([0, 0, 1, -3, 100, 0x7FFFFFFE, -(1 << 31)])
+            parts = []
+            for j in range(r.randint(1, 4)):
+                name = f"E0_{j}"
+                if j == 0 or r.random() < 0.4:
+                    v = r.choice([0, 1, 2, 7, -1, -100, 1000, 0x7FFFFFFF, -(1 << 31), 0x10000])
+                    parts.append(f"{name} = {int_lit(v, 'int')}")
+                else:
+                    v += 1
+                    if v > 0x7FFFFFFF:  # past INT_MAX: C++ would widen the type, keep it an int
+                        v = 5
+                        parts.append(f"{name} = 5")
+                    else:
+                        parts.append(name)
+                self.enums.append((name, v))
+            texts.append(f"enum E0 {{ {', '.join(parts)} }};")
+            self.features.add("enums")
+        if r.random() < 0.25:  # a scoped enum with a written underlying type
+            ut = r.choice(["int", "unsigned", "unsigned char", "short", "long long", "unsigned short"])
+            parts = []
+            lo, hi = (-(1 << (WIDTH[ut] - 1)), (1 << (WIDTH[ut] - 1)) - 1) if ut in SIGNED else (0, (1 << WIDTH[ut]) - 1)
+            v = None
+            for j in range(r.randint(1, 3)):
+                k = r.random()
+                if v is not None and k < 0.3 and v + 1 <= hi:  # the previous one plus one
+                    v += 1
+                    parts.append(f"b{j}")
+                elif v is not None and k < 0.5 and lo <= v + 3 <= hi:  # named in the enum's own body
+                    v += 3
+                    parts.append(f"b{j} = b{j - 1} + 3")
+                else:
+                    v = wrap(r.choice(INT_EDGES) * r.choice([1, -1]) if r.random() < 0.5 else r.randint(-5, 9), ut)
+                    parts.append(f"b{j} = {int_lit(v, ut)}")
+                self.enums.append((f"E1::b{j}", v))
+            texts.append(f"enum class E1 : {ut} {{ {', '.join(parts)} }};")
+            self.features.add("scoped enums")
+        if r.random() < 0.25:
+            k = r.choice([1, 2, 3])
+            members = [("u", "unsigned"), ("i", "int"), ("f", "float")]
+            r.shuffle(members)
+            self.unions.append(UnionDef("U0", k, members))
+            texts.append("union U0 { " + " ".join(f"{mt} {m}[{k}];" for m, mt in members) + " };")
+            self.features.add("unions")
+        if r.random() < 0.3:
+            t = r.choice(["int", "unsigned", "float", "long long", "unsigned long long"])
+            op = r.choice(["a * k + b", "a - b * k", "(a < b) ? b + k : a", "a + b + k"])
+            self.functors.append(FunctorDef("F0", t))
+            texts.append(f"struct F0 {{ {t} k; __device__ {t} operator()({t} a, {t} b) const "
+                         f"{{ return ({t})({op}); }} }};")
+            texts.append("template <typename OP, typename T> __device__ T app0(OP op, T a, T b) "
+                         "{ return op(op(a, b), b); }")
+            self.features.add("functors")
+        if r.random() < 0.25:
+            texts.append("template <typename T, int N> struct CT0 { T v[N]; "
+                         "__device__ T sum() const { T s = (T)0; for (int j = 0; j < N; j++) s = (T)(s + v[j]); "
+                         "return s; } __device__ T at(unsigned j) const { return v[j % N]; } };")
+            self.ctemplate = True
+        return texts
+
+    def make_globals(self, n: int) -> list[str]:
+        r = self.r
+        texts = []
+        for gi in range(r.choice([0, 0, 0, 1, 2])):
+            t = self.ty(["int", "unsigned", "float", "long long", "unsigned char", "short"]
+                        + ([] if self.neural else ["double"]))
+            vals = random_values(r, t, r.randint(1, min(4, n)))
+            # an initialiser takes literals only: a NaN becomes 0, an infinity a finite or overflowing literal
+            lits = ", ".join((("(-1e39f)" if v < 0 else "1e39f") if np.isinf(v) else f32_lit(0.0 if np.isnan(v) else float(v)))
+                             if t == "float" else (f64_lit(0.0 if np.isnan(v) else (1e300 if v > 0 else -1e300)
+                                                           if np.isinf(v) else float(v)) if t == "double"
+                                                   else int_lit(int(v), t)) for v in vals)
+            if r.random() < 0.3:  # a scalar every thread reads (none writes)
+                lits = lits.split(", ")[0]
+                texts.append(f"__device__ {t} g{gi} = {lits};")
+                self.globals.append((f"g{gi}", t, 0))
+                self.prog_globals.append((f"g{gi}", t, 0, lits))
+            else:  # one element a thread, read and written by that thread only
+                texts.append(f"__device__ {t} g{gi}[{n}] = {{{lits}}};")
+                self.globals.append((f"g{gi}", t, n))
+                self.prog_globals.append((f"g{gi}", t, n, lits))
+            self.features.add("__device__ variables")
+        return texts
+
+    def cast_pointers(self, body: list[str]):
+        """Pointers cast between types of one size: an input read as another type (its bytes are
+        the launch's on both sides), an output written as another type (read back only between
+        integer types: a float computed as NaN has no one bit pattern)."""
+        r = self.r
+        ins = [b for b in self.bufs if b.const and b.struct is None and b.ctype not in NARROW + ("bool",)]
+        if ins and r.random() < 0.7:
+            b = r.choice(ins)
+            u = r.choice(["int", "unsigned"] if WIDTH[b.ctype] == 32 else ["long long", "unsigned long long"])
+            name = self.fresh("pc")
+            body.append(f"    const {u} *{name} = (const {u} *){b.name};")
+            self.cptrs.append((name, u, len(b.data)))
+        outs = [b for b in self.bufs if not b.const and not b.atomic and b.struct is None
+                and b.ctype not in NARROW + ("bool",)]
+        if outs and r.random() < 0.6:
+            b = r.choice(outs)
+            u = r.choice(["int", "unsigned"] if WIDTH[b.ctype] == 32 else ["long long", "unsigned long long"])
+            name = self.fresh("qc")
+            body.append(f"    {u} *{name} = ({u} *){b.name};")
+            self.optrs.append((name, u, b.ctype in INTS))
+        self.features.add("pointer casts")
+
+    def cxx_stmt(self, out: list[str], ind: str, level: int, loop, fn: bool) -> bool:
+        """One statement of this round's constructs, or False when none applies here."""
+        r = self.r
+        k = r.random()
+        assignable = self.vars(lambda n, t, a: a)
+        if k < 0.14 and self.unions:
+            u = self.unions[0]
+            us = [n for sc in self.uvars for n, _ in sc]
+            if not us or r.random() < 0.4:
+                name = self.fresh("un")
+                m, mt = u.members[0]
+                vals = ", ".join(f"q_nn({self.expr(mt, 1)})" if mt == "float" else self.expr(mt, 1)
+                                 for _ in range(u.k))
+                out.append(f"{ind}U0 {name} = {{{{{vals}}}}};")
+                self.uvars[-1].append((name, u))
+                return True
+            if r.random() < 0.2:  # whole unions: a copy, an assignment
+                src = r.choice(us)
+                if r.random() < 0.5:
+                    name = self.fresh("un")
+                    out.append(f"{ind}U0 {name} = {src};")
+                    self.uvars[-1].append((name, u))
+                else:
+                    out.append(f"{ind}{r.choice(us)} = {src};")
+                return True
+            m, mt = r.choice(u.members)
+            target = f"{r.choice(us)}.{m}[{self.arr_index(u.k)}]"
+            if mt == "float":  # stored as a number that is not NaN: its bits are read as an integer
+                out.append(f"{ind}{target} = q_nn({self.expr(mt, self.depth())});")
+            else:
+                out.append(f"{ind}{target} {self.assign_op(mt)} {self.expr(mt, self.depth())};")
+            return True
+        if k < 0.24 and self.functors:
+            name = self.fresh("fo")
+            f = self.functors[0]
+            out.append(f"{ind}F0 {name} = {{({f.t})({self.expr(f.t, 1)})}};")
+            self.fvars[-1].append((name, f))
+            return True
+        if k < 0.40 and assignable:
+            return self.lambda_block(out, ind)
+        if k < 0.52 and self.ctemplate:
+            t = r.choice(["int", "unsigned", "float", "long long"] if not self.neural else ["int", "unsigned", "float"])
+            kk = r.choice([1, 2, 3, 4])
+            name = self.fresh("ct")
+            vals = ", ".join(self.expr(t, 1) for _ in range(r.randint(1, kk)))
+            out.append(f"{ind}CT0<{t}, {kk}> {name} = {{{{{vals}}}}};")
+            self.svars[-1].append((name, StructDef(f"CT0<{t}, {kk}>", [("v", t, kk)], instance=True)))
+            self.features.add("class templates")
+            return True
+        if k < 0.62:
+            self.exact_math_stmt(out, ind)
+            return True
+        if k < 0.72:
+            return self.memcpy_stmt(out, ind)
+        if k < 0.76:
+            out.append(f"{ind}{r.choice(['__threadfence', '__threadfence_block', '__threadfence_system'])}();")
+            self.features.add("fences")
+            return True
+        if k < 0.90:
+            gl = [g for g in self.globals if g[2] and not self.in_func]
+            outs = [o for o in self.optrs if not self.in_func]
+            if gl and (not outs or r.random() < 0.5):
+                g = r.choice(gl)
+                out.append(f"{ind}{g[0]}[gid] {self.assign_op(g[1])} {self.expr(g[1], self.depth())};")
+                return True
+            if outs:
+                o = r.choice(outs)
+                op = self.assign_op(o[1]) if o[2] else "="
+                out.append(f"{ind}{o[0]}[gid] {op} {self.expr(o[1], self.depth())};")
+                return True
+        return False
+
+    def lambda_block(self, out: list[str], ind: str) -> bool:
+        """A lambda called in the block that defines it: `{ auto l = [&r, c](T a, T b) -> T
+        {...}; x = l(...); }` (a block of its own, so that nothing assigns the by-value capture
+        while the lambda lives)."""
+        r = self.r
+        vs = self.vars(lambda n, t, a: True)
+        assignable = [v for v in self.vars(lambda n, t, a: a) if v[1] != "bool"]
+        if not vs or not assignable:
+            return False
+        ref = r.choice(assignable) if r.random() < 0.6 else None
+        val = r.choice([v for v in vs if ref is None or v[0] != ref[0]] or [None])
+        if val is None:
+            return False
+        t = r.choice([v[1] for v in assignable if val is None or v[0] != val[0]] or ["int"])
+        targets = [v for v in assignable if v[1] == t and v[0] != val[0]]
+        if not targets:
+            return False
+        caps = ", ".join(([f"&{ref[0]}"] if ref else []) + [val[0]])
+        params = [("a", t, True), ("b", t, True), (val[0], val[1], False)] + ([(ref[0], ref[1], True)] if ref else [])
+        with self.isolated(params, "fh"):
+            self.budget = 10
+            ret = self.expr(t, 2)
+            op = r.choice(['+', '-'] if ref and ref[1] in FLOATS else ['+', '^', '-'])
+            upd = f"{ref[0]} = ({ref[1]})({ref[0]} {op} {self.expr(ref[1], 1)}); " if ref else ""
+        name = self.fresh("lam")
+        out.append(f"{ind}{{")
+        out.append(f"{ind}    auto {name} = [{caps}]({t} a, {t} b) -> {t} {{ {upd}return ({t})({ret}); }};")
+        for _ in range(r.randint(1, 2)):
+            tgt = r.choice(targets)[0]
+            out.append(f"{ind}    {tgt} = {name}(({t})({self.expr(t, 1)}), ({t})({self.expr(t, 1)}));")
+        out.append(f"{ind}}}")
+        self.features.add("lambdas")
+        return True
+
+    def exact_math_stmt(self, out: list[str], ind: str):
+        """frexp/frexpf (the exponent through a pointer to a local), on finite arguments."""
+        r = self.r
+        e, v = self.fresh("e"), self.fresh("m")
+        dbl = not self.neural and not self.no_float and r.random() < 0.5
+        out.append(f"{ind}int {e} = {r.choice(['0', '7', '-1'])};")
+        if dbl:
+            out.append(f"{ind}double {v} = frexp(q_find({self.expr('double', self.depth())}), &{e});")
+            self.scopes[-1].append((v, "double", True))
+        elif not self.no_float:
+            fn = r.choice(["frexpf", "frexp"])  # frexp of a float is CUDA's frexpf overload
+            out.append(f"{ind}float {v} = {fn}(q_finf({self.expr('float', self.depth())}), &{e});")
+            self.scopes[-1].append((v, "float", True))
+        self.scopes[-1].append((e, "int", True))
+        self.features.add("frexp")
+
+    def memcpy_stmt(self, out: list[str], ind: str) -> bool:
+        """A device memcpy of whole cells into a local array: from another local array of a type
+        of the same cells, or from an input buffer (whose bytes are the launch's)."""
+        r = self.r
+        arrs = [a for a in self.all_arrays() if a[1] in ("int", "unsigned", "float") and not a[3]]
+        if not arrs:
+            return False
+        dst = r.choice(arrs)
+        group = ("float",) if dst[1] == "float" else ("int", "unsigned")
+        srcs = [a for a in arrs if a[1] in group and a[0] != dst[0]]
+        ins = [b for b in self.bufs if b.const and b.struct is None and b.ctype in ("int", "unsigned", "float")
+               and len(b.data) >= dst[2]]
+        if srcs and (not ins or r.random() < 0.5):
+            src = r.choice(srcs)
+            n = min(dst[2], src[2])
+            out.append(f"{ind}memcpy({dst[0]}, {src[0]}, {4 * n});")
+        elif ins and not self.in_func:
+            b = r.choice(ins)
+            span = len(b.data) - dst[2] + 1
+            n = r.randint(1, dst[2])
+            out.append(f"{ind}memcpy({dst[0]}, {b.name} + (gid % {span}u), {4 * n});")
+        else:
+            return False
+        self.features.add("memcpy")
+        return True
+
+    def cg_phase(self, body: list[str], block: int):
+        """Cooperative groups at the kernel's top level (every thread of the block takes part, the
+        block a multiple of each tile): tiles of 1-4 threads inside the warp, of 8-32 through
+        shared memory and barriers; shuffles, votes (narrow tiles), ranks and reductions whose
+        result does not depend on the order of the butterfly."""
+        r = self.r
+        sizes = [s for s in (1, 2, 4, 8, 16, 32) if block % s == 0]
+        body.append("    cg::thread_block cb = cg::this_thread_block();")
+        tiles = []
+        for _ in range(r.randint(1, 2)):
+            n = r.choice(sizes)
+            name = self.fresh("tile")
+            if r.random() < 0.3:
+                body.append(f"    auto {name} = cg::tiled_partition<{n}>(cb);")
+            else:
+                body.append(f"    cg::thread_block_tile<{n}> {name} = cg::tiled_partition<{n}>(cb);")
+            tiles.append((name, n))
+        for _ in range(r.randint(1, 4)):
+            name, n = r.choice(tiles)
+            v = self.fresh("w")
+            k = r.random()
+            if k < 0.35:
+                t = self.ty(["int", "unsigned", "float", "long long", "unsigned long long"]
+                            + ([] if self.neural else ["double"]))
+                m = r.choice(["shfl", "shfl_up", "shfl_down", "shfl_xor"])
+                arg = (f"{r.randint(-n, 2 * n - 1)}" if m == "shfl" and r.random() < 0.4 else
+                       f"(int)({self.expr('int', 1)})" if m == "shfl" and r.random() < 0.3 else
+                       f"(int)(({self.expr('unsigned', 1)}) % {2 * n}u)" if m == "shfl" else
+                       f"{r.randint(1, max(1, n - 1))}u" if m != "shfl_xor" else f"{r.choice([x for x in (1, 2, 4, 8, 16) if x < n] or [1])}u")
+                body.append(f"    {t} {v} = {name}.{m}(({t})({self.expr(t, 2)}), {arg});")
+                self.scopes[-1].append((v, t, True))
+            elif k < 0.5 and n <= 4:
+                m = r.choice(["ballot", "any", "all"])
+                t = "unsigned" if m == "ballot" else "int"
+                body.append(f"    {t} {v} = {name}.{m}({self.expr('bool', 2)});")
+                self.scopes[-1].append((v, t, True))
+            elif k < 0.8:
+                op = r.choice(["plus", "less", "greater"])
+                t = self.ty(["int", "unsigned", "long long", "unsigned long long", "float"]
+                            + ([] if self.neural else ["double"]))
+                val = f"({t})({self.expr(t, 2)})"
+                if t == "float":  # sums of small integers, minima of numbers without NaN or -0: exact in any order
+                    val = (f"(float)((int)({self.expr('int', 1)}) & 1023)" if op == "plus"
+                           else f"(q_nn({self.expr('float', 2)}) + 0.0f)")
+                elif t == "double":
+                    val = (f"(double)((int)({self.expr('int', 1)}) & 1048575)" if op == "plus"
+                           else f"(q_nnd({self.expr('double', 2)}) + 0.0)")
+                body.append(f"    {t} {v} = cg::reduce({name}, {val}, cg::{op}<{t}>());")
+                self.scopes[-1].append((v, t, True))
+                self.features.add("cg::reduce")
+            elif k < 0.92:
+                m = r.choice(["thread_rank", "meta_group_rank", "size", "num_threads", "meta_group_size"])
+                body.append(f"    unsigned {v} = {name}.{m}() + cb.thread_rank() * {r.randint(0, 3)}u;")
+                self.scopes[-1].append((v, "unsigned", True))
+            else:
+                body.append(f"    {r.choice([name + '.sync()', f'cg::sync({name})', 'cb.sync()', 'cg::sync(cb)'])};")
+        self.features.add("cooperative groups")
+        if any(n > 4 for _, n in tiles):
+            self.features.add("wide tiles")
+
 
 def generate(seed: int, *, neural: bool = False) -> Program:
     return Gen(seed, neural=neural).program()

@@ -214,6 +214,7 @@ static inline float ceilf(float x) { return __builtin_ceilf(x); }
 static inline float truncf(float x) { return __builtin_truncf(x); }
 static inline float roundf(float x) { return __builtin_roundf(x); }
 static inline float rintf(float x) { return __builtin_rintf(x); }
+static inline float nearbyintf(float x) { return __builtin_nearbyintf(x); }
 static inline double floor(double x) { return __builtin_floor(x); }
 static inline double ceil(double x) { return __builtin_ceil(x); }
 static inline double trunc(double x) { return __builtin_trunc(x); }
@@ -275,6 +276,91 @@ static void qg_dump(const void *p, unsigned long n) { fwrite(p, 1, n, stdout); }
     static inline B##3 make_##B##3(T x, T y, T z) { return {x, y, z}; } \
     static inline B##4 make_##B##4(T x, T y, T z, T w) { return {x, y, z, w}; }
 QG_VEC(int, int) QG_VEC(uint, unsigned) QG_VEC(float, float) QG_VEC(char, signed char) QG_VEC(uchar, unsigned char)
+QG_VEC(short, short) QG_VEC(ushort, unsigned short) QG_VEC(double, double)
+
+// memory fences: one memory, one thread at a time
+static void __threadfence() {} static void __threadfence_block() {} static void __threadfence_system() {}
+
+// the exactly specified float and double functions that take an exponent (C's, which CUDA's equal
+// on finite arguments; the generator keeps infinities and NaN away from frexp, whose exponent
+// CUDA leaves unspecified for them)
+static inline double frexp(double x, int *e) { return __builtin_frexp(x, e); }
+static inline float frexpf(float x, int *e) { return __builtin_frexpf(x, e); }
+static inline double ldexp(double x, int e) { return __builtin_ldexp(x, e); }
+static inline double scalbn(double x, int e) { return __builtin_scalbn(x, e); }
+static inline float scalbnf(float x, int e) { return __builtin_scalbnf(x, e); }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fsqrt_rn(float x) { return __builtin_sqrtf(x); }
+static inline float __frcp_rn(float x) { return 1.0f / x; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline double __dsqrt_rn(double x) { return __builtin_sqrt(x); }
+
+// Cooperative groups: the block, and tiles of N threads (N <= 4: inside a 4-lane warp, through the
+// warp operations with width N; N = 8, 16, 32: through a block-wide exchange between two barriers,
+// which is the tile's exchange because the generator calls wide-tile operations only where every
+// thread of the block does, with the block a multiple of N).  cg::reduce is the butterfly (rank ^ 1,
+// ^ 2, ...); the generator reduces only where the order cannot matter.
+static unsigned qg_lin() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+static unsigned qg_bsize() { return blockDim.x * blockDim.y * blockDim.z; }
+static unsigned long long qg_slots[256];
+template <class T> static T qg_xchg(T v, int src, unsigned n) {
+    unsigned lin = qg_lin(), base = lin - lin % n;
+    qg_slots[lin] = qg_bits(v);
+    __syncthreads();
+    T r = v;
+    if (src >= 0 && src < (int)n && base + src < qg_bsize()) r = qg_from<T>(qg_slots[base + src]);
+    __syncthreads();
+    return r;
+}
+namespace cooperative_groups {
+struct thread_block {
+    void sync() const { __syncthreads(); }
+    unsigned thread_rank() const { return qg_lin(); }
+    unsigned size() const { return qg_bsize(); }
+    unsigned num_threads() const { return qg_bsize(); }
+};
+static thread_block this_thread_block() { return {}; }
+static void sync(const thread_block &) { __syncthreads(); }
+template <unsigned N> struct thread_block_tile {
+    void sync() const { if (N > 4) __syncthreads(); }
+    unsigned thread_rank() const { return qg_lin() % N; }
+    unsigned size() const { return N; }
+    unsigned num_threads() const { return N; }
+    unsigned meta_group_rank() const { return qg_lin() / N; }
+    unsigned meta_group_size() const { return (qg_bsize() + N - 1) / N; }
+    template <class T> T shfl(T v, int src) const {
+        if (N <= 4) return __shfl_sync(0xffffffffu, v, src, N);
+        return qg_xchg<T>(v, (int)((unsigned)src % N), N); }
+    template <class T> T shfl_up(T v, unsigned d) const {
+        if (N <= 4) return __shfl_up_sync(0xffffffffu, v, d, N);
+        return qg_xchg<T>(v, (int)thread_rank() - (int)d, N); }
+    template <class T> T shfl_down(T v, unsigned d) const {
+        if (N <= 4) return __shfl_down_sync(0xffffffffu, v, d, N);
+        return qg_xchg<T>(v, (int)thread_rank() + (int)d, N); }
+    template <class T> T shfl_xor(T v, unsigned m) const {
+        if (N <= 4) return __shfl_xor_sync(0xffffffffu, v, m, N);
+        return qg_xchg<T>(v, (int)(thread_rank() ^ m), N); }
+    unsigned ballot(int p) const {
+        unsigned m = __ballot_sync(0xffffffffu, p), lane = qg_cur->lane;
+        return (m >> (lane - lane % N)) & ((1u << N) - 1u); }
+    int any(int p) const { return ballot(p) != 0; }
+    int all(int p) const {
+        unsigned a = __ballot_sync(0xffffffffu, 1), lane = qg_cur->lane;
+        return ballot(p) == ((a >> (lane - lane % N)) & ((1u << N) - 1u)); }
+};
+template <unsigned N> static thread_block_tile<N> tiled_partition(const thread_block &) { return {}; }
+template <unsigned N> static void sync(const thread_block_tile<N> &t) { t.sync(); }
+template <class T> struct plus { T operator()(T a, T b) const { return a + b; } };
+template <class T> struct less { T operator()(T a, T b) const { return b < a ? b : a; } };
+template <class T> struct greater { T operator()(T a, T b) const { return a < b ? b : a; } };
+template <unsigned N, class T, class Op> static T reduce(const thread_block_tile<N> &t, T v, Op op) {
+    for (unsigned k = 1; k < N; k *= 2) v = op(v, t.shfl_xor(v, k));
+    return v;
+}
+}
 """
 
 
@@ -304,6 +390,7 @@ def program_unit(idx: int, prog: Program) -> tuple[str, str]:
     ns = f"p{idx}"
     # `extern __shared__ T a[];` is storage sized at launch: here a block's worth of static cells
     source = re.sub(r"extern __shared__ ([\w ]+?) (\w+)\[\];", r"static \1 \2[1024];", prog.source)
+    source = re.sub(r"(?m)^#include .*$", "", source)  # the shim declares what the headers would
     lines = [f"namespace {ns} {{", source, "}"]
     for b in prog.buffers:
         ct = f"{ns}::{b.ctype}" if b.struct is not None and not b.struct.builtin else b.ctype
@@ -336,6 +423,14 @@ def program_unit(idx: int, prog: Program) -> tuple[str, str]:
     bx, by = prog.block_shape if len(prog.block_shape) == 2 else (prog.block_shape[0], 1)
     lines.append(f"static void {ns}_run(int reverse) {{")
     lines += init
+    # __device__ variables keep their values between launches in CUDA; qgcc writes the
+    # initialiser before every launch, as this does before each of the two runs
+    for name, ct, n, lits in prog.globals:
+        ct = f"{ns}::{ct}" if ct in {s.name for s in prog.structs if not s.builtin} else ct
+        if n:
+            lines.append(f"    {{ static const {ct} qg_i[{n}] = {{{lits}}}; memcpy({ns}::{name}, qg_i, sizeof qg_i); }}")
+        else:
+            lines.append(f"    {{ static const {ct} qg_i = {{{lits}}}; memcpy(&{ns}::{name}, &qg_i, sizeof qg_i); }}")
     lines.append(f"    int status = 0; gridDim = {{{prog.grid}u, 1u, 1u}}; blockDim = {{{bx}u, {by}u, 1u}};")
     lines.append(f"    qg_nthreads = {bx * by}; qg_body = {ns}_body;")
     lines.append(f"    for (unsigned b = 0; b < {prog.grid}u && !status; b++) {{ blockIdx = {{b, 0u, 0u}}; "

@@ -42,6 +42,7 @@ GROUP_TYPES = {"thread_block": "block", "thread_block_tile": "tile", "thread_gro
                "coalesced_group": "coalesced"}
 CG_FUNCS = ("this_thread_block", "tiled_partition", "this_grid", "coalesced_threads", "labeled_partition",
             "binary_partition", "block_tile_memory")
+SCOPED = "__qg_scoped__"  # `::` inside a scoped enumerator's name while it is text
 REDUCE_OPS = {"plus": "__qg_reduce_add", "greater": "__qg_reduce_max", "less": "__qg_reduce_min"}
 
 
@@ -61,7 +62,8 @@ class Lowering:
     def emit(self, text: str, at: Token):
         """Tokens of `text`, all placed at `at` (diagnostics point at the construct)."""
         for t in self.lex(text):
-            yield Token(t.type, t.value, start_pos=at.start_pos, line=at.line, column=at.column,
+            value = t.value.replace(SCOPED, "::") if t.type == "NAME" else t.value
+            yield Token(t.type, value, start_pos=at.start_pos, line=at.line, column=at.column,
                         end_line=at.end_line, end_column=at.end_column, end_pos=at.end_pos)
 
     def cg_name(self, toks: list, i: int):
@@ -92,7 +94,8 @@ class Lowering:
 
     @staticmethod
     def text(toks) -> str:
-        return " ".join(t.value for t in toks)
+        # a scoped enumerator is one NAME token `E::A` (enums.py): spelled so that it lexes as one again
+        return " ".join(t.value.replace("::", SCOPED) if t.type == "NAME" else t.value for t in toks)
 
     @staticmethod
     def split_args(toks: list) -> list[list]:

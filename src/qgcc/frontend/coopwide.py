@@ -11,8 +11,8 @@ block keeps being scheduled and memory is sequentially consistent.
 
 * `t.sync()`, `cg::sync(t)`: the tile barrier.
 * `t.shfl(v, r)`, `shfl_down`, `shfl_up`, `shfl_xor`: every thread of the tile writes v to
-  its cell, barrier, reads the source rank's cell (its own value when the source is outside
-  the tile, as a shuffle does), barrier.
+  its cell, barrier, reads the source rank's cell (`shfl`'s rank taken modulo the tile, the
+  others' own value when the source is outside the tile, as a shuffle does), barrier.
 * `cg::reduce(t, v, cg::plus<T>() | cg::greater<T>() | cg::less<T>())`: the butterfly the
   4-lane tiles use (partner rank ^ 1, ^ 2, ^ 4, ...; each step v = op(v, partner's v)), for
   any arithmetic T, so float sums have that order.
@@ -106,7 +106,8 @@ def member(g: str, size: int, m: str, args: list[str]) -> str | None:
     if m == "sync":
         return f"__qg_tile_sync<{size}>()"
     if m == "shfl":
-        return f"__qg_tile_xchg<{size}>({args[0]}, (int)(({args[1]}) % {size}))"
+        # the source rank modulo the tile, as __shfl_sync's width: -1 is the last rank (not out of range)
+        return f"__qg_tile_xchg<{size}>({args[0]}, (int)((unsigned)({args[1]}) % {size}u))"
     if m == "shfl_down":
         return f"__qg_tile_xchg<{size}>({args[0]}, {rank} + (int)({args[1]}))"
     if m == "shfl_up":

@@ -23,6 +23,11 @@ PREFIX = "__qg_lambda_"
 CHANGES = frozenset({"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=", "++", "--"})
 
 
+def ends_operand(t: Token) -> bool:
+    """Whether t can end an operand, so that a '&' after it is binary."""
+    return t.type in ("NAME", "INTLIT", "FLOATLIT", "CHARLIT") or _v(t) in (")", "]")
+
+
 class Lowering:
     def __init__(self, lex, error):
         self.lex = lex
@@ -71,6 +76,8 @@ class Lowering:
                     look.extend([ahead] if ahead is not None else [])
                 after = look[0] if look else None
                 before = _v(item[-1]) if item else None
+                if before == "&" and len(item) > 1 and ends_operand(item[-2]):
+                    before = None  # `m & x` is a bitwise and, not x's address
                 if (after is not None and _v(after) in CHANGES) or before in ("++", "--", "&"):
                     raise self.error(t, f"'{t.value}' is captured by value by the lambda "
                                         f"'{copies[t.value]}' and changed after it; capture a const "

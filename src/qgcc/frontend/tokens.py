@@ -165,6 +165,8 @@ class _Stream:
         self.prev: Token | None = None
         self.prev2: str | None = None
         self.prev2_type: str | None = None
+        self.prev3: str | None = None  # the token before prev2 (a cast's type, an initialiser's '=')
+        self.prev3_type: str | None = None
         # typedef/using declaration being read: [kind, names, paren depth, bracket depth, want]
         self.decl: list | None = None
         # Templates: the header being read or the templated function after it, the names of
@@ -345,10 +347,15 @@ class _Stream:
 
     def _functional_cast(self, tok: Token) -> bool:
         """`float(i)`, `T(x)`: a type followed by '(' where an expression goes (after an operator,
-        '(', '[', ',', 'return'), so declarations such as `int (*f)(int)` keep their meaning."""
+        '(', '[', ',', 'return', a cast's ')', an initialiser list's first '{'), so declarations
+        such as `int (*f)(int)` keep their meaning."""
         if not (tok.type == "TYPE_NAME" or tok.value in FCAST_WORDS):
             return False
         before = self.prev2
+        if before == ")":  # `(int)F0()(x)`: right after a cast's type
+            return self.prev3 in FCAST_WORDS or self.prev3_type == "TYPE_NAME" or self.prev3 == "*"
+        if before == "{":  # `= {F0()(x), 1}`, `{{F0()(x)}}`, `S s{F0()(x)}`: an initialiser list's first value
+            return self.prev3 in ("=", ",", "(", "{", "return") or self.prev2_type == "LBRACE_INIT"
         return before is not None and before in EXPR_BEFORE
 
     @staticmethod
@@ -493,6 +500,7 @@ class _Stream:
                         end_pos=tok.end_pos)
         self._track(tok)
         self._struct(tok)
+        self.prev3, self.prev3_type = self.prev2, self.prev2_type
         self.prev2 = self.prev.value if self.prev is not None else None
         self.prev2_type = self.prev.type if self.prev is not None else None
         self.prev = tok
