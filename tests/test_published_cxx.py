@@ -337,6 +337,23 @@ def test_a_kernel_named_through_a_typedef_at_run_time_gets_an_error_naming_the_t
     assert qgrun(tmp_path / "k.qg", "--kernel", "copyk<unsigned char>", *run).exit_code == 0
 
 
+def test_an_instance_of_a_struct_type_is_named_by_the_struct_at_run_time(qgcc, qgrun, tmp_path):
+    """`qgrun --kernel 'copyk<Texel>'` finds the instance `copyk__Texel` (alignedTypes launches
+    `testKernel<RGBA8>`), and copies its records exactly."""
+    (tmp_path / "k.cu").write_text(LAUNCHED_TYPES)
+    r = qgcc(tmp_path / "k.cu", "--no-link", "--instantiate", "copyk<Texel>", "-o", tmp_path / "k.qg")
+    assert r.exit_code == 0, r.stderr
+    s = np.zeros(3, dtype=[("a", np.int32), ("b", np.float32)])
+    s["a"], s["b"] = [5, -6, 7], [0.5, -1.25, 3.0]
+    np.save(tmp_path / "s.npy", s)
+    r = qgrun(tmp_path / "k.qg", "--kernel", "copyk<Texel>", "--grid", 1, "--block", 4,
+              "--arg", "d=zeros:3", "--arg", f"s=@{tmp_path / 's.npy'}", "--arg", "n=3",
+              "--out", f"d={tmp_path / 'd.npy'}", "--engine", "ref", "--trace", "none")
+    assert r.exit_code == 0, r.stderr
+    d = np.load(tmp_path / "d.npy")
+    assert d["a"].tolist() == [5, -6, 7] and d["b"].tolist() == [0.5, -1.25, 3.0]
+
+
 def test_a_published_header_with_latin1_comments_and_posix_includes_compiles(qgcc, qgrun, tmp_path):
     """rodinia heartwall's avilib.h (reached through the build's own -I): a Latin-1 name in a
     comment (gcc and nvcc read bytes) and POSIX host headers (sys/types.h, fcntl.h, errno.h,

@@ -58,7 +58,9 @@ def parse_instance(text: str) -> str | None:
         try:
             args.append(int(re.sub(r"(?i)(ull|llu|ul|lu|ll|u|l)$", "", a), 0))  # C's suffixes: 1U
         except ValueError:
-            return None
+            if not re.fullmatch(r"[A-Za-z_]\w*", a):
+                return None
+            args.append(a)  # a struct: its instance is named by the struct's name (`k<RGBA8>` -> `k__RGBA8`)
     return instance_name(m.group(1), args)
 
 
@@ -69,7 +71,7 @@ def _unknown_template_argument(text: str) -> str | None:
     if m is None:
         return None
     for a in (" ".join(x.split()) for x in m.group(2).split(",")):
-        if a and parse_instance(f"k<{a}>") is None:
+        if a and a not in _TYPE_KINDS and a not in ("true", "false") and not re.fullmatch(r"-?\d\w*", a):
             return a
     return None
 
@@ -235,9 +237,10 @@ class Program:
         names = ", ".join(k.name for k in self.kernels)
         bad = _unknown_template_argument(name) if "<" in name else None
         if bad is not None:
-            raise LookupError(f"no kernel named '{name}': '{bad}' is not a type or integer qgrun knows (a "
-                              f"typedef used with --instantiate is not kept in the program: write the type "
-                              f"it names, such as 'unsigned char'); the program has: {names}")
+            raise LookupError(f"no kernel named '{name}': '{bad}' is not a type or integer qgrun knows, "
+                              f"nor a struct of an instance (a typedef used with --instantiate is not kept "
+                              f"in the program: write the type it names, such as 'unsigned char'); the "
+                              f"program has: {names}")
         raise LookupError(f"no kernel named '{name}'; the program has: {names}")
 
     def source_line(self, line: int | None) -> str:
