@@ -265,6 +265,9 @@ def build_oracle(corpus: Path, src: Path, files: list[Path], text: str, work: Pa
     h = hashlib.sha256(text.encode() + libm.encode() + str(src).encode())
     for f in files:
         h.update(str(f).encode() + f.read_bytes())
+    import published_oracle as po  # its texts as they are now (a test may patch them)
+
+    h.update((po.PRELUDE + po.SHIM + po.EXTRA + po.HOST_LIBM + " ".join(po.GXX_FLAGS)).encode())
     for f in (HERE / "published_oracle.py", HERE / "fuzz" / "diffshim.py"):
         h.update(f.read_bytes())
     if (corpus / "include").is_dir():
