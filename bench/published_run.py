@@ -505,7 +505,17 @@ def emulate(ctx: FileCtx, i: int, run: Run, tally: Tally, say, label: str):
         tally.runnable += 1
         if got.bufs is None and "Assertion" in got.why:
             tally.exact += 1
-            say(f"{'exact':<17} {label} (both stop on the failing assert: {got.why})")
+            net = ""
+            if ctx.opts.neural == "all":  # the network must stop on it as well
+                tally.neural_runs += 1
+                ok, why = network_stops(ctx, i, run, bufs, consts)
+                if not ok:
+                    tally.mismatches += 1
+                    say(f"MISMATCH          {label}: the oracle's assert fails, the network: {why}")
+                    return None
+                tally.neural_exact += 1
+                net = ", network exact"
+            say(f"{'exact' + net:<17} {label} (both stop on the failing assert: {got.why})")
         else:
             tally.mismatches += 1
             say(f"MISMATCH          {label}: the oracle's assert fails, the emulator: {got.why or 'ran on'}")
@@ -532,14 +542,29 @@ def emulate(ctx: FileCtx, i: int, run: Run, tally: Tally, say, label: str):
     return got, want, bufs, consts
 
 
-def network(ctx: FileCtx, i: int, run: Run, got: Side, bufs: dict, consts: dict) -> str | None:
-    """The network on run i against the emulator's side: None when exact, else what differs."""
+def link(ctx: FileCtx) -> str | None:
+    """The linked program of the file (once per file): None when it is there, else why not."""
     if ctx.linked is None:
         ctx.linked, lmsg = qgcc_compile(ctx.corpus, ctx.entry, ctx.work / "n.qg", link=True, extra=ctx.extra)
         if not ctx.linked:
             ctx.linked = lmsg or "?"
-    if ctx.linked is not True:
-        return f"linking failed: {ctx.linked}"
+    return None if ctx.linked is True else f"linking failed: {ctx.linked}"
+
+
+def network_stops(ctx: FileCtx, i: int, run: Run, bufs: dict, consts: dict) -> tuple[bool, str]:
+    """A launch whose assert fails: the network must stop with qgrun's assertion message."""
+    bad = link(ctx)
+    if bad:
+        return False, bad
+    net = qgrun(ctx.work / "n.qg", run, bufs, consts, "neural", ctx.work, f"n{i}")
+    return net.bufs is None and "Assertion" in net.why, net.why or "ran on"
+
+
+def network(ctx: FileCtx, i: int, run: Run, got: Side, bufs: dict, consts: dict) -> str | None:
+    """The network on run i against the emulator's side: None when exact, else what differs."""
+    bad = link(ctx)
+    if bad:
+        return bad
     net = qgrun(ctx.work / "n.qg", run, bufs, consts, "neural", ctx.work, f"n{i}")
     if net.bufs is None:
         return f"the network failed: {net.why}"
