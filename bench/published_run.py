@@ -24,8 +24,9 @@ executed three ways and every buffer compared byte for byte (any NaN equals any 
 `--jobs N` checks N files at once in worker processes; the output is the same as with one, in
 file order (each file's wall time goes to stderr).  `--from SUBSTRING` starts at the first file
 whose path contains it.  Compiled programs are cached by the text of the file, its includes,
-the options and qgcc's own source (--cache, default /tmp/qgpub-cache), so a rerun or a resumed
-run compiles only what changed.
+the options and qgcc's own source, oracles by their whole text, and each qgrun outcome by the
+program's bytes, the launch, its inputs and the engine (--cache, default /tmp/qgpub-cache; ''
+for none), so a rerun or a resumed run compiles and runs only what changed.
 
 Kernels calling approximate math functions (expf, __logf, sinf, ...) are "libm-dependent": no
 independent library computes qgcc's bits, so their oracle is built on qgcc's own math library
@@ -311,7 +312,43 @@ def capture_stats() -> None:
     api.run_launch = run_launch
 
 
+_PROGRAM_HASH: dict = {}
+
+
+def run_key(program: Path, run: Run, bufs: dict, consts: dict, engine: str) -> str:
+    """What a launch's outcome depends on: the program's bytes, the launch, its inputs, the engine."""
+    st = program.stat()
+    pk = (str(program), st.st_size, st.st_mtime_ns)
+    if pk not in _PROGRAM_HASH:
+        _PROGRAM_HASH.clear()
+        _PROGRAM_HASH[pk] = hashlib.sha256(program.read_bytes()).hexdigest()
+    h = hashlib.sha256(f"{_PROGRAM_HASH[pk]}|{engine}|{run!r}".encode())
+    for k in sorted(bufs):
+        h.update(k.encode() + bufs[k].tobytes())
+    for k in sorted(consts):
+        h.update(k.encode() + consts[k].tobytes())
+    return h.hexdigest()[:32]
+
+
 def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: Path, tag: str) -> Side:
+    """qgrun's outcome, kept in the cache by run_key: a rerun replays a launch it has already run."""
+    import pickle
+
+    if CACHE is None:
+        return qgrun_now(program, run, bufs, consts, engine, work, tag)
+    path = CACHE / f"run-{run_key(program, run, bufs, consts, engine)}.pkl"
+    if path.is_file():
+        return pickle.loads(path.read_bytes())
+    side = qgrun_now(program, run, bufs, consts, engine, work, tag)
+    if not side.why.startswith("exception"):  # a tool failure is not an outcome
+        CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = CACHE / f"run.{os.getpid()}.tmp"
+        tmp.write_bytes(pickle.dumps(side))
+        os.replace(tmp, path)
+    return side
+
+
+def qgrun_now(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: Path, tag: str) -> Side:
     from qgcc.cli.qgrun_cmd import main as qgrun_main
 
     args = [str(program), "--kernel", run.kernel, "--grid", ",".join(map(str, run.grid)),
