@@ -439,7 +439,10 @@ NETSCALE = HERE / "published_netscale.json"
 
 
 def netscale() -> dict:
-    """Network-scale specs: {file: {run index in the manifest: {spec keys to replace..., "why": ...}}}."""
+    """Network-scale specs: {file: {run index in the manifest: {spec keys to replace..., "why": ...}}}.
+
+    An entry's "max_net_steps" raises --max-net-steps for it: a launch that cannot be made smaller
+    without changing the kernel's code path (one block of a fixed shape) runs at its own length."""
     return json.loads(NETSCALE.read_text()) if NETSCALE.is_file() else {}
 
 
@@ -500,7 +503,7 @@ def check_file(corpus: Path, entry: dict, tally: Tally, opts: Options | bool, sa
             runs = [parse_run(s) for s in specs]
             for pos, i in enumerate(index):
                 if str(i) in scaled_specs:
-                    over = {k: v for k, v in scaled_specs[str(i)].items() if k != "why"}
+                    over = {k: v for k, v in scaled_specs[str(i)].items() if k not in ("why", "max_net_steps")}
                     scaled_at[pos] = len(runs)
                     runs.append(parse_run({**specs[pos], **over}))
         except (ValueError, KeyError) as e:
@@ -517,8 +520,9 @@ def check_file(corpus: Path, entry: dict, tally: Tally, opts: Options | bool, sa
             return
         ctx = FileCtx(corpus, entry, extra, work, exe, opts)
         for i, run in enumerate(runs[:len(specs)]):
+            over = scaled_specs.get(str(index[i]), {})
             check_run(ctx, i, run, runs[scaled_at[i]] if i in scaled_at else None, scaled_at.get(i),
-                      scaled_specs.get(str(index[i]), {}).get("why", ""), files, file_libm, tally, say)
+                      over.get("why", ""), files, file_libm, tally, say, over.get("max_net_steps", 0))
 
 
 @dataclass
@@ -614,7 +618,7 @@ def network(ctx: FileCtx, i: int, run: Run, got: Side, bufs: dict, consts: dict)
 
 
 def check_run(ctx: FileCtx, i: int, run: Run, scaled: Run | None, si: int | None, why: str,
-              files: list[Path], file_libm: bool, tally: Tally, say) -> None:
+              files: list[Path], file_libm: bool, tally: Tally, say, scaled_limit: int = 0) -> None:
     label = f"{ctx.entry['file']} {run.label}"
     libm = uses_libm(files, run.kernel) if file_libm else []
     res = emulate(ctx, i, run, tally, say, label)
@@ -649,7 +653,7 @@ def check_run(ctx: FileCtx, i: int, run: Run, scaled: Run | None, si: int | None
             tally.mismatches += 1
             return
         sgot, _, sbufs, sconsts = sres
-        if (sgot.network_steps or 0) > ctx.opts.max_net_steps:
+        if (sgot.network_steps or 0) > max(ctx.opts.max_net_steps, scaled_limit):
             tally.neural_runs -= 1
             tally.neural_too_long += 1
             verdict += f", network-scale spec still too long ({sgot.network_steps:,} network steps)"
