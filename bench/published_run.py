@@ -26,7 +26,9 @@ file order (each file's wall time goes to stderr).  `--from SUBSTRING` starts at
 whose path contains it.  Compiled programs are cached by the text of the file, its includes,
 the options and qgcc's own source, oracles by their whole text, and each qgrun outcome by the
 program's bytes, the launch, its inputs and the engine (--cache, default /tmp/qgpub-cache; ''
-for none), so a rerun or a resumed run compiles and runs only what changed.
+for none), so a rerun or a resumed run compiles and runs only what changed.  `--net-budget S`
+stops starting network runs after S seconds of them in a process: later launches use the cached
+network outcome when there is one and are otherwise reported (and counted) as not run.
 
 Kernels calling approximate math functions (expf, __logf, sinf, ...) are "libm-dependent": no
 independent library computes qgcc's bits, so their oracle is built on qgcc's own math library
@@ -313,6 +315,8 @@ def capture_stats() -> None:
 
 
 _PROGRAM_HASH: dict = {}
+NET_BUDGET: list = [None, 0.0]  # (--net-budget seconds or None, seconds this process has spent in the network)
+NOT_RUN = "not run in the network: this process's --net-budget is spent"
 
 
 def run_key(program: Path, run: Run, bufs: dict, consts: dict, engine: str) -> str:
@@ -334,12 +338,17 @@ def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: 
     """qgrun's outcome, kept in the cache by run_key: a rerun replays a launch it has already run."""
     import pickle
 
-    if CACHE is None:
-        return qgrun_now(program, run, bufs, consts, engine, work, tag)
-    path = CACHE / f"run-{run_key(program, run, bufs, consts, engine)}.pkl"
-    if path.is_file():
+    path = CACHE / f"run-{run_key(program, run, bufs, consts, engine)}.pkl" if CACHE is not None else None
+    if path is not None and path.is_file():
         return pickle.loads(path.read_bytes())
+    if engine == "neural" and NET_BUDGET[0] is not None and NET_BUDGET[1] >= NET_BUDGET[0]:
+        return Side(None, NOT_RUN)
+    t0 = time.monotonic()
     side = qgrun_now(program, run, bufs, consts, engine, work, tag)
+    if engine == "neural":
+        NET_BUDGET[1] += time.monotonic() - t0
+    if path is None:
+        return side
     if not side.why.startswith("exception"):  # a tool failure is not an outcome
         CACHE.mkdir(parents=True, exist_ok=True)
         tmp = CACHE / f"run.{os.getpid()}.tmp"
@@ -424,6 +433,7 @@ class Tally:
     neural_exact: int = 0
     neural_scaled: int = 0  # of neural_exact: run at their network-scale spec
     neural_too_long: int = 0  # runnable launches over --max-net-steps with no network-scale spec
+    neural_not_run: int = 0  # launches left out of the network when --net-budget was spent
     libm_runnable: int = 0
     libm_exact: int = 0
     mismatches: int = 0
@@ -607,6 +617,8 @@ def network(ctx: FileCtx, i: int, run: Run, got: Side, bufs: dict, consts: dict)
     if bad:
         return bad
     net = qgrun(ctx.work / "n.qg", run, bufs, consts, "neural", ctx.work, f"n{i}")
+    if net.why == NOT_RUN:
+        return NOT_RUN
     if net.bufs is None:
         return f"the network failed: {net.why}"
     for k in run.ignore:
@@ -639,6 +651,11 @@ def check_run(ctx: FileCtx, i: int, run: Run, scaled: Run | None, si: int | None
             got.network_steps or 0) <= ctx.opts.max_net_steps:
         tally.neural_runs += 1
         bad = network(ctx, i, run, got, bufs, consts)
+        if bad == NOT_RUN:
+            tally.neural_runs -= 1
+            tally.neural_not_run += 1
+            say(f"{verdict + ', not run in the network (--net-budget spent)':<17} {label}{steps_note(got)}")
+            return
         if bad:
             tally.mismatches += 1
             say(f"MISMATCH          {label}: {bad}")
@@ -659,6 +676,11 @@ def check_run(ctx: FileCtx, i: int, run: Run, scaled: Run | None, si: int | None
             verdict += f", network-scale spec still too long ({sgot.network_steps:,} network steps)"
         else:
             bad = network(ctx, si, scaled, sgot, sbufs, sconsts)
+            if bad == NOT_RUN:
+                tally.neural_runs -= 1
+                tally.neural_not_run += 1
+                say(f"{verdict + ', not run in the network (--net-budget spent)':<17} {label}{steps_note(got)}")
+                return
             if bad:
                 tally.mismatches += 1
                 say(f"MISMATCH          {label} at network scale {scaled.label}: {bad}")
@@ -695,9 +717,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-net-steps", type=int, default=200_000,
                     help="with --neural all: launches longer than this (network steps) are not run in the network")
     ap.add_argument("--jobs", type=int, default=1, help="files checked at once (worker processes)")
+    ap.add_argument("--net-budget", type=float, default=None,
+                    help="seconds of network runs per process; then only outcomes in the cache are used "
+                         "and the others are reported as not run")
     ap.add_argument("--cache", default="/tmp/qgpub-cache", help="compiled programs ('' for none)")
     a = ap.parse_args(argv)
     CACHE = Path(a.cache) if a.cache else None
+    NET_BUDGET[0] = a.net_budget
     opts = Options("none" if a.no_neural else a.neural, a.max_net_steps)
     corpus = Path(a.corpus)
     entries = [e for e in json.loads((corpus / "manifest.json").read_text()) if a.only in e["file"]]
@@ -731,7 +757,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"no spec: {t.no_spec} files; cannot run: {t.cannot}")
     if opts.neural == "all":
         print(f"network: {t.neural_exact} exact of {t.neural_runs} run ({t.neural_scaled} at a network-scale spec); "
-              f"{t.neural_too_long} runnable launches too long for the network here")
+              f"{t.neural_too_long} runnable launches too long for the network here"
+              + (f"; {t.neural_not_run} not run (--net-budget spent)" if t.neural_not_run else ""))
     print(f"wall time {time.monotonic() - t0:.0f} s", file=sys.stderr)
     print(f"{t.runnable} runnable, {t.exact} exact on the emulator, {t.neural_exact} exact in the network "
           f"(of {t.neural_runs}), {t.mismatches} mismatches")
