@@ -55,6 +55,9 @@ def parse_instance(text: str) -> str | None:
         if a in ("true", "false"):  # a bool template argument
             args.append(int(a == "true"))
             continue
+        if re.fullmatch(r"[A-Za-z_]\w*", a):  # a struct type: its instances are named by it (k__RGBA8)
+            args.append(a)
+            continue
         try:
             args.append(int(re.sub(r"(?i)(ull|llu|ul|lu|ll|u|l)$", "", a), 0))  # C's suffixes: 1U
         except ValueError:
