@@ -40,7 +40,7 @@ LIBM_OVERLOADS = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin"
 LIBM_RE = re.compile(r"\b(" + "|".join(LIBM + LIBM_OVERLOADS) + r")\s*\(")
 
 # Library headers the additions need, included before the shim's macros (threadIdx, __shared__, ...).
-PRELUDE = "#include <cstdarg>\n#include <unistd.h>\n#include <vector>\n"  # <vector>: host classes (dwt2d's tester)
+PRELUDE = "#include <cstdarg>\n#include <unistd.h>\n#include <vector>\n#define QG_OWN_CG 1\n"  # <vector>: host classes (dwt2d's tester)
 
 EXTRA = r"""
 #include <cstdint>
@@ -56,10 +56,6 @@ typedef unsigned short ushort;
 #define __CUDA_ARCH__ 700  // nvcc's device pass defines it; qgcc documents 700 (docs/subset.md)
 #define CUDART_VERSION 12000
 #define CUDART_PI_F 3.141592654f
-QG_VEC(double, double) QG_VEC(short, short) QG_VEC(ushort, unsigned short)  // CUDA's other vector types
-static inline void __threadfence() {}
-static inline void __threadfence_block() {}
-static inline void __threadfence_system() {}
 static inline long long clock64() { return 0; }
 static inline clock_t clock() { return 0; }
 template <class T, class U> static T atomicExch(T *p, U v) { T o = *p; *p = v; return o; }
@@ -74,15 +70,7 @@ template <class T, class U> static T atomicMin(T *p, U v) { return atomicMin(p, 
 template <class T, class U> static T atomicMax(T *p, U v) { return atomicMax(p, (T)v); }
 static inline unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
 static inline unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
-static inline float __fsub_rn(float a, float b) { return a - b; }
-static inline float __fsqrt_rn(float x) { return __builtin_sqrtf(x); }
-static inline float __frcp_rn(float x) { return 1.0f / x; }
 static inline float __fdividef(float a, float b) { return a / b; }
-static inline double __dadd_rn(double a, double b) { return a + b; }
-static inline double __dsub_rn(double a, double b) { return a - b; }
-static inline double __dmul_rn(double a, double b) { return a * b; }
-static inline double __ddiv_rn(double a, double b) { return a / b; }
-static inline double __dsqrt_rn(double x) { return __builtin_sqrt(x); }
 // CUDA's headers overload the std names on float
 static inline float sqrt(float x) { return __builtin_sqrtf(x); }
 static inline float fabs(float x) { return __builtin_fabsf(x); }
@@ -95,9 +83,6 @@ static inline float fmax(float a, float b) { return fmaxf(a, b); }
 static inline double fabs(int x) { return __builtin_fabs(x); }
 static inline float abs(float x) { return __builtin_fabsf(x); }
 static inline double abs(double x) { return __builtin_fabs(x); }
-static inline float nearbyintf(float x) { return __builtin_rintf(x); }
-static inline float scalbnf(float a, int e) { return __builtin_ldexpf(a, e); }
-static inline float frexpf(float a, int *e) { return __builtin_frexpf(a, e); }
 namespace cooperative_groups {
 struct thread_block {
     void sync() const { __syncthreads(); }

@@ -1,6 +1,7 @@
 """Published kernels, run: every output byte of qgcc's execution against g++ running the same text.
 
-    python bench/published_run.py [--corpus /work/corpus] [--only SUBSTRING] [--no-neural] [--verbose]
+    python bench/published_run.py [--corpus /work/corpus] [--only SUBSTRING] [--from SUBSTRING]
+                                  [--neural none|sample|all] [--max-net-steps N] [--jobs N] [--cache DIR]
 
 For each corpus file that qgcc compiles and whose manifest entry has "runs" (launch specs taken
 from the published host code, scaled to the machine; bench/published_spec.py), each run is
@@ -11,8 +12,23 @@ executed three ways and every buffer compared byte for byte (any NaN equals any 
   the published kernel: the run is reported, not compared);
 * the emulator, through the user's path: `qgcc f.cu --no-link -o x.qg` + `qgrun x.qg --engine ref`
   (click's runner, in process);
-* for runs marked "neural" (a sample of small launches): `qgcc f.cu -o x.qg` + `qgrun --engine
-  neural`, compared with the emulator.
+* in the network: `qgcc f.cu -o x.qg` + `qgrun --engine neural` (the compiled C step on the CPU),
+  compared with the emulator: with `--neural sample` (the default) the runs marked "neural" (a
+  sample of small launches), with `--neural all` every runnable launch whose network step count
+  (the emulator's step model, shown on each line) is at most --max-net-steps.  A launch too long
+  for the network on the CPU may have a network-scale spec in bench/published_netscale.json (the
+  same kernel and code path at a smaller size, as the manifest's specs scale the published host
+  launches): that spec is then run by the oracle, the emulator and the network, and the network
+  verdict is the scaled one's.  `--neural none` (or --no-neural) runs no network.
+
+`--jobs N` checks N files at once in worker processes; the output is the same as with one, in
+file order (each file's wall time goes to stderr).  `--from SUBSTRING` starts at the first file
+whose path contains it.  Compiled programs are cached by the text of the file, its includes,
+the options and qgcc's own source, oracles by their whole text, and each qgrun outcome by the
+program's bytes, the launch, its inputs and the engine (--cache, default /tmp/qgpub-cache; ''
+for none), so a rerun or a resumed run compiles and runs only what changed.  `--net-budget S`
+stops starting network runs after S seconds of them in a process: later launches use the cached
+network outcome when there is one and are otherwise reported (and counted) as not run.
 
 Kernels calling approximate math functions (expf, __logf, sinf, ...) are "libm-dependent": no
 independent library computes qgcc's bits, so their oracle is built on qgcc's own math library
@@ -25,14 +41,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import io
 import json
+import os
+import shutil
 import re
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +128,25 @@ def bare(kernel: str) -> str:
     return re.sub(r"^(\w+::)+", "", kernel)
 
 
+def by_type(kernel: str, files: list) -> str:
+    """`testKernel<uint8>` as qgrun can name it, `testKernel<unsigned char>`: a .qg keeps an
+    instance by its types, not by the typedef the host code spelled it with (qgrun's error says
+    so and names the fix; a user does what this does)."""
+    m = re.fullmatch(r"(\w+)<(.*)>", kernel)
+    if m is None:
+        return kernel
+    text = "\n".join(Path(f).read_text(encoding="latin-1") for f in files)
+    named = dict((n, " ".join(t.split())) for t, n in re.findall(r"\btypedef\s+([A-Za-z_][\w ]*?)\s+(\w+)\s*;", text))
+    args = []
+    for a in (x.strip() for x in m.group(2).split(",")):
+        seen = set()
+        while a in named and a not in seen:
+            seen.add(a)
+            a = named[a]
+        args.append(a)
+    return f"{m.group(1)}<{', '.join(args)}>"
+
+
 ASSERTED = "a device assert fails under the oracle"
 
 
@@ -117,6 +156,8 @@ class Side:
     bufs: dict[str, np.ndarray] | None
     why: str = ""
     printf: list[str] | None = None  # device printf, one string per call (None: not captured)
+    warp_instructions: int | None = None
+    network_steps: int | None = None  # the emulator's model of the network's steps (the network's own count)
 
 
 def oracle_run(exe: Path, idx: int, run: Run, bufs: dict, consts: dict, work: Path) -> Side:
@@ -187,21 +228,166 @@ def invoke(main, args: list[str]) -> tuple[bool, str]:
     return True, r.output
 
 
+CACHE: Path | None = None  # compiled programs by key (main's --cache); None: no cache
+
+
+def tree_hash(root: Path, exts: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in exts):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+_QGCC_HASH: list[str] = []
+
+
+def compile_key(corpus: Path, entry: dict, args: list[str]) -> str:
+    """What a compile depends on: qgcc's source, the file with its includes, the options."""
+    if not _QGCC_HASH:
+        import qgcc
+        _QGCC_HASH.append(tree_hash(Path(qgcc.__file__).parent, (".py", ".c", ".h", ".lark", ".json", ".cu")))
+    h = hashlib.sha256(_QGCC_HASH[0].encode())
+    for f in tu_files(corpus / entry["file"]):
+        h.update(f.read_bytes())
+    if (corpus / "include").is_dir():
+        h.update(tree_hash(corpus / "include", (".h", ".hpp", ".cuh", ".cu", "")).encode())
+    h.update(json.dumps(args).encode())
+    return h.hexdigest()[:32]
+
+
 def qgcc_compile(corpus: Path, entry: dict, out: Path, link: bool, extra: list[str] = ()) -> tuple[bool, str]:
     from qgcc.cli.qgcc_cmd import main as qgcc_main
 
-    args = [str(corpus / entry["file"]), "-o", str(out)] + ([] if link else ["--no-link"])
+    opts = [] if link else ["--no-link"]
     if (corpus / "include").is_dir():
-        args += ["-I", str(corpus / "include")]
+        opts += ["-I", str(corpus / "include")]
     for inst in list(entry.get("instantiate", [])) + [i for i in extra if i not in entry.get("instantiate", [])]:
-        args += ["--instantiate", inst]
-    return invoke(qgcc_main, args)
+        opts += ["--instantiate", inst]
+    args = [str(corpus / entry["file"]), "-o", str(out)] + opts
+    if CACHE is None:
+        return invoke(qgcc_main, args)
+    key = compile_key(corpus, entry, [entry["file"]] + opts)
+    qg, fail = CACHE / f"{key}.qg", CACHE / f"{key}.err"
+    if qg.is_file():
+        shutil.copyfile(qg, out)
+        return True, ""
+    if fail.is_file():
+        return False, fail.read_text()
+    ok, msg = invoke(qgcc_main, args)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = CACHE / f"{key}.{os.getpid()}.tmp"
+    if ok:
+        shutil.copyfile(out, tmp)
+        os.replace(tmp, qg)
+    elif not msg.startswith("exception"):  # a tool failure is not a verdict on the file: not cached
+        tmp.write_text(msg)
+        os.replace(tmp, fail)
+    return ok, msg
+
+
+def build_oracle(corpus: Path, src: Path, files: list[Path], text: str, work: Path, libm: str):
+    """published_oracle.build, cached by everything the executable depends on."""
+    include = [corpus / "include"]
+    if CACHE is None:
+        return build(src, files, text, work, include, libm)
+    h = hashlib.sha256(text.encode() + libm.encode() + str(src).encode())
+    for f in files:
+        h.update(str(f).encode() + f.read_bytes())
+    import published_oracle as po  # its texts as they are now (a test may patch them)
+
+    h.update((po.PRELUDE + po.SHIM + po.EXTRA + po.HOST_LIBM + " ".join(po.GXX_FLAGS)).encode())
+    for f in (HERE / "published_oracle.py", HERE / "fuzz" / "diffshim.py"):
+        h.update(f.read_bytes())
+    if (corpus / "include").is_dir():
+        h.update(tree_hash(corpus / "include", (".h", ".hpp", ".cuh", ".cu", "")).encode())
+    if libm != "host":  # the oracle is built on qgcc's math library text
+        compile_key(corpus, {"file": str(src.relative_to(corpus))}, [])
+        h.update(_QGCC_HASH[0].encode())
+    cached = CACHE / f"oracle-{h.hexdigest()[:32]}"
+    if cached.is_file():
+        exe = work / "oracle"
+        shutil.copyfile(cached, exe)
+        exe.chmod(0o755)
+        return exe, ""
+    exe, err = build(src, files, text, work, include, libm)
+    if exe is not None:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = CACHE / f"oracle.{os.getpid()}.tmp"
+        shutil.copyfile(exe, tmp)
+        os.replace(tmp, cached)
+    return exe, err
+
+
+_LAST: dict = {}
+
+
+def capture_stats() -> None:
+    """Keep the last launch's instruction and network step counts (qgrun's --json has only the former)."""
+    import qgcc.api as api
+
+    if getattr(api.run_launch, "qgpub", False):
+        return
+    real = api.run_launch
+
+    def run_launch(*a, **k):
+        result, bufs = real(*a, **k)
+        _LAST["warp_instructions"] = int(result.stats.warp_instructions)
+        _LAST["network_steps"] = int(getattr(result, "network_steps", 0) or 0) or None
+        return result, bufs
+
+    run_launch.qgpub = True
+    api.run_launch = run_launch
+
+
+_PROGRAM_HASH: dict = {}
+NET_BUDGET: list = [None, 0.0]  # (--net-budget seconds or None, seconds this process has spent in the network)
+NOT_RUN = "not run in the network: this process's --net-budget is spent"
+
+
+def run_key(program: Path, run: Run, bufs: dict, consts: dict, engine: str) -> str:
+    """What a launch's outcome depends on: the program's bytes, the launch, its inputs, the engine."""
+    st = program.stat()
+    pk = (str(program), st.st_size, st.st_mtime_ns)
+    if pk not in _PROGRAM_HASH:
+        _PROGRAM_HASH.clear()
+        _PROGRAM_HASH[pk] = hashlib.sha256(program.read_bytes()).hexdigest()
+    qgname = getattr(run, "qgname", bare(run.kernel))
+    named = "" if qgname == bare(run.kernel) else f"|{qgname}"  # keys of typedef-free runs unchanged
+    h = hashlib.sha256(f"{_PROGRAM_HASH[pk]}|{engine}|{run!r}{named}".encode())
+    for k in sorted(bufs):
+        h.update(k.encode() + bufs[k].tobytes())
+    for k in sorted(consts):
+        h.update(k.encode() + consts[k].tobytes())
+    return h.hexdigest()[:32]
 
 
 def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: Path, tag: str) -> Side:
+    """qgrun's outcome, kept in the cache by run_key: a rerun replays a launch it has already run."""
+    import pickle
+
+    path = CACHE / f"run-{run_key(program, run, bufs, consts, engine)}.pkl" if CACHE is not None else None
+    if path is not None and path.is_file():
+        return pickle.loads(path.read_bytes())
+    if engine == "neural" and NET_BUDGET[0] is not None and NET_BUDGET[1] >= NET_BUDGET[0]:
+        return Side(None, NOT_RUN)
+    t0 = time.monotonic()
+    side = qgrun_now(program, run, bufs, consts, engine, work, tag)
+    if engine == "neural":
+        NET_BUDGET[1] += time.monotonic() - t0
+    if path is None:
+        return side
+    if not side.why.startswith("exception"):  # a tool failure is not an outcome
+        CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = CACHE / f"run.{os.getpid()}.tmp"
+        tmp.write_bytes(pickle.dumps(side))
+        os.replace(tmp, path)
+    return side
+
+
+def qgrun_now(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: Path, tag: str) -> Side:
     from qgcc.cli.qgrun_cmd import main as qgrun_main
 
-    args = [str(program), "--kernel", bare(run.kernel), "--grid", ",".join(map(str, run.grid)),
+    args = [str(program), "--kernel", getattr(run, "qgname", bare(run.kernel)), "--grid", ",".join(map(str, run.grid)),
             "--block", ",".join(map(str, run.block)), "--engine", engine, "--trace", "none",
             "--max-steps", "20000000"]
     if run.shared:
@@ -220,6 +406,8 @@ def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: 
         np.save(work / f"{tag}_c_{c.name}.npy", consts[c.name])
         args += ["--const", f"{c.name}=@{work / f'{tag}_c_{c.name}.npy'}"]
     args += ["--json", str(work / f"{tag}.json")]
+    capture_stats()
+    _LAST.clear()
     ok, msg = invoke(qgrun_main, args)
     if not ok:
         return Side(None, msg)
@@ -227,7 +415,8 @@ def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: 
     got = {a.name: flat(np.load(work / f"{tag}_o_{a.name}.npy"), a.dtype) for a in run.args if a.is_buffer}
     for k in run.unordered:
         got[k] = np.sort(got[k])
-    return Side(got, printf=summary.get("printf", []))
+    return Side(got, printf=summary.get("printf", []), warp_instructions=_LAST.get("warp_instructions"),
+                network_steps=_LAST.get("network_steps"))
 
 
 def flat(arr: np.ndarray, dtype: str) -> np.ndarray:
@@ -269,11 +458,29 @@ class Tally:
     exact: int = 0
     neural_runs: int = 0
     neural_exact: int = 0
+    neural_scaled: int = 0  # of neural_exact: run at their network-scale spec
+    neural_too_long: int = 0  # runnable launches over --max-net-steps with no network-scale spec
+    neural_not_run: int = 0  # launches left out of the network when --net-budget was spent
     libm_runnable: int = 0
     libm_exact: int = 0
     mismatches: int = 0
     no_spec: int = 0
     cannot: int = 0
+
+    def add(self, other: "Tally") -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+
+NETSCALE = HERE / "published_netscale.json"
+
+
+def netscale() -> dict:
+    """Network-scale specs: {file: {run index in the manifest: {spec keys to replace..., "why": ...}}}.
+
+    An entry's "max_net_steps" raises --max-net-steps for it: a launch that cannot be made smaller
+    without changing the kernel's code path (one block of a fixed shape) runs at its own length."""
+    return json.loads(NETSCALE.read_text()) if NETSCALE.is_file() else {}
 
 
 def tu_files(src: Path) -> list[Path]:
@@ -289,7 +496,22 @@ def tu_files(src: Path) -> list[Path]:
     return seen
 
 
-def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> None:
+def steps_note(side: Side) -> str:
+    if side.warp_instructions is None:
+        return ""
+    net = f", {side.network_steps:,} network steps" if side.network_steps else ""
+    return f" [{side.warp_instructions:,} warp instructions{net}]"
+
+
+@dataclass
+class Options:
+    neural: str = "sample"  # none | sample | all
+    max_net_steps: int = 200_000
+
+
+def check_file(corpus: Path, entry: dict, tally: Tally, opts: Options | bool, say) -> None:
+    if isinstance(opts, bool):  # the older signature: neural sample or none
+        opts = Options("sample" if opts else "none")
     name = entry["file"]
     specs = entry.get("runs", [])
     with tempfile.TemporaryDirectory(prefix="qgpub") as d:
@@ -308,11 +530,19 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
         for why in skips:
             tally.cannot += 1
             say(f"cannot run        {name}: {why}")
-        specs = [s for s in specs if "skip" not in s]
+        index = [i for i, s in enumerate(specs) if "skip" not in s]  # each run's index in the manifest
+        specs = [specs[i] for i in index]
         if not specs:
             return
+        scaled_specs = netscale().get(name, {}) if opts.neural == "all" else {}
+        scaled_at = {}  # run position -> position of its network-scale run in `runs`
         try:
             runs = [parse_run(s) for s in specs]
+            for pos, i in enumerate(index):
+                if str(i) in scaled_specs:
+                    over = {k: v for k, v in scaled_specs[str(i)].items() if k not in ("why", "max_net_steps")}
+                    scaled_at[pos] = len(runs)
+                    runs.append(parse_run({**specs[pos], **over}))
         except (ValueError, KeyError) as e:
             tally.cannot += 1
             say(f"cannot run        {name}: bad spec: {e}")
@@ -320,103 +550,245 @@ def check_file(corpus: Path, entry: dict, tally: Tally, neural: bool, say) -> No
         src = corpus / name
         files = tu_files(src)
         file_libm = uses_libm(files)
-        exe, err = build(src, files, launcher(runs), work, [corpus / "include"], "qgcc" if file_libm else "host")
+        exe, err = build_oracle(corpus, src, files, launcher(runs), work, "qgcc" if file_libm else "host")
         if exe is None:
-            tally.cannot += len(runs)
+            tally.cannot += len(specs)
             say(f"cannot run        {name}: the oracle does not build: {err}")
             return
-        linked = None
-        for i, run in enumerate(runs):
-            label = f"{name} {run.label}"
-            libm = uses_libm(files, bare(run.kernel)) if file_libm else []
-            bufs, consts = inputs(name, run, i)
-            want = oracle_run(exe, i, run, bufs, consts, work)
-            if want.why == ASSERTED:  # CUDA stops the launch: qgrun must report the assertion too
-                got = qgrun(work / "k.qg", run, bufs, consts, "ref", work, f"r{i}")
-                tally.runnable += 1
-                if got.bufs is None and "Assertion" in got.why:
-                    tally.exact += 1
-                    say(f"{'exact':<17} {label} (both stop on the failing assert: {got.why})")
-                else:
-                    tally.mismatches += 1
-                    say(f"MISMATCH          {label}: the oracle's assert fails, the emulator: {got.why or 'ran on'}")
-                continue
-            if want.bufs is None:
-                tally.cannot += 1
-                say(f"cannot run        {label}: {want.why}")
-                continue
-            got = qgrun(work / "k.qg", run, bufs, consts, "ref", work, f"r{i}")
-            if got.bufs is None:
-                tally.mismatches += 1
-                say(f"MISMATCH          {label}: the emulator failed: {got.why}")
-                continue
-            tally.runnable += 1
-            tally.libm_runnable += bool(libm)
-            for k in run.ignore:
-                want.bufs.pop(k, None)
-                got.bufs.pop(k, None)
-            diff = differences(want.bufs, got.bufs)
-            if sorted(want.printf) != sorted(got.printf):  # CUDA leaves the order between threads open
-                diff.append(f"printf: {printf_difference(want.printf, got.printf)}")
-            if diff:
-                tally.mismatches += 1
-                say(f"MISMATCH          {label}: emulator vs g++: {'; '.join(diff)}")
-                continue
+        ctx = FileCtx(corpus, entry, extra, work, exe, opts)
+        for run in runs:
+            run.qgname = by_type(bare(run.kernel), files)
+        for i, run in enumerate(runs[:len(specs)]):
+            over = scaled_specs.get(str(index[i]), {})
+            check_run(ctx, i, run, runs[scaled_at[i]] if i in scaled_at else None, scaled_at.get(i),
+                      over.get("why", ""), files, file_libm, tally, say, over.get("max_net_steps", 0))
+
+
+@dataclass
+class FileCtx:
+    corpus: Path
+    entry: dict
+    extra: list
+    work: Path
+    exe: Path
+    opts: Options
+    linked: bool | None = None
+
+
+def emulate(ctx: FileCtx, i: int, run: Run, tally: Tally, say, label: str):
+    """The oracle and the emulator on run i: (the emulator's side, inputs) when they agree, else None."""
+    name = ctx.entry["file"]
+    bufs, consts = inputs(name, run, i)
+    want = oracle_run(ctx.exe, i, run, bufs, consts, ctx.work)
+    if want.why == ASSERTED:  # CUDA stops the launch: qgrun must report the assertion too
+        got = qgrun(ctx.work / "k.qg", run, bufs, consts, "ref", ctx.work, f"r{i}")
+        tally.runnable += 1
+        if got.bufs is None and "Assertion" in got.why:
             tally.exact += 1
-            tally.libm_exact += bool(libm)
-            if want.printf:
-                verdict_printf = f", {len(want.printf)} printf lines equal"
-            else:
-                verdict_printf = ""
-            verdict = f"exact (libm-dependent: {', '.join(libm)}; vs qgcc's mathlib)" if libm else "exact"
-            verdict += verdict_printf
-            if all(equal_bits(want.bufs[k], flat(bufs[k], want.bufs[k].dtype.str)) for k in want.bufs):
-                verdict += " (but the launch changed no buffer)"
-            if neural and run.neural:
-                if linked is None:
-                    linked, lmsg = qgcc_compile(corpus, entry, work / "n.qg", link=True, extra=extra)
-                    if not linked:
-                        tally.mismatches += 1
-                        say(f"MISMATCH          {label}: linking failed: {lmsg}")
-                        continue
+            net = ""
+            if ctx.opts.neural == "all":  # the network must stop on it as well
                 tally.neural_runs += 1
-                net = qgrun(work / "n.qg", run, bufs, consts, "neural", work, f"n{i}")
-                if net.bufs is None:
+                ok, why = network_stops(ctx, i, run, bufs, consts)
+                if not ok:
                     tally.mismatches += 1
-                    say(f"MISMATCH          {label}: the network failed: {net.why}")
-                    continue
-                ndiff = differences(got.bufs, net.bufs)
-                if got.printf != net.printf:
-                    ndiff.append(f"printf: {printf_difference(got.printf, net.printf)}")
-                if ndiff:
-                    tally.mismatches += 1
-                    say(f"MISMATCH          {label}: network vs emulator: {'; '.join(ndiff)}")
-                    continue
+                    say(f"MISMATCH          {label}: the oracle's assert fails, the network: {why}")
+                    return None
                 tally.neural_exact += 1
-                verdict += ", network exact"
-            say(f"{verdict:<17} {label}")
+                net = ", network exact"
+            say(f"{'exact' + net:<17} {label} (both stop on the failing assert: {got.why})")
+        else:
+            tally.mismatches += 1
+            say(f"MISMATCH          {label}: the oracle's assert fails, the emulator: {got.why or 'ran on'}")
+        return None
+    if want.bufs is None:
+        tally.cannot += 1
+        say(f"cannot run        {label}: {want.why}")
+        return None
+    got = qgrun(ctx.work / "k.qg", run, bufs, consts, "ref", ctx.work, f"r{i}")
+    if got.bufs is None:
+        tally.mismatches += 1
+        say(f"MISMATCH          {label}: the emulator failed: {got.why}")
+        return None
+    for k in run.ignore:
+        want.bufs.pop(k, None)
+        got.bufs.pop(k, None)
+    diff = differences(want.bufs, got.bufs)
+    if sorted(want.printf) != sorted(got.printf):  # CUDA leaves the order between threads open
+        diff.append(f"printf: {printf_difference(want.printf, got.printf)}")
+    if diff:
+        tally.mismatches += 1
+        say(f"MISMATCH          {label}: emulator vs g++: {'; '.join(diff)}")
+        return None
+    return got, want, bufs, consts
+
+
+def link(ctx: FileCtx) -> str | None:
+    """The linked program of the file (once per file): None when it is there, else why not."""
+    if ctx.linked is None:
+        ctx.linked, lmsg = qgcc_compile(ctx.corpus, ctx.entry, ctx.work / "n.qg", link=True, extra=ctx.extra)
+        if not ctx.linked:
+            ctx.linked = lmsg or "?"
+    return None if ctx.linked is True else f"linking failed: {ctx.linked}"
+
+
+def network_stops(ctx: FileCtx, i: int, run: Run, bufs: dict, consts: dict) -> tuple[bool, str]:
+    """A launch whose assert fails: the network must stop with qgrun's assertion message."""
+    bad = link(ctx)
+    if bad:
+        return False, bad
+    net = qgrun(ctx.work / "n.qg", run, bufs, consts, "neural", ctx.work, f"n{i}")
+    return net.bufs is None and "Assertion" in net.why, net.why or "ran on"
+
+
+def network(ctx: FileCtx, i: int, run: Run, got: Side, bufs: dict, consts: dict) -> str | None:
+    """The network on run i against the emulator's side: None when exact, else what differs."""
+    bad = link(ctx)
+    if bad:
+        return bad
+    net = qgrun(ctx.work / "n.qg", run, bufs, consts, "neural", ctx.work, f"n{i}")
+    if net.why == NOT_RUN:
+        return NOT_RUN
+    if net.bufs is None:
+        return f"the network failed: {net.why}"
+    for k in run.ignore:
+        net.bufs.pop(k, None)
+    ndiff = differences(got.bufs, net.bufs)
+    if got.printf != net.printf:
+        ndiff.append(f"printf: {printf_difference(got.printf, net.printf)}")
+    return f"network vs emulator: {'; '.join(ndiff)}" if ndiff else None
+
+
+def check_run(ctx: FileCtx, i: int, run: Run, scaled: Run | None, si: int | None, why: str,
+              files: list[Path], file_libm: bool, tally: Tally, say, scaled_limit: int = 0) -> None:
+    label = f"{ctx.entry['file']} {run.label}"
+    libm = uses_libm(files, bare(run.kernel)) if file_libm else []
+    res = emulate(ctx, i, run, tally, say, label)
+    if res is None:
+        return
+    got, want, bufs, consts = res
+    tally.runnable += 1
+    tally.libm_runnable += bool(libm)
+    tally.exact += 1
+    tally.libm_exact += bool(libm)
+    verdict = f"exact (libm-dependent: {', '.join(libm)}; vs qgcc's mathlib)" if libm else "exact"
+    if want.printf:
+        verdict += f", {len(want.printf)} printf lines equal"
+    if all(equal_bits(want.bufs[k], flat(bufs[k], want.bufs[k].dtype.str)) for k in want.bufs):
+        verdict += " (but the launch changed no buffer)"
+    mode = ctx.opts.neural
+    if mode == "sample" and run.neural or mode == "all" and scaled is None and (
+            got.network_steps or 0) <= ctx.opts.max_net_steps:
+        tally.neural_runs += 1
+        bad = network(ctx, i, run, got, bufs, consts)
+        if bad == NOT_RUN:
+            tally.neural_runs -= 1
+            tally.neural_not_run += 1
+            say(f"{verdict + ', not run in the network (--net-budget spent)':<17} {label}{steps_note(got)}")
+            return
+        if bad:
+            tally.mismatches += 1
+            say(f"MISMATCH          {label}: {bad}")
+            return
+        tally.neural_exact += 1
+        verdict += ", network exact"
+    elif mode == "all" and scaled is not None:
+        slabel = f"{scaled.label} ({why})" if why else scaled.label
+        sres = emulate(ctx, si, scaled, Tally(), say, f"{label} at network scale {slabel}")
+        tally.neural_runs += 1
+        if sres is None:  # said why; the scaled spec's own failure counts once, here
+            tally.mismatches += 1
+            return
+        sgot, _, sbufs, sconsts = sres
+        if (sgot.network_steps or 0) > max(ctx.opts.max_net_steps, scaled_limit):
+            tally.neural_runs -= 1
+            tally.neural_too_long += 1
+            verdict += f", network-scale spec still too long ({sgot.network_steps:,} network steps)"
+        else:
+            bad = network(ctx, si, scaled, sgot, sbufs, sconsts)
+            if bad == NOT_RUN:
+                tally.neural_runs -= 1
+                tally.neural_not_run += 1
+                say(f"{verdict + ', not run in the network (--net-budget spent)':<17} {label}{steps_note(got)}")
+                return
+            if bad:
+                tally.mismatches += 1
+                say(f"MISMATCH          {label} at network scale {scaled.label}: {bad}")
+                return
+            tally.neural_exact += 1
+            tally.neural_scaled += 1
+            verdict += f", network exact at {slabel}{steps_note(sgot)}"
+    elif mode == "all":
+        tally.neural_too_long += 1
+        verdict += f", too long for the network here (over {ctx.opts.max_net_steps:,} steps)"
+    say(f"{verdict:<17} {label}{steps_note(got)}")
+
+
+def check_one(corpus: Path, entry: dict, opts: Options) -> tuple[list[str], Tally, float]:
+    """One file, its lines and counts (a worker's unit)."""
+    lines, tally, t0 = [], Tally(), time.monotonic()
+    try:
+        check_file(corpus, entry, tally, opts, lines.append)
+    except Exception as ex:  # noqa: BLE001 - the tool reports and goes on
+        tally.mismatches += 1
+        lines.append(f"MISMATCH          {entry['file']}: the tool failed: {type(ex).__name__}: {ex}\n"
+                     + traceback.format_exc())
+    return lines, tally, time.monotonic() - t0
 
 
 def main(argv: list[str] | None = None) -> int:
+    global CACHE
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", default="/work/corpus")
     ap.add_argument("--only", default="")
-    ap.add_argument("--no-neural", action="store_true", help="skip the network sample")
+    ap.add_argument("--from", dest="start", default="", help="start at the first file whose path contains this")
+    ap.add_argument("--neural", choices=("none", "sample", "all"), default="sample")
+    ap.add_argument("--no-neural", action="store_true", help="the same as --neural none")
+    ap.add_argument("--max-net-steps", type=int, default=200_000,
+                    help="with --neural all: launches longer than this (network steps) are not run in the network")
+    ap.add_argument("--jobs", type=int, default=1, help="files checked at once (worker processes)")
+    ap.add_argument("--net-budget", type=float, default=None,
+                    help="seconds of network runs per process; then only outcomes in the cache are used "
+                         "and the others are reported as not run")
+    ap.add_argument("--cache", default="/tmp/qgpub-cache", help="compiled programs ('' for none)")
     a = ap.parse_args(argv)
+    CACHE = Path(a.cache) if a.cache else None
+    NET_BUDGET[0] = a.net_budget
+    opts = Options("none" if a.no_neural else a.neural, a.max_net_steps)
     corpus = Path(a.corpus)
     entries = [e for e in json.loads((corpus / "manifest.json").read_text()) if a.only in e["file"]]
-    tally = Tally()
-    for e in entries:
-        try:
-            check_file(corpus, e, tally, not a.no_neural, lambda s: print(s, flush=True))
-        except Exception as ex:  # noqa: BLE001 - the tool reports and goes on
-            tally.mismatches += 1
-            print(f"MISMATCH          {e['file']}: the tool failed: {type(ex).__name__}: {ex}\n"
-                  + traceback.format_exc(), flush=True)
+    if a.start:
+        first = next((k for k, e in enumerate(entries) if a.start in e["file"]), None)
+        if first is None:
+            ap.error(f"--from {a.start}: no file of the manifest contains it")
+        entries = entries[first:]
+    tally, t0 = Tally(), time.monotonic()
+
+    def report(e: dict, lines: list[str], t: Tally, secs: float) -> None:
+        for ln in lines:
+            print(ln, flush=True)
+        tally.add(t)
+        print(f"[{secs:7.1f} s] {e['file']}", file=sys.stderr, flush=True)
+
+    if a.jobs <= 1:
+        for e in entries:
+            report(e, *check_one(corpus, e, opts))
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(a.jobs, mp_context=mp.get_context("fork")) as pool:
+            futures = [pool.submit(check_one, corpus, e, opts) for e in entries]
+            for e, f in zip(entries, futures):
+                report(e, *f.result())
     t = tally
     print(f"\nlibm-dependent (checked against qgcc's own math library, not independently): "
           f"{t.libm_runnable} runnable, {t.libm_exact} exact")
     print(f"no spec: {t.no_spec} files; cannot run: {t.cannot}")
+    if opts.neural == "all":
+        print(f"network: {t.neural_exact} exact of {t.neural_runs} run ({t.neural_scaled} at a network-scale spec); "
+              f"{t.neural_too_long} runnable launches too long for the network here"
+              + (f"; {t.neural_not_run} not run (--net-budget spent)" if t.neural_not_run else ""))
+    print(f"wall time {time.monotonic() - t0:.0f} s", file=sys.stderr)
     print(f"{t.runnable} runnable, {t.exact} exact on the emulator, {t.neural_exact} exact in the network "
           f"(of {t.neural_runs}), {t.mismatches} mismatches")
     return 0 if t.mismatches == 0 else 1

@@ -223,3 +223,48 @@ def test_a_kernel_in_a_namespace_beside_a_host_class_runs_exactly(tmp_path):
     code, lines = run(corpus(tmp_path, [spec], NAMESPACED))
     assert code == 0, lines
     assert lines[-1] == "1 runnable, 1 exact on the emulator, 0 exact in the network (of 0), 0 mismatches", lines
+
+
+def run_args(root: Path, *args: str) -> tuple[int, list[str]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = published_run.main(["--corpus", str(root), *args])
+    return code, out.getvalue().splitlines()
+
+
+def two_files(tmp: Path) -> Path:
+    (tmp / "files").mkdir()
+    (tmp / "files" / "a.cu").write_text(SCALE)
+    (tmp / "files" / "b.cu").write_text(SCALE.replace("+ 0.1f", "- 0.25f"))
+    spec = dict(SPEC, args=["in:float[128]=rand", "out:float[128]", "k:float=1.5", "n=128"])
+    (tmp / "manifest.json").write_text(json.dumps([{"file": "files/a.cu", "runs": [SPEC]},
+                                                   {"file": "files/b.cu", "runs": [spec, {"skip": "too wide"}]}]))
+    return tmp
+
+
+@pytest.mark.slow
+def test_files_checked_by_worker_processes_print_what_one_process_prints_in_file_order(tmp_path):
+    need_gxx()
+    root = two_files(tmp_path)
+    one = run_args(root, "--no-neural", "--cache", str(tmp_path / "c1"))
+    two = run_args(root, "--no-neural", "--jobs", "2", "--cache", str(tmp_path / "c1"))
+    assert one == two and one[0] == 0
+    assert [ln.split("files/")[1].split()[0] for ln in one[1] if ln.startswith("exact")] == ["a.cu", "b.cu"], one
+    assert run_args(root, "--no-neural", "--from", "b.cu")[1][-1].startswith("1 runnable")
+
+
+@pytest.mark.slow
+def test_neural_all_runs_every_runnable_launch_in_the_network_and_a_network_scale_spec_replaces_a_long_one(
+        tmp_path, monkeypatch):
+    need_gxx()
+    root = two_files(tmp_path)
+    scale = tmp_path / "netscale.json"
+    scale.write_text(json.dumps({"files/b.cu": {"0": {"grid": [1], "why": "one block"}}}))
+    monkeypatch.setattr(published_run, "NETSCALE", scale)
+    code, lines = run_args(root, "--neural", "all", "--cache", "")
+    assert code == 0, lines
+    assert any(ln.startswith("exact, network exact files/a.cu") for ln in lines), lines
+    assert any("files/b.cu" in ln and "network exact at scale<<<1,1,1; 64,1,1>>> (one block)" in ln for ln in lines), lines
+    assert lines[-1] == "2 runnable, 2 exact on the emulator, 2 exact in the network (of 2), 0 mismatches"
+    code, lines = run_args(root, "--neural", "all", "--max-net-steps", "10", "--cache", "")
+    assert code == 0 and "2 runnable launches too long for the network here" in lines[-2], lines

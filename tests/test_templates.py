@@ -154,3 +154,27 @@ def test_qgrun_instantiates_the_kernel_it_is_asked_for(tmp_path, qgrun, monkeypa
 ], ids=lambda v: v if isinstance(v, str) and len(v) < 3 else None)
 def test_template_misuses_are_named(src, inst, line, col, message):
     assert_error(src, line, col, message, instantiate=inst)
+
+
+STRUCT_COPY = """struct __align__(4) Pixel { unsigned char r, g, b, a; };
+template <class T> __global__ void copyk(T *dst, const T *src, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
+"""
+
+
+def test_an_instance_on_a_struct_type_is_named_at_launch_as_it_was_instantiated(tmp_path, qgcc, qgrun, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.cu").write_text(STRUCT_COPY)
+    assert qgcc("k.cu", "--no-link", "--instantiate", "copyk<Pixel>", "-o", "k.qg").exit_code == 0
+    src = np.zeros(6, dtype=[(c, np.uint8) for c in "rgba"])
+    src.view(np.uint8)[:] = np.arange(24, dtype=np.uint8) * 7
+    np.save("src.npy", src)
+    np.save("dst.npy", np.zeros_like(src))
+    r = qgrun("k.qg", "--kernel", "copyk<Pixel>", "--grid", "1", "--block", "8", "--arg", "src=@src.npy",
+              "--arg", "dst=@dst.npy", "--arg", "n=5", "--engine", "ref", "--trace", "none", "--out", "dst=o.npy")
+    assert r.exit_code == 0, r.output
+    got = np.load("o.npy").view(np.uint8).tolist()
+    assert got == src.view(np.uint8)[:20].tolist() + [0, 0, 0, 0]  # five pixels copied, the sixth untouched

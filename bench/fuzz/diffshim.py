@@ -302,7 +302,9 @@ static inline double __dsqrt_rn(double x) { return __builtin_sqrt(x); }
 // warp operations with width N; N = 8, 16, 32: through a block-wide exchange between two barriers,
 // which is the tile's exchange because the generator calls wide-tile operations only where every
 // thread of the block does, with the block a multiple of N).  cg::reduce is the butterfly (rank ^ 1,
-// ^ 2, ...); the generator reduces only where the order cannot matter.
+// ^ 2, ...); the generator reduces only where the order cannot matter.  The published-kernel oracle
+// (bench/published_oracle.py) brings its own, wider implementation and defines QG_OWN_CG.
+#ifndef QG_OWN_CG
 static unsigned qg_lin() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
 static unsigned qg_bsize() { return blockDim.x * blockDim.y * blockDim.z; }
 static unsigned long long qg_slots[256];
@@ -361,6 +363,7 @@ template <unsigned N, class T, class Op> static T reduce(const thread_block_tile
     return v;
 }
 }
+#endif
 """
 
 

@@ -55,18 +55,19 @@ def parse_instance(text: str) -> str | None:
         if a in ("true", "false"):  # a bool template argument
             args.append(int(a == "true"))
             continue
+        if re.fullmatch(r"[A-Za-z_]\w*", a):  # a struct type: its instances are named by it (k__RGBA8)
+            args.append(a)
+            continue
         try:
             args.append(int(re.sub(r"(?i)(ull|llu|ul|lu|ll|u|l)$", "", a), 0))  # C's suffixes: 1U
         except ValueError:
-            if not re.fullmatch(r"[A-Za-z_]\w*", a):
-                return None
-            args.append(a)  # a struct: its instance is named by the struct's name (`k<RGBA8>` -> `k__RGBA8`)
+            return None
     return instance_name(m.group(1), args)
 
 
 def _unknown_template_argument(text: str) -> str | None:
-    """The first argument of `NAME<ARGS>` that parse_instance cannot read (a typedef name, most
-    often), so that the error can name it."""
+    """The first argument of `NAME<ARGS>` that is neither a type qgrun knows nor an integer (a
+    typedef or a struct no instance has), so that the error can name it."""
     m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*<(.*)>\s*", text)
     if m is None:
         return None
