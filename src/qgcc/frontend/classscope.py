@@ -12,20 +12,7 @@ are taken (`cg::sync`, `std::vector` keep the token stream's `'::'` error).
 
 from __future__ import annotations
 
-from lark import Token
-
-from .membertypes import LOOKAHEAD, _close, _v
-
-
-def _scope(buf: list, k: int) -> bool:
-    """Whether buf[k], buf[k + 1] are an adjacent `::` followed by a name."""
-    return k + 2 < len(buf) and _v(buf[k]) == ":" == _v(buf[k + 1]) and buf[k + 2].type == "NAME" \
-        and (buf[k].line, buf[k].column + 1) == (buf[k + 1].line, buf[k + 1].column)
-
-
-def _name(x: Token, text: str) -> Token:
-    return Token("NAME", text, start_pos=x.start_pos, line=x.line, column=x.column, end_line=x.end_line,
-                 end_column=x.end_column, end_pos=x.end_pos)
+from .membertypes import _close, _fill, _name, _scope, _v
 
 
 def run(toks, on_scoped):
@@ -65,13 +52,7 @@ def run(toks, on_scoped):
         if not (t.type == "NAME" and t.value in classes):
             yield buf.pop(0)
             continue
-        while len(buf) < LOOKAHEAD:
-            n = next(it, None)
-            if n is None:
-                break
-            buf.append(n)
-            if _v(n) in (";", "{", "}"):
-                break
+        _fill(buf, it)
         if _scope(buf, 1):
             yield _name(t, f"{t.value}::{buf[3].value}")
             del buf[:4]

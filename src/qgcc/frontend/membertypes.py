@@ -40,6 +40,29 @@ def _close(buf: list, i: int) -> int | None:
     return None
 
 
+def _fill(buf: list, it) -> None:
+    """Read ahead into buf up to the end of the statement or block head (LOOKAHEAD tokens at most)."""
+    while len(buf) < LOOKAHEAD:
+        n = next(it, None)
+        if n is None:
+            return
+        buf.append(n)
+        if _v(n) in (";", "{", "}"):
+            return
+
+
+def _scope(buf: list, k: int) -> bool:
+    """Whether buf[k], buf[k + 1] are an adjacent `::` followed by a name."""
+    return k + 2 < len(buf) and _v(buf[k]) == ":" == _v(buf[k + 1]) and buf[k + 2].type == "NAME" \
+        and (buf[k].line, buf[k].column + 1) == (buf[k + 1].line, buf[k + 1].column)
+
+
+def _name(x: Token, text: str) -> Token:
+    """A NAME token spelling `text` at x's place (a qualified name as one token)."""
+    return Token("NAME", text, start_pos=x.start_pos, line=x.line, column=x.column, end_line=x.end_line,
+                 end_column=x.end_column, end_pos=x.end_pos)
+
+
 def run(toks):
     it = iter(toks)
     buf: list = []
@@ -53,21 +76,11 @@ def run(toks):
         if not (t.type == "NAME" and t.value == "typename"):
             yield buf.pop(0)
             continue
-        while len(buf) < LOOKAHEAD:
-            n = next(it, None)
-            if n is None:
-                break
-            buf.append(n)
-            if _v(n) in (";", "{", "}"):
-                break
+        _fill(buf, it)
         k = _close(buf, 2) if len(buf) > 2 and buf[1].type == "NAME" and _v(buf[2]) == "<" else None
-        if k is None or k + 3 >= len(buf) or _v(buf[k + 1]) != ":" or _v(buf[k + 2]) != ":" \
-                or buf[k + 3].type != "NAME" or (buf[k + 1].line, buf[k + 1].column + 1) \
-                != (buf[k + 2].line, buf[k + 2].column):
+        if k is None or not _scope(buf, k + 1):
             yield buf.pop(0)  # the usual error ("'typename' is supported only in ...")
             continue
-        x = buf[1]
-        yield Token("NAME", f"{x.value}::{buf[k + 3].value}", start_pos=x.start_pos, line=x.line,
-                    column=x.column, end_line=x.end_line, end_column=x.end_column, end_pos=x.end_pos)
+        yield _name(buf[1], f"{buf[1].value}::{buf[k + 3].value}")
         yield from buf[2:k + 1]
         del buf[:k + 4]
