@@ -658,6 +658,21 @@ def network(ctx: FileCtx, i: int, run: Run, got: Side, bufs: dict, consts: dict)
     return f"network vs emulator: {'; '.join(ndiff)}" if ndiff else None
 
 
+def network_failed(bad: str, tally: Tally, say, verdict: str, label: str, got: Side, where: str) -> bool:
+    """Count and say a network run that did not end exact (its process's budget spent, or a
+    mismatch at `where`); False when it was exact."""
+    if bad == NOT_RUN:
+        tally.neural_runs -= 1
+        tally.neural_not_run += 1
+        say(f"{verdict + ', not run in the network (--net-budget spent)':<17} {label}{steps_note(got)}")
+        return True
+    if bad:
+        tally.mismatches += 1
+        say(f"MISMATCH          {where}: {bad}")
+        return True
+    return False
+
+
 def check_run(ctx: FileCtx, i: int, run: Run, scaled: Run | None, si: int | None, why: str,
               files: list[Path], file_libm: bool, tally: Tally, say, scaled_limit: int = 0) -> None:
     label = f"{ctx.entry['file']} {run.label}"
@@ -679,15 +694,7 @@ def check_run(ctx: FileCtx, i: int, run: Run, scaled: Run | None, si: int | None
     if mode == "sample" and run.neural or mode == "all" and scaled is None and (
             got.network_steps or 0) <= ctx.opts.max_net_steps:
         tally.neural_runs += 1
-        bad = network(ctx, i, run, got, bufs, consts)
-        if bad == NOT_RUN:
-            tally.neural_runs -= 1
-            tally.neural_not_run += 1
-            say(f"{verdict + ', not run in the network (--net-budget spent)':<17} {label}{steps_note(got)}")
-            return
-        if bad:
-            tally.mismatches += 1
-            say(f"MISMATCH          {label}: {bad}")
+        if network_failed(network(ctx, i, run, got, bufs, consts), tally, say, verdict, label, got, label):
             return
         tally.neural_exact += 1
         verdict += ", network exact"
@@ -704,15 +711,8 @@ def check_run(ctx: FileCtx, i: int, run: Run, scaled: Run | None, si: int | None
             tally.neural_too_long += 1
             verdict += f", network-scale spec still too long ({sgot.network_steps:,} network steps)"
         else:
-            bad = network(ctx, si, scaled, sgot, sbufs, sconsts)
-            if bad == NOT_RUN:
-                tally.neural_runs -= 1
-                tally.neural_not_run += 1
-                say(f"{verdict + ', not run in the network (--net-budget spent)':<17} {label}{steps_note(got)}")
-                return
-            if bad:
-                tally.mismatches += 1
-                say(f"MISMATCH          {label} at network scale {scaled.label}: {bad}")
+            if network_failed(network(ctx, si, scaled, sgot, sbufs, sconsts), tally, say, verdict, label, got,
+                              f"{label} at network scale {scaled.label}"):
                 return
             tally.neural_exact += 1
             tally.neural_scaled += 1
