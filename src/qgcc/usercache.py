@@ -15,9 +15,14 @@ import os
 from pathlib import Path
 
 
+def cache_dir() -> Path:
+    """$QGCC_CACHE, or ~/.cache/qgcc: every file qgcc caches for the user lives here."""
+    return Path(os.environ.get("QGCC_CACHE") or Path.home() / ".cache" / "qgcc")
+
+
 def cache_file(prefix: str, key: str, suffix: str) -> Path | None:
     """The path of the cache file for `key` (None if there is no usable cache directory)."""
-    base = os.environ.get("QGCC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "qgcc")
+    base = cache_dir()
     try:
         os.makedirs(base, exist_ok=True)
     except OSError:

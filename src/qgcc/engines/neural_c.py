@@ -26,6 +26,7 @@ import numpy as np
 
 from ..link.weights import LayerWeights
 from ..qwen35 import QWEN35_2B as qwen
+from ..usercache import cache_dir
 
 HEADS, HIDDEN, HEAD_DIM, CONV = qwen.linear_heads, qwen.hidden, qwen.head_dim, qwen.conv_kernel
 
@@ -41,10 +42,6 @@ _lib_error: str | None = None
 
 class StepError(RuntimeError):
     """The compiled step found a premise of its exactness argument violated."""
-
-
-def _cache_dir() -> Path:
-    return Path(os.environ.get("QGCC_CACHE") or Path.home() / ".cache" / "qgcc")
 
 
 def _cpu_id() -> str:
@@ -70,7 +67,7 @@ def _build() -> Path:
     src = SOURCE.read_bytes()
     # -march=native code is only valid on this kind of CPU: the cache key names it.
     tag = hashlib.sha256(src + " ".join([cc] + FLAGS + [_cpu_id()]).encode()).hexdigest()[:16]
-    out = _cache_dir() / f"neural_c-{tag}.so"
+    out = cache_dir() / f"neural_c-{tag}.so"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
