@@ -90,12 +90,17 @@ def test_a_parse_error_wins_over_a_sema_problem_earlier_in_the_same_function(tmp
     _assert_first(res, out, *_at(src, "p, 0ull"), "'atomicCAS' on 'unsigned long long *' is not supported")
 
 
-def test_a_missing_header_after_a_syntax_error_and_an_unknown_directive(tmp_path, qgcc):
-    """The preprocessor reads past headers it cannot give and directives it does not know, so
-    what the parser finds before them is reported first, and they before what comes after."""
-    src = "__global__ void k(int *p) {\n    p[0] = 1\n}\n#include \"nowhere.h\"\n#ident \"x\"\n"
+def test_a_missing_header_error_directive_and_unknown_directive_after_a_syntax_error(tmp_path, qgcc):
+    """The preprocessor reads past headers it cannot give, `#error` and directives it does not
+    know, so what the parser finds before them is reported first, and they before what comes
+    after."""
+    src = ("__global__ void k(int *p) {\n    p[0] = 1\n}\n#include \"nowhere.h\"\n#ident \"x\"\n"
+           "#error not here\n#ifdef X\n")
     res, out = _compile(tmp_path, qgcc, src)
     _assert_first(res, out, 3, 1, "expected ';' before '}'")
     src = "#ident \"x\"\n#include \"nowhere.h\"\n__global__ void k(int *p) {\n    p[0] = 1\n}\n"
     res, out = _compile(tmp_path, qgcc, src)
     _assert_first(res, out, 1, 2, "preprocessor directive '#ident' is not supported")
+    src = "#error not here\n#include \"nowhere.h\"\n__global__ void k(int *p) {\n    p[0] = 1\n}\n"
+    res, out = _compile(tmp_path, qgcc, src)
+    _assert_first(res, out, 1, 1, "#error not here")

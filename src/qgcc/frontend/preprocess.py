@@ -143,7 +143,7 @@ class Preprocessed:
     # host code is left out (hostcode.py), as the host code that launched them would keep them.
     launch_names: frozenset = frozenset()
     # Errors that need not stop preprocessing (a header qgcc rejects or cannot find, an unknown
-    # directive): the file is read to its end without them, and the earliest of these and what a
+    # directive, `#error`, a missing `#endif`): the file is read to its end without them, and the earliest of these and what a
     # later stage finds is reported (`earliest`; docs/cli.md, "Errors").
     deferred: list = field(default_factory=list)
 
@@ -339,7 +339,7 @@ def _process(st: _State, source: str, filename: str, depth: int) -> None:
 
         _directive(st, raw, len(raw) - len(stripped), lpos, lerr, cond, active, filename, depth)
     if cond:
-        raise _error(st, *cond[-1][3], "unterminated conditional directive (missing '#endif')")
+        res.deferred.append(_error(st, *cond[-1][3], "unterminated conditional directive (missing '#endif')"))
 
 
 def _directive(st: _State, raw: str, hash_idx: int, lpos, lerr, cond: list, active,
@@ -415,7 +415,8 @@ def _directive(st: _State, raw: str, hash_idx: int, lpos, lerr, cond: list, acti
             prev.end_line = vline
         return
     if name == "error":
-        raise lerr(hash_idx, f"#error {rest}".rstrip())
+        res.deferred.append(lerr(hash_idx, f"#error {rest}".rstrip()))
+        return
     if name == "warning":
         return
     res.deferred.append(lerr(name_idx, f"preprocessor directive '#{name}' is not supported"))
