@@ -104,3 +104,18 @@ def test_a_missing_header_error_directive_and_unknown_directive_after_a_syntax_e
     src = "#error not here\n#include \"nowhere.h\"\n__global__ void k(int *p) {\n    p[0] = 1\n}\n"
     res, out = _compile(tmp_path, qgcc, src)
     _assert_first(res, out, 1, 1, "#error not here")
+
+
+@pytest.mark.parametrize("later", ["__device__ int g(int x) { return x * 2 }\n",
+                                   "struct S { int a; int a; };\n__device__ int g(int x) { return x * 2; }\n"],
+                         ids=["syntax", "declaration"])
+def test_a_call_of_a_function_defined_after_the_error_is_not_reported_as_unknown(tmp_path, qgcc, later):
+    """The items before an error are checked without the items after it; a call of one of
+    those (which sema accepts before its definition) is not an error found there."""
+    src = "__device__ int f(int x) { return g(x) + 1; }\n" + later + \
+          "__global__ void k(int *p) { p[0] = f(1); }\n"
+    res, out = _compile(tmp_path, qgcc, src)
+    if "struct" in later:
+        _assert_first(res, out, 2, 23, "duplicate member 'a'")
+    else:
+        _assert_first(res, out, 2, 40, "expected ';' before '}'")

@@ -39,6 +39,9 @@ from .sema import analyse
 from .symbols import SemaResult
 
 MAX_REPLAYS = 8  # prefixes checked after a parse error (each finds an earlier error, or ends)
+# What a later item may settle (sema lets a function call one defined further on): not reported
+# from a prefix, where the later items are missing.
+LATER_ITEMS_SETTLE = ("unknown function", "unknown identifier", "unknown type name", "is not a template")
 
 
 def front_end(pp: Preprocessed, filename: str, source: str,
@@ -73,8 +76,9 @@ def _earlier_items(pp: Preprocessed, filename: str, source: str, first: CompileE
             analyse(parse_pp(prefix, filename), filename, source, (), prefix=True)
             break
         except CompileError as e:
-            if position(e) >= at or "end of input" in e.message or "unterminated" in e.message:
-                break  # (an artifact of the cut, should a macro have hidden a bracket from the scan)
+            if position(e) >= at or "end of input" in e.message or "unterminated" in e.message \
+                    or any(w in e.message for w in LATER_ITEMS_SETTLE):
+                break  # (an artifact of the cut: a missing later item, or a bracket a macro hid from the scan)
             found.append(e)
             at = position(e)
     return found

@@ -122,11 +122,15 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Cla
                     self.top_declaration(item)
         except CompileError as e:
             found.append(e)
+        declared = not found
         for fs, fd in defs:
             self._apart(found, self.function_body, fs, fd)
         while self.methods:  # (one that fails was taken off the list: the rest are still checked)
             self._apart(found, self.check_methods)
         if found:
+            if not declared:  # (a body may call what the declarations after the failed one declare)
+                found = found[:1] + [e for e in found[1:] if not e.message.startswith(("unknown function",
+                                                                                       "unknown identifier"))]
             raise min(found, key=lambda e: (e.line, e.col))
         if prefix:
             return SemaResult([], self.functions, self.constants, [], [])
