@@ -50,7 +50,11 @@ def front_end(pp: Preprocessed, filename: str, source: str,
     try:
         tu = parse_pp(pp, filename)
     except CompileError as e:
-        raise earliest([e] + pp.deferred + _earlier_items(pp, filename, source, e)) from None
+        try:
+            earlier = _earlier_items(pp, filename, source, e)
+        except Exception:  # a look back that fails leaves the error the parse found (never an internal error)
+            earlier = []
+        raise earliest([e] + pp.deferred + earlier) from None
     try:
         result = analyse(tu, filename, source, instantiate)
     except CompileError as e:
