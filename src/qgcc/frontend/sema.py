@@ -148,13 +148,17 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Cla
 
     def _apart(self, found: list[CompileError], check, *args) -> None:
         """Run one check; its error is kept in `found` and the state it may have left half set
-        (the function, its scopes, block typedefs) is put back, so the next check starts clean."""
+        (the function, its scopes, block typedefs) is put back, so the next check starts clean.
+        Member functions it queued are dropped: their class may be the half-made instance whose
+        error this is, and checking them against it would name members it never got."""
         saved = (self.func, self.scopes, self.loop_depth, dict(self.typedefs), self.method_env)
+        queued = list(self.methods)
         try:
             check(*args)
         except CompileError as e:
             found.append(e)
             self.func, self.scopes, self.loop_depth, self.typedefs, self.method_env = saved
+            self.methods[:] = [m for m in self.methods if any(m is q for q in queued)]
 
     # ------------------------------------------------------------------ templates
 
