@@ -19,8 +19,8 @@ held against the earlier ones here:
 
 What cannot be ordered, because the stage that would name it never runs: any other problem sema
 would name inside the same top-level item as a parse error after it (the item does not parse), and
-what code generation names (registers, instructions, the address of a reference parameter)
-when sema found anything.  docs/cli.md, "Errors", states the rule.
+what code generation names (registers, instructions, `__shared__` cells, the address of a
+reference parameter) when sema found anything.  docs/cli.md, "Errors", states the rule.
 """
 
 from __future__ import annotations
