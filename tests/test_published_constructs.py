@@ -181,16 +181,18 @@ def block_sum_model(x: np.ndarray, bias, block: int) -> np.ndarray:
 def test_shared_memory_struct_conversion_operator_and_class_specialisation(qgcc, qgrun, tmp_path, engine):
     """An empty struct with conversion operators, value-initialised with `SharedMemory<T>()`,
     gives the kernel its dynamic shared array; `template <> struct` replaces the class template
-    for its arguments (Bias<int> adds 2b, Bias<float> b); in the network, one short float launch."""
+    for its arguments (Bias<int> adds 2b, Bias<float> b; SharedMemory<double> is the samples'
+    specialisation); in the network, one short float launch."""
     n, block = (32, 4) if engine == "ref" else (8, 4)
     xi = (np.arange(n, dtype=np.int32) * 7 - 50)
     xf = np.linspace(-3, 5, n).astype(F32)
-    cases = (("blockSum<int>", xi, 2), ("blockSum<float>", xf, F32(1)))
-    for kernel, x, bias in cases if engine == "ref" else cases[1:]:
+    xd = np.linspace(-3, 5, n) / 3
+    cases = (("blockSum<int>", xi, 2), ("blockSum<float>", xf, F32(1)), ("blockSum<double>", xd, 1.0))
+    for kernel, x, bias in cases if engine == "ref" else cases[1:2]:
         got = cli_run(qgcc, qgrun, tmp_path, SHARED_MEMORY, kernel, n // (2 * block), block,
                       {"in": x, "out": np.zeros(n // (2 * block), x.dtype)}, {"n": n},
-                      instantiate=["blockSum<int>", "blockSum<float>"], engine=engine,
-                      extra=["--shared", str(4 * block)])
+                      instantiate=["blockSum<int>", "blockSum<float>", "blockSum<double>"], engine=engine,
+                      extra=["--shared", str(x.itemsize * block)])
         assert got["out"].tobytes() == block_sum_model(x, bias, block).tobytes(), kernel
 
 
