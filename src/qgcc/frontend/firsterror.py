@@ -7,7 +7,8 @@ names (`asm` on line 9 was reported before `__shfl_down` on line 3).  Each stage
 held against the earlier ones here:
 
 - the preprocessor's that need not stop it (a rejected or missing header, an unknown
-  directive) are kept while the file is read on, and the earliest error of all stages wins;
+  directive, `#error`, a missing `#endif`) are kept while the file is read on, and the
+  earliest error of all stages wins;
 - when the token passes or the parser stop at an error, the complete top-level items before it
   are parsed and checked by themselves (a declaration, a function, a struct: each ends at a `;`
   or at the `}` of a function body, outside any brackets), and an error found there wins, since
@@ -20,7 +21,9 @@ held against the earlier ones here:
 What cannot be ordered, because the stage that would name it never runs: any other problem sema
 would name inside the same top-level item as a parse error after it (the item does not parse), and
 what code generation names (registers, instructions, `__shared__` cells, the address of a
-reference parameter) when sema found anything.  docs/cli.md, "Errors", states the rule.
+reference parameter) when sema found anything; nor anything before what stops the
+preprocessor (a bad `#if` or `#define`, an unterminated comment).  docs/cli.md, "Which error
+is reported", states the rule.
 """
 
 from __future__ import annotations
