@@ -119,3 +119,19 @@ def test_a_call_of_a_function_defined_after_the_error_is_not_reported_as_unknown
         _assert_first(res, out, 2, 23, "duplicate member 'a'")
     else:
         _assert_first(res, out, 2, 40, "expected ';' before '}'")
+
+
+TILE64 = "    cg::thread_block_tile<64> w = cg::tiled_partition<64>(cg::this_thread_block());\n"
+
+
+@pytest.mark.parametrize("first", ["asm", "tile"])
+def test_asm_and_a_tile_of_64_in_one_kernel_are_named_in_source_order(tmp_path, qgcc, first):
+    """The cooperative-groups pass reads the whole file before the pass that refuses `asm`; in
+    one function the earlier of the two is still the one named."""
+    a, b = (ASM, TILE64) if first == "asm" else (TILE64, ASM)
+    src = PRELUDE + BODY.replace("{A}", a).replace("{B}", b)
+    res, out = _compile(tmp_path, qgcc, src)
+    if first == "asm":
+        _assert_first(res, out, *_at(src, "asm("), "inline assembly ('asm') is not supported")
+    else:
+        _assert_first(res, out, *_at(src, "cg::tiled_partition"), "tiles of 64 threads are not supported")

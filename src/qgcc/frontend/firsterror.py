@@ -13,9 +13,10 @@ held against the earlier ones here:
   are parsed and checked by themselves (a declaration, a function, a struct: each ends at a `;`
   or at the `}` of a function body, outside any brackets), and an error found there wins, since
   it is before the first;
-- within the item the parse stopped in, a call of a device built-in that sema always refuses
-  by name (`__shfl_down`, `__ldg`, `__ballot`, ...; builtin_names.UNSUPPORTED_FUNCS) before
-  the error is named by a look at the tokens, with sema's message and place;
+- within the item the parse stopped in, an `asm` statement (the last token pass refuses it,
+  after passes that read the whole file) or a call of a device built-in that sema always
+  refuses by name (`__shfl_down`, `__ldg`, `__ballot`, ...; builtin_names.UNSUPPORTED_FUNCS)
+  before the error is named by a look at the tokens, with the message and place they get;
 - sema checks each function body on its own and reports the earliest (sema.Sema.run).
 
 What cannot be ordered, because the stage that would name it never runs: any other problem sema
@@ -37,6 +38,7 @@ from . import ast as A
 from .builtin_names import UNSUPPORTED_FUNCS
 from .grammar import get_lark
 from .parser import parse_pp
+from .tokens import UNSUPPORTED_KEYWORDS
 from .preprocess import Preprocessed, earliest, position
 from .sema import analyse
 from .symbols import SemaResult
@@ -71,7 +73,7 @@ def _earlier_items(pp: Preprocessed, filename: str, source: str, first: CompileE
     """Errors in the complete top-level items before `first`, each before the last found."""
     found: list[CompileError] = []
     at = position(first)
-    named = _refused_call_in_item(pp, filename, source, at)
+    named = _named_in_item(pp, filename, source, at)
     if named is not None:
         found.append(named)
     for _ in range(MAX_REPLAYS):
@@ -127,17 +129,20 @@ def _items_end_before(pp: Preprocessed, at: tuple[int, int]) -> int:
     return cut
 
 
-# Device built-ins sema refuses wherever they are called (a host program has none of them).
+# Inline assembly, which the token stream refuses wherever it is (tokens.UNSUPPORTED_KEYWORDS), and
+# device built-ins sema refuses wherever they are called (a host program has none of them).
+_ASM = ("asm", "__asm__")
 _REFUSED = {n: m for n, m in UNSUPPORTED_FUNCS.items() if n.startswith("__")}
 # Tokens after which a name followed by '(' is a call, not a declaration of that name.
 _BEFORE_CALL = {"=", "(", ",", ";", "{", "}", "return", "+", "-", "/", "%", "?", ":", "[", "!", "~", "|",
                 "^", "<", "+=", "-=", "*=", "/=", "|=", "&=", "^=", "&&", "||", "==", "!=", "<=", ">="}
 
 
-def _refused_call_in_item(pp: Preprocessed, filename: str, source: str, at: tuple[int, int]) -> CompileError | None:
-    """The first call, before `at` in the top-level item that holds `at`, of a device built-in
-    sema refuses by name; None if there is none, if the file declares a function of that name
-    (then sema calls it), or if the item is a template (sema checks only its instances)."""
+def _named_in_item(pp: Preprocessed, filename: str, source: str, at: tuple[int, int]) -> CompileError | None:
+    """The first `asm` statement or call of a device built-in sema refuses by name, before `at`
+    in the top-level item that holds `at`; None if there is none.  A call is not one if the file
+    declares a function of that name (then sema calls it) or the item is a template (sema checks
+    only its instances); a name a macro replaces is neither."""
     start = _items_end_before(pp, at)
     toks = []
     try:
@@ -148,16 +153,22 @@ def _refused_call_in_item(pp: Preprocessed, filename: str, source: str, at: tupl
     declared = {t.value for i, t in enumerate(toks) if t.value in _REFUSED and i > 0
                 and toks[i - 1].value not in _BEFORE_CALL and toks[i - 1].type not in ("STRLIT", "CHARLIT")}
     item = [t for t in toks if t.start_pos >= start]
-    if item and item[0].value == "template":
-        return None
+    template = bool(item) and item[0].value == "template"
     lines = source.split("\n")
     for i in range(1, len(item) - 1):
         t = item[i]
         where = pp.srcmap.pos(t.start_pos)
         if where >= at:
             break
-        if (t.type == "NAME" and t.value in _REFUSED and t.value not in declared and item[i + 1].value == "("
-                and item[i - 1].value in _BEFORE_CALL and pp.lookup(t.value, where[0]) is None):
-            text = lines[where[0] - 1] if 0 < where[0] <= len(lines) else ""
-            return CompileError(filename, where[0], where[1], _REFUSED[t.value], text)
+        if t.type != "NAME" or pp.lookup(t.value, where[0]) is not None:
+            continue
+        if t.value in _ASM and item[i + 1].value in ("(", "volatile", "__volatile__"):
+            message = UNSUPPORTED_KEYWORDS[t.value]
+        elif (not template and t.value in _REFUSED and t.value not in declared and item[i + 1].value == "("
+                and item[i - 1].value in _BEFORE_CALL):
+            message = _REFUSED[t.value]
+        else:
+            continue
+        text = lines[where[0] - 1] if 0 < where[0] <= len(lines) else ""
+        return CompileError(filename, where[0], where[1], message, text)
     return None
