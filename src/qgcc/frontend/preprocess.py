@@ -550,6 +550,8 @@ def preprocess(source: str, filename: str, include_dirs=(), defines=()) -> Prepr
 
     include_dirs: the -I directories, searched after the including file's directory.
     defines: -D arguments, "NAME" (defined as 1) or "NAME=VALUE".
+    Errors that need not stop it are returned in `.deferred`, not raised: a caller reports the
+    earliest of them and its own (firsterror.front_end, parser.parse).
     """
     st = _State(filename, list(include_dirs))
     res = st.result
