@@ -10,7 +10,8 @@ register per instruction, so an instruction that reads and writes v, like ATOM.C
 keeps one register); a v whose every definition moves one immediate is not stored at all: the
 immediate is moved again before each use (rematerialised).  Which values spill is the
 colouring's answer (frontend/spillcolour.py): all those it could not colour, in one round,
-then the kernel is coloured again.  Never spilled: the frame base, what is computed before it
+then the kernel is coloured again; at the end the allocator's own colouring
+(regalloc.colour_graph) is kept instead when it fits and leaves fewer moves.  Never spilled: the frame base, what is computed before it
 (the thread's ids), a reload, and what a subroutine touches (routines are shared by their
 callers, whose clobber sets are fixed).
 
@@ -130,6 +131,11 @@ def _spill(code: Code, slots: dict[int, int], remat: dict[int, int], frame: int,
     return fresh
 
 
+def _moves_kept(code: Code, colour: dict[int, int]) -> int:
+    return sum(1 for vi in code.ins if vi.op is Op.MOV and not vi.use_imm and vi.target is None
+               and colour[vi.rd] != colour[vi.rs1])
+
+
 def allocate_spilling(ir: list[VI], entry_line: int | None, base: int, frame: int, first_slot: int,
                       limit: int) -> tuple[list[Instr], int, int]:
     """Like regalloc.allocate, spilling values to frame slots first_slot, first_slot + 1, ...
@@ -158,11 +164,13 @@ def allocate_spilling(ir: list[VI], entry_line: int | None, base: int, frame: in
         stored = [v for v in chosen if v not in remat]
         fresh = _spill(code, {v: first_slot + slots + j for j, v in enumerate(stored)}, remat, frame, fresh)
         slots += len(stored)
-    if spilled:
-        best, nregs = colour_graph(*graph)  # for the message: what the values that must stay need
-    else:
-        nregs = max(best.values(), default=-1) + 1
-    return emit(code, best, base), nregs, slots
+    # Spilling done, the allocator's own colouring may fit too: of the two, the one that leaves
+    # fewer register moves (a MOV between two vregs of one colour goes away).  While values are
+    # still short of registers, its count is what the values that may not spill need.
+    colour, nregs = colour_graph(*graph)
+    if not spilled and (nregs > limit or _moves_kept(code, best) < _moves_kept(code, colour)):
+        colour, nregs = best, max(best.values(), default=-1) + 1
+    return emit(code, colour, base), nregs, slots
 
 
 __all__ = ["allocate_spilling"]
