@@ -2,7 +2,8 @@
 which names every value it could not colour in one pass, so that the spiller rewrites them all
 at once and colours again (frontend/spill.py).
 
-Why not the allocator's greedy colouring (regalloc.colour_graph): it colours in program order,
+Why not the allocator's greedy colouring (regalloc.colour_graph) to choose what spills (once the
+spills are chosen, spill.py may still keep it): it colours in program order,
 so the registers of the shared subroutines (whose clobbers interfere with every value live
 across a call) spread over all 32 colours, and nothing but the frame base can then live across
 a call to the largest routine, however much is spilled: spilling one value a round and colouring
@@ -13,8 +14,11 @@ cost (uses and definitions, ten times more inside each loop) per interference.
 
 The guarantee that makes the rounds end: a spilled value lives in a register only from its
 reload to its use (or its definition to its store), and such registers, like the subroutines'
-own and the frame base, are never chosen; every round spills at least one value that may be
-chosen, or stops.
+own and the frame base, are never chosen; every round spills at least one value of the kernel
+as generated, each at most once, or stops.  When all that may spill has spilled, what is left
+live at an instruction is its own operands and result, the frame base (and the thread ids it is
+computed from) and what the routines
+hold.
 """
 
 from __future__ import annotations
