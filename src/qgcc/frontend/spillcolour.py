@@ -16,9 +16,8 @@ The guarantee that makes the rounds end: a spilled value lives in a register onl
 reload to its use (or its definition to its store), and such registers, like the subroutines'
 own and the frame base, are never chosen; every round spills at least one value of the kernel
 as generated, each at most once, or stops.  When all that may spill has spilled, what is left
-live at an instruction is its own operands and result, the frame base (and the thread ids it is
-computed from) and what the routines
-hold.
+live at an instruction is its own operands and result, the frame base (and the thread ids it
+is computed from) and what the routines hold.
 """
 
 from __future__ import annotations
