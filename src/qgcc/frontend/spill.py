@@ -11,9 +11,9 @@ keeps one register); a v whose every definition moves one immediate is not store
 immediate is moved again before each use (rematerialised).  Which values spill is the
 colouring's answer (frontend/spillcolour.py): all those it could not colour, in one round,
 then the kernel is coloured again; at the end the allocator's own colouring
-(regalloc.colour_graph) is kept instead when it fits and leaves fewer moves.  Never spilled: the frame base, what is computed before it
-(the thread's ids), a reload, and what a subroutine touches (routines are shared by their
-callers, whose clobber sets are fixed).
+(regalloc.colour_graph) is kept instead when it fits and leaves fewer moves.  Never spilled:
+the frame base, what is computed before it (the thread's ids), a reload, and what a
+subroutine touches (routines are shared by their callers, whose clobber sets are fixed).
 
 Cost: one LD per use and one ST per definition of a spilled value, each a micro-stepped memory
 instruction in the network (one step per active lane); one MOV per use of a rematerialised one.
