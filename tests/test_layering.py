@@ -33,7 +33,7 @@ FRONTEND_LAYERS = [
     {"bitops", "wide", "doubles", "intrinsics", "textures", "printf"},                               # lowering by family
     {"lower_stmts", "lower_memory", "lower_exprs", "lower_calls"},             # lowering by construct
     {"codegen"},                                                               # lowering's composition
-    {"regalloc", "spill"},                                                     # registers -> isa.Instr
+    {"regalloc", "spillcolour", "spill"},                                      # registers -> isa.Instr
     {"__init__"},                                                              # the driver: compile_source
 ]
 
