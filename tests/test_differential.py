@@ -153,6 +153,64 @@ __global__ void k(const int *in0, float *out0, float *out1, unsigned *chk) {
     assert differential.check(p, o, "ref", "api").kind == "ok"
 
 
+def test_the_generators_guarded_divisor_of_the_most_negative_integer_runs_in_the_oracle():
+    """Found by the fuzzer (seed 8712002): with -fwrapv, GCC 12 folds `x - a / (b + 1)` into
+    `x + a / ~b` even at -O0, which for a == LLONG_MIN and b == 0 divides by -1 and traps on
+    x86 where the program divides by 1 (CUDA and qgcc give LLONG_MIN / 1).  The generator now
+    sums its guarded divisor in unsigned, which GCC does not negate; this runs the divisor
+    text the generator writes, subtracted and negated, in both signed widths."""
+    import diffgen
+    from diffgen import Buffer
+
+    class Fixed:  # the generator's choices: '/', and the guarded (non-constant) divisor
+        def choice(self, xs):
+            return "/"
+
+        def random(self):
+            return 0.9
+
+    gen = diffgen.Gen(0)
+    gen.r = Fixed()
+    divs = {}
+    for t, name in (("long long", "l"), ("int", "i")):
+        operands = iter([f"a{name}[tid]", f"b{name}[tid]"])  # the dividend, then the divisor's source
+        gen.expr = lambda t_, d, operands=operands: next(operands)
+        divs[name] = gen.division(t, 2)
+    src = f"""
+__global__ void k(const long long *al, const long long *bl, const int *ai, const int *bi,
+                  long long *out0, int *out1, unsigned *chk) {{
+    unsigned tid = threadIdx.x;
+    out0[tid] = (long long)((long long)tid - {divs['l']});
+    out1[tid] = (int)(-{divs['i']});
+    chk[tid] = tid;
+}}
+"""
+    p = diffgen.generate(0)
+    lo64, lo32 = np.iinfo(np.int64).min, np.iinfo(np.int32).min
+    a64, b64 = np.array([lo64, 7, lo64, -1024], np.int64), np.array([0, 0, 3, 255], np.int64)
+    a32, b32 = np.array([lo32, 7, lo32, -1024], np.int32), np.array([0, 256, 3, -1], np.int32)
+    p.source, p.grid, p.block_shape, p.scalars, p.structs = src, 1, (4,), [], []
+    p.buffers = [Buffer("al", "long long", a64, const=True), Buffer("bl", "long long", b64, const=True),
+                 Buffer("ai", "int", a32, const=True), Buffer("bi", "int", b32, const=True),
+                 Buffer("out0", "long long", np.zeros(4, np.int64)), Buffer("out1", "int", np.zeros(4, np.int32)),
+                 Buffer("chk", "unsigned", np.zeros(4, np.uint32))]
+    o = run_batch([p])[0]
+    assert o.status == "ok", o.detail
+
+    def c_div(a, b):  # C's truncating division, then two's-complement wrap to the width
+        q = abs(a) // abs(b)
+        return q if (a < 0) == (b < 0) else -q
+
+    def wrap(v, bits):
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if v >> (bits - 1) else v
+
+    assert o.outputs["out0"][""].tolist() == [wrap(t - c_div(int(a), (int(b) & 255) + 1), 64)
+                                              for t, a, b in zip(range(4), a64, b64)]
+    assert o.outputs["out1"][""].tolist() == [wrap(-c_div(int(a), (int(b) & 255) + 1), 32) for a, b in zip(a32, b32)]
+    assert differential.check(p, o, "ref", "api").kind == "ok"
+
+
 def test_delta_debugging_keeps_only_the_lines_the_failure_needs():
     lines = [f"line {i}" for i in range(40)]
     fails = lambda c: "line 7" in c and "line 31" in c  # noqa: E731

@@ -530,7 +530,10 @@ class Gen:
                 c = -3
             return f"(({p})({a}) {op} {int_lit(c, p)})"
         if p in SIGNED:  # a divisor in 1 .. 256
-            return f"(({p})({a}) {op} ((({p})({b}) & 255) + 1))"
+            # Summed in unsigned: with -fwrapv, GCC 12 rewrites `x - a / (b + 1)` and `-(a / (b + 1))`
+            # as a division by `~b` (even at -O0), which for a == MIN and b == 0 divides by -1 and
+            # traps on x86 (seed 8712002); it does not negate through a change of signedness.
+            return f"(({p})({a}) {op} (({p})((unsigned)(({p})({b}) & 255) + 1u)))"
         return f"(({p})({a}) {op} (({p})({b}) | 1u))"
 
     def float_to_int(self, t: str, d: int) -> str:

@@ -508,11 +508,11 @@ def run_batch(progs: list[Program], workdir: Path | None = None, timeout: float 
             ok = r.returncode == 0
             blob = r.stdout
         except subprocess.TimeoutExpired:
-            ok, blob = False, b""
+            r, ok, blob = None, False, b""
         sizes = [output_size(p) for p in progs]
         if not ok or len(blob) != 2 * sum(sizes):
             if len(progs) == 1:
-                return [OracleResult("error", detail=f"the g++ binary failed (exit {'timeout' if not ok else r.returncode})")]
+                return [OracleResult("error", detail="the g++ binary failed (" + ("timeout" if r is None else f"exit {r.returncode}") + ")")]
             half = len(progs) // 2
             return run_batch(progs[:half], workdir, timeout) + run_batch(progs[half:], workdir, timeout)
         results, pos = [], 0
