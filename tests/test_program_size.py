@@ -81,11 +81,12 @@ def test_a_program_over_five_rom_chunks_with_a_wider_pc_runs_bit_exact(monkeypat
     assert len(cm.fields["wt_min"]) == len(cm.fields["tr_pc"]) == 11
 
 
+@pytest.mark.slow
 def test_a_program_past_one_rom_chunk_runs_bit_exact_with_the_machine_moved_one_layer(monkeypatch):
     """Past ROWS_PER_MLP instructions the ROM's second chunk decodes a layer later: calls, returns
     and branches between the chunks, and the memory one layer further down, still work.  (Smaller
-    chunks than the real ones, so that CI links and runs a program of 1,100 instructions; the
-    slow test below runs the real chunks full.)"""
+    chunks than the real ones: a program of 1,100 instructions, every one executed; slow since
+    the five-chunk test above covers the chunks' chain in CI.)"""
     import qgcc.link.blocks.fetch as fetch
     monkeypatch.setattr(fetch, "ROWS_PER_MLP", 640)
     cm, _ = run_both(1100, threads=4)
