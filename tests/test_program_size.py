@@ -121,6 +121,22 @@ def test_a_program_of_max_instrs_runs_bit_exact():
 
 
 @pytest.mark.slow
+def test_a_long_program_written_by_qgcc_runs_through_qgrun_in_the_network(qgcc, qgrun, tmp_path, monkeypatch):
+    """The path users take: `qgcc long.qsass -o long.qg` links a program of three ROM chunks and a
+    14-bit PC, and `qgrun long.qg --engine neural` finds the moved memory from the file's metadata
+    and writes the plain model's output."""
+    monkeypatch.chdir(tmp_path)
+    text = generate(3 * ROWS_PER_MLP, THREADS, skip=True)
+    (tmp_path / "long.qsass").write_text(text)
+    r = qgcc("long.qsass", "-o", "long.qg")
+    assert r.exit_code == 0, r.stderr
+    r = qgrun("long.qg", "--grid", "1", "--block", THREADS, "--arg", f"out=zeros:{2 * THREADS}",
+              "--out", "out=o.npy", "--engine", "neural", "--trace", "none")
+    assert r.exit_code == 0, r.stderr
+    assert np.load(tmp_path / "o.npy").astype(np.uint32).tolist() == model(text, THREADS)
+
+
+@pytest.mark.slow
 def test_a_straight_program_of_8192_instructions_runs_bit_exact():
     """Two ROM chunks full and every one of their instructions executed (the short PC's largest
     program: about 8,500 steps)."""
