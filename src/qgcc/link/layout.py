@@ -17,7 +17,9 @@ NWARP = SPEC.max_warps
 
 def pc_bits(n_instrs: int) -> int:
     """Width of the PC (and of every field holding one) in a network linked for an
-    n-instruction program: SPEC.short_pc_bits, or as many bits as a longer program needs."""
+    n-instruction program: SPEC.short_pc_bits, or as many bits as a longer program needs.
+    Per program, not the longest program's width for all: a short program keeps the
+    fields, and so the tensors, it had before the ROM grew, and no wider compares."""
     return max(SPEC.short_pc_bits, (n_instrs - 1).bit_length())
 
 

@@ -62,7 +62,8 @@ class Table:
     must be exact levels: step inputs and memory reads, never a noisy sum).  Its first
     `restoring` steps are pairs all the same: they read inputs that are not exact levels
     (a ROM chunk passing the previous chunk's outputs through, fetch.py), and a single
-    unit would double their error (its pre-activation's slope is 2K per level unit of 8).
+    unit would pass their error on doubled (its pre-activation moves 2K per 8 of input
+    level, its output 16 per 2K).
     """
 
     steps: list[Step]

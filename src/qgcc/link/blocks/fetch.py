@@ -8,11 +8,13 @@ table's weights.
 A row is one MLP unit (an AND of the PC's bits and RUN, netlist.Table.single), and one
 MLP holds ROWS_PER_MLP rows beside the layer's other gates.  A longer program's ROM is
 split into chunks of ROWS_PER_MLP rows in consecutive MLPs: chunk c's table also passes
-chunk c-1's outputs through (one unit per column), so the last chunk's outputs are the
-decoded instruction whatever chunk holds it (at most one chunk's row fires).  Each chunk
-after the first delays decoding by one layer, so the linker moves every layer after the
-warp table down by `fetch_layers(len(code)) - 1` (core.build_core): programs of up to
-ROWS_PER_MLP instructions link exactly as before.
+chunk c-1's outputs through (a restoring pair per column, Table.restoring: a single unit
+would double their error at every chunk), so the last chunk's outputs are the decoded
+instruction whatever chunk holds it (at most one chunk's row fires).  Each chunk after the
+first delays decoding by one layer, so the linker moves every layer after the warp table
+down by `fetch_layers(len(code)) - 1` (core.build_core): programs of up to ROWS_PER_MLP
+instructions link exactly as before.  A row matches the PC's bits: as many as
+layout.pc_bits gives the program (13 up to 8,192 instructions).
 """
 
 from __future__ import annotations
@@ -30,8 +32,6 @@ ROWS_PER_MLP = 4096  # ROM rows per MLP (one unit each), leaving room for the la
 def fetch_layers(n_instrs: int) -> int:
     """MLP layers the ROM of an n-instruction program spans (1 up to ROWS_PER_MLP)."""
     return max(1, -(-n_instrs // ROWS_PER_MLP))
-
-
 
 
 def field_widths(pc_bits: int) -> dict[str, int]:
