@@ -747,7 +747,7 @@ def test_constructs_outside_the_subset_are_named():
                  "__shared__ arrays have at most 3 dimensions")
     assert_error("template <int N> struct cuComplex { float r, i; __device__ cuComplex(float a, float b) : r(a), i(b) {} };\n"
                  "__global__ void k(float *o) {}\n", 1, 60,
-                 "constructors are not supported ('cuComplex'); initialise a struct with braces "
+                 "constructors of a class template are not supported ('cuComplex'); initialise a struct with braces "
                  "('cuComplex s = {...};') or assign its members")
     assert_error("__global__ void k(void *devX) { devX[0] = 1; }\n", 1, 33,
                  "'void *' points to no type; cast it to a typed pointer first ('(float *)p')")

@@ -99,8 +99,8 @@ def test_batch_files_name_kernel_template_instances(qgrun, tmp_path, monkeypatch
 
 def test_leftover_errors_are_named():
     assert_error("struct S { int x; };\n__global__ void k(S *p) { S s = S(1); }\n", 2, 33,
-                 "'S(...)' calls a constructor, and constructors are not supported; write 'S v = {...};' "
-                 "or make_...(...)")
+                 "'S(...)' calls a constructor, and 'S' has none; declare one in the struct or write "
+                 "'S v = {...};'")
     assert_error("template <int A = 1, int B> __global__ void k(int *o) {}\n", 1, 26,
                  "template parameter 'B' needs a default argument (the parameters before it have one)")
 

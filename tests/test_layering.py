@@ -28,12 +28,12 @@ FRONTEND_LAYERS = [
     {"tokens", "parser", "refvars"},                                           # parse
     {"structsema", "sema_decls", "sema_templates", "sema_stmts", "sema_exprs", "sema_calls", "sema_textures",
      "sema_printf", "atomic_double", "class_members"},  # sema by topic (atomic_double: checked in sema_calls, emitted by lower_calls)
-    {"sema"},                                                                  # sema's composition and entry
+    {"sema", "firsterror"},  # sema's composition and entry; parse + sema, the first error in source order
     {"softfloat"},                                                             # the .cu libraries, checked
     {"bitops", "wide", "doubles", "intrinsics", "textures", "printf"},                               # lowering by family
     {"lower_stmts", "lower_memory", "lower_exprs", "lower_calls"},             # lowering by construct
     {"codegen"},                                                               # lowering's composition
-    {"regalloc", "spill"},                                                     # registers -> isa.Instr
+    {"regalloc", "spillcolour", "spill"},                                      # registers -> isa.Instr
     {"__init__"},                                                              # the driver: compile_source
 ]
 

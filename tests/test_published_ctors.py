@@ -82,7 +82,7 @@ def test_constructors_initialiser_lists_and_default_member_initialisers_match_gx
 def test_constructor_forms_outside_the_subset_are_named():
     k = "__global__ void k(int *o) { o[0] = 1; }\n"
     assert_error("template <typename T> struct V { T v; __device__ V(T a) : v(a) {} };\n" + k, 1, 50,
-                 "constructors are not supported ('V'); initialise a struct with braces ('V s = {...};') "
+                 "constructors of a class template are not supported ('V'); initialise a struct with braces ('V s = {...};') "
                  "or assign its members")
     assert_error("struct S { int a[2] = {1, 2}; };\n" + k, 1, 16,
                  "a default initialiser of the array member 'a' is not supported; assign it in a constructor")

@@ -67,7 +67,7 @@ def gaussian_model(state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return o.reshape(-1), np.asarray(cosf, np.float32), np.array([s for *_, s in outs], np.uint32)
 
 
-@pytest.mark.slow  # 15-50 s: its doubles live across routine calls, and allocating their spills is slow
+@pytest.mark.slow  # about 4 s: its doubles live across routine calls and spill (15-50 s when spilling went one value a round)
 def test_box_muller_noise_with_double_cos_sin_tan_equals_the_documented_algorithms(qgcc, qgrun, tmp_path):
     """A particlefilter-style generator: an LCG in a `__device__` function, `sqrt(-2 log u)` times
     `cos`/`sin` of `2 pi v` on doubles, `tan` for a Cauchy deviate.  Through `qgcc -o` and

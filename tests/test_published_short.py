@@ -116,9 +116,10 @@ __global__ void tally(Sample *s, short2 *v, ushort4 *w) {
 """
 
 
-def test_short_struct_members_and_short_vectors():
+def test_short_struct_members_and_short_vectors(qgcc, qgrun, tmp_path):
     """A struct with short members and the short2/ushort4 vector types: each member a cell of
-    its 16-bit value (structured numpy arrays of int16/uint16 members), wrapping on stores."""
+    its 16-bit value (structured .npy buffers of int16/uint16 members through `qgrun`),
+    wrapping on stores."""
     sample = np.dtype([("level", np.int16), ("count", np.uint16), ("total", np.int32)])
     s = np.zeros(4, sample)
     s["level"] = [-32000, 0, 1000, 32767]
@@ -127,8 +128,7 @@ def test_short_struct_members_and_short_vectors():
     v["x"], v["y"] = [30000, -5, 7, -32768], [30000, 9, -7, -1]
     w = np.zeros(4, np.dtype([(m, np.uint16) for m in "xyzw"]))
     w["x"], w["y"] = [65535, 1, 2, 40000], [1, 2, 3, 40000]
-    from frontcheck import emulate_src
-    got = emulate_src(STRUCTS, "tally", 1, 4, [("s", s), ("v", v), ("w", w)])
+    got = cli_run(qgcc, qgrun, tmp_path, STRUCTS, "tally", 1, 4, {"s": s, "v": v, "w": w})
     level = (s["level"].astype(np.int32) - 1000).astype(np.int16)
     count = (s["count"].astype(np.int32) + level).astype(np.uint16)
     assert got["s"]["level"].tolist() == level.tolist()

@@ -255,10 +255,10 @@ def test_qgrun_reads_and_writes_buffers_of_structs(qgrun, tmp_path, monkeypatch)
 
 NAMED_ERRORS = [
     ("template <int N> struct S { int x; __device__ S(int a) {} };\n__global__ void k() {}", 1, 47,
-     "constructors are not supported ('S'); initialise a struct with braces ('S s = {...};') or assign "
+     "constructors of a class template are not supported ('S'); initialise a struct with braces ('S s = {...};') or assign "
      "its members"),
     ("template <int N> struct S { int x = 0; };\n__global__ void k() { S<1> s; }", 1, 37,
-     "default member initialisers of a class template are not supported ('x'); assign it in a constructor"),
+     "default member initialisers of a class template are not supported ('x'); assign the member after declaring the object"),
     ("struct S { int x; };\n__global__ void k(S *p) { p->y = 1; }", 2, 30, "'S' has no member named 'y'"),
     ("struct S { int x; };\n__global__ void k(S *p) { p.x = 1; }", 2, 29, "'S *' is a pointer; use '->x'"),
     ("struct S { int x; };\n__global__ void k(int *p) { S s; p->x = s.x; }", 2, 37,

@@ -20,6 +20,7 @@ tests/test_layering.py checks it).  Bottom up:
                    per construct: `lower_stmts`, `lower_memory`, `lower_exprs`,
                    `lower_calls`; `codegen` composes them (KernelGen -> ir.VI)
 - `regalloc`    -- liveness, dead code, register colouring -> `isa.Instr`
+- `firsterror`  -- parse and sema, reporting the first error in source order across stages
 - this module   -- compile_source: the passes in order, per kernel, -> Program
 
 Public API: `compile_source(source, filename) -> Program`.  Every problem with
@@ -36,10 +37,9 @@ from ..spec import SPEC
 from ..program import Constant, DeviceAssert, Kernel, PrintfFormat, Program, instance_name
 from . import ast as A
 from .codegen import KernelGen
-from .parser import parse_pp
+from .firsterror import front_end
 from .preprocess import preprocess
 from .regalloc import TooLong, allocate
-from .sema import analyse
 from .spill import allocate_spilling
 from .structs import is_struct
 from .types import ArrayType
@@ -56,8 +56,7 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
         return CompileError(filename, line, col, msg, src)
 
     pp.launch_names = frozenset(w for request in instantiate for w in re.findall(r"[A-Za-z_]\w*", request))
-    tu = parse_pp(pp, filename)
-    result = analyse(tu, filename, "\n".join(lines), instantiate)
+    tu, result = front_end(pp, filename, "\n".join(lines), instantiate)
     if not result.kernels:
         if any(isinstance(it, A.TemplateDef) for it in tu.items):
             raise error(1, 1, "no kernel: the file defines only templates; a kernel template is "

@@ -14,7 +14,7 @@ from lark.exceptions import UnexpectedInput, UnexpectedToken
 
 from ..diagnostics import CompileError
 from . import ast as A, refvars
-from .preprocess import Preprocessed, preprocess
+from .preprocess import Preprocessed, earliest, preprocess
 from .grammar import get_lark, grammar_path  # noqa: F401 - re-exported
 from .tokens import UNSUPPORTED_KEYWORDS, FCAST_WORDS, _Ctx, _Stream, _syntax_message, _unknown_type
 
@@ -61,9 +61,12 @@ def parse_pp(pp: Preprocessed, filename: str) -> A.TranslationUnit:
 def parse(source: str, filename: str = "<input>", include_dirs=(), defines=()) -> A.TranslationUnit:
     pp = preprocess(source, filename, include_dirs, defines)
     try:
-        return parse_pp(pp, filename)
+        tu = parse_pp(pp, filename)
+        if pp.deferred:  # (a header or directive the preprocessor read past: the earliest error wins)
+            raise earliest(pp.deferred)
+        return tu
     except CompileError as e:
-        raise pp.srcmap.remap(e, filename) from None
+        raise pp.srcmap.remap(earliest([e] + pp.deferred), filename) from None
 
 
 # ---------------------------------------------------------------------- tree -> AST

@@ -142,6 +142,10 @@ class Preprocessed:
     # Names that kernel templates instantiated at launch use (`testKernel<uint8>`): kept when
     # host code is left out (hostcode.py), as the host code that launched them would keep them.
     launch_names: frozenset = frozenset()
+    # Errors that need not stop preprocessing (a header qgcc rejects or cannot find, an unknown
+    # directive, `#error`, a missing `#endif`): the file is read to its end without them, and the earliest of these and what a
+    # later stage finds is reported (`earliest`; docs/cli.md, "Errors").
+    deferred: list = field(default_factory=list)
 
     def lookup(self, name: str, line: int) -> MacroDef | None:
         for m in self.macros.get(name, ()):
@@ -151,6 +155,18 @@ class Preprocessed:
 
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def position(e: CompileError) -> tuple[int, int]:
+    """Where an error is in the preprocessed text: (virtual line, column).  The preprocessor's
+    own errors carry it (`vpos`: they are already placed in their real file and line); the
+    other stages' are still at virtual lines."""
+    return getattr(e, "vpos", None) or (e.line, e.col)
+
+
+def earliest(errors: list[CompileError]) -> CompileError:
+    """The first of several errors in source order (included files at their #include)."""
+    return min(errors, key=position)
 
 
 def strip_comments(source: str, filename: str) -> str:
@@ -251,6 +267,7 @@ def _error(st: _State, vl: int, col: int, msg: str) -> CompileError:
     e = CompileError(st.main, vl, col, msg, "") if loc is None else \
         CompileError(loc[0], loc[1], col, msg, loc[2])
     e.mapped = True  # already in the real file and line
+    e.vpos = (vl, col)
     return e
 
 
@@ -322,7 +339,7 @@ def _process(st: _State, source: str, filename: str, depth: int) -> None:
 
         _directive(st, raw, len(raw) - len(stripped), lpos, lerr, cond, active, filename, depth)
     if cond:
-        raise _error(st, *cond[-1][3], "unterminated conditional directive (missing '#endif')")
+        res.deferred.append(_error(st, *cond[-1][3], "unterminated conditional directive (missing '#endif')"))
 
 
 def _directive(st: _State, raw: str, hash_idx: int, lpos, lerr, cond: list, active,
@@ -398,10 +415,11 @@ def _directive(st: _State, raw: str, hash_idx: int, lpos, lerr, cond: list, acti
             prev.end_line = vline
         return
     if name == "error":
-        raise lerr(hash_idx, f"#error {rest}".rstrip())
+        res.deferred.append(lerr(hash_idx, f"#error {rest}".rstrip()))
+        return
     if name == "warning":
         return
-    raise lerr(name_idx, f"preprocessor directive '#{name}' is not supported")
+    res.deferred.append(lerr(name_idx, f"preprocessor directive '#{name}' is not supported"))
 
 
 def define(res: Preprocessed, text: str, vline: int, err) -> MacroDef:
@@ -502,10 +520,12 @@ def _include(st: _State, text: str, idx: int, lerr, vline: int, filename: str, d
             return
         base = os.path.basename(hname)
         if base in REJECTED_HEADERS or hname in REJECTED_HEADERS:
-            raise lerr(name_idx, REJECTED_HEADERS.get(hname) or REJECTED_HEADERS[base])
+            st.result.deferred.append(lerr(name_idx, REJECTED_HEADERS.get(hname) or REJECTED_HEADERS[base]))
+            return
         where = ", ".join(os.path.dirname(c) or "." for c in candidates) or "no -I directories"
-        raise lerr(name_idx, f"cannot find '{hname}' (looked in: {where}); it is not one of "
-                             "qgcc's built-in headers (docs/subset.md lists them)")
+        st.result.deferred.append(lerr(name_idx, f"cannot find '{hname}' (looked in: {where}); it is not one "
+                                                 "of qgcc's built-in headers (docs/subset.md lists them)"))
+        return
     if os.path.realpath(path) in st.once:
         return
     if depth >= MAX_INCLUDE_DEPTH:
@@ -530,6 +550,8 @@ def preprocess(source: str, filename: str, include_dirs=(), defines=()) -> Prepr
 
     include_dirs: the -I directories, searched after the including file's directory.
     defines: -D arguments, "NAME" (defined as 1) or "NAME=VALUE".
+    Errors that need not stop it are returned in `.deferred`, not raised: a caller reports the
+    earliest of them and its own (firsterror.front_end, parser.parse).
     """
     st = _State(filename, list(include_dirs))
     res = st.result
@@ -544,7 +566,12 @@ def preprocess(source: str, filename: str, include_dirs=(), defines=()) -> Prepr
             return CompileError("<command line>", 1, 1, f"-D {d}: {msg}", "")
 
         define(res, f"{name} {value if eq else '1'}", 0, derr)
-    _process(st, source, filename, 0)
+    try:
+        _process(st, source, filename, 0)
+    except CompileError as e:
+        if res.deferred and hasattr(e, "vpos"):
+            raise earliest(res.deferred + [e]) from None
+        raise
     text = "".join(st.out)
     res.text = text[:-1] if text.endswith("\n") else text
     return res

@@ -101,19 +101,39 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Cla
 
     # ------------------------------------------------------------------ top level
 
-    def run(self, tu: A.TranslationUnit, instantiate: tuple[str, ...] = ()) -> SemaResult:
+    def run(self, tu: A.TranslationUnit, instantiate: tuple[str, ...] = (), prefix: bool = False) -> SemaResult:
+        """prefix: `tu` is the complete items before a parse error (frontend/firsterror.py):
+        only what those items show by themselves is checked (no launch requests, no
+        'declared but never defined', which a later item may settle)."""
         defs: list[tuple[FuncSym, A.FunctionDef]] = []
-        for item in tu.items:
-            if isinstance(item, A.TemplateDef):
-                self.template_declaration(item)
-            elif isinstance(item, A.FunctionDef):
-                fs = self.declare_function(item.specs, item.decl, definition=item)
-                defs.append((fs, item))
-            else:
-                self.top_declaration(item)
+        # The first problem in source order is reported (docs/cli.md, "Errors"): declarations are
+        # read in order (one that fails ends them: later items may need it), and each function
+        # body and member function is checked on its own, so a body's error does not hide an
+        # earlier one that a later pass (member functions after free functions) would find.
+        found: list[CompileError] = []
+        try:
+            for item in tu.items:
+                if isinstance(item, A.TemplateDef):
+                    self.template_declaration(item)
+                elif isinstance(item, A.FunctionDef):
+                    fs = self.declare_function(item.specs, item.decl, definition=item)
+                    defs.append((fs, item))
+                else:
+                    self.top_declaration(item)
+        except CompileError as e:
+            found.append(e)
+        declared = not found
         for fs, fd in defs:
-            self.function_body(fs, fd)
-        self.check_methods()
+            self._apart(found, self.function_body, fs, fd)
+        while self.methods:  # (one that fails was taken off the list: the rest are still checked)
+            self._apart(found, self.check_methods)
+        if found:
+            if not declared:  # (a body may call what the declarations after the failed one declare)
+                found = found[:1] + [e for e in found[1:] if not e.message.startswith(("unknown function",
+                                                                                       "unknown identifier"))]
+            raise min(found, key=lambda e: (e.line, e.col))
+        if prefix:
+            return SemaResult([], self.functions, self.constants, [], [])
         for request in instantiate:
             self.instantiate_by_name(request)
         self.check_methods()
@@ -125,6 +145,20 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Cla
         printf, asserts = self.device_io()
         return SemaResult(kernels, self.functions, self.constants, printf, asserts)
 
+
+    def _apart(self, found: list[CompileError], check, *args) -> None:
+        """Run one check; its error is kept in `found` and the state it may have left half set
+        (the function, its scopes, block typedefs) is put back, so the next check starts clean.
+        Member functions it queued are dropped: their class may be the half-made instance whose
+        error this is, and checking them against it would name members it never got."""
+        saved = (self.func, self.scopes, self.loop_depth, dict(self.typedefs), self.method_env)
+        queued = list(self.methods)
+        try:
+            check(*args)
+        except CompileError as e:
+            found.append(e)
+            self.func, self.scopes, self.loop_depth, self.typedefs, self.method_env = saved
+            self.methods[:] = [m for m in self.methods if any(m is q for q in queued)]
 
     # ------------------------------------------------------------------ templates
 
@@ -144,7 +178,8 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Cla
     # -- operators
 
 
-def analyse(tu: A.TranslationUnit, filename: str, source: str, instantiate: tuple[str, ...] = ()) -> SemaResult:
-    return Sema(filename, source).run(tu, tuple(instantiate))
+def analyse(tu: A.TranslationUnit, filename: str, source: str, instantiate: tuple[str, ...] = (),
+            prefix: bool = False) -> SemaResult:
+    return Sema(filename, source).run(tu, tuple(instantiate), prefix)
 
 

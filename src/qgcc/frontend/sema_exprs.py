@@ -531,8 +531,8 @@ class ExprSema:
             return VOID
         if is_struct(t) or is_struct(st):
             if e.kind == "functional" and is_struct(t):
-                raise self.error(e, f"'{t}(...)' calls a constructor, and constructors are not "
-                                    f"supported; write '{t} v = {{...}};' or make_...(...)")
+                raise self.error(e, f"'{t}(...)' calls a constructor, and '{t}' has none; declare one "
+                                    f"in the struct or write '{t} v = {{...}};'")
             raise self.error(e, f"cannot cast '{st}' to '{t}'")
         self.check_cxx_cast(e, st, t)
         if isinstance(t, (IntType, FloatType, DoubleType)) and isinstance(st, PtrType):

@@ -105,7 +105,7 @@ class StructSema:
                 self.check_declarator_shape(decl)
                 if it.init is not None:
                     raise self.error(it.init, f"default member initialisers of a class template are "
-                                              f"not supported ('{decl.name}'); assign it in a constructor")
+                                              f"not supported ('{decl.name}'); assign the member after declaring the object")
                 ty, _ = self.apply_pointers(info.base, decl.pointers, info.const, decl)  # `const float *p`
                 if isinstance(ty, VoidType):
                     raise self.error(decl, f"member '{decl.name}' has type void")

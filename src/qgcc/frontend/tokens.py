@@ -543,7 +543,8 @@ class _Stream:
                                  f"('{self.prev.value} : ...'); use a whole member")
         elif top[1] == 0 and self.prev is not None and self.prev.value == top[0] and v == "(" \
                 and (len(self.structs) > 0):
-            what = "destructors" if self.prev2 == "~" else "constructors"
+            # (ctors.py has lowered the constructors of every other struct by now)
+            what = "destructors" if self.prev2 == "~" else "constructors of a class template"
             raise self.ctx.error(self.prev.line, self.prev.column,
                                  f"{what} are not supported ('{top[0]}'); initialise a struct with "
                                  f"braces ('{top[0]} s = {{...}};') or assign its members")
