@@ -30,7 +30,9 @@ def unit_names(net, pl, L: int) -> list[tuple[str, int | None, object]]:
         passes = len(pl.table_outputs[s]) if isinstance(node, Table) else 1
         out += [(f"{nm} (pass-through)", None, None)] * passes
         for k, st in enumerate(node.steps):
-            out += [(nm, k, _low_side(st))] * 2
+            # A single table's steps are one unit each, but for its first `restoring` (weights.emit_steps).
+            one = isinstance(node, Table) and node.single and k >= node.restoring
+            out += [(nm, k, st if one else _low_side(st))] * (1 if one else 2)
     return out
 
 

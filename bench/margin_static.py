@@ -97,10 +97,11 @@ def analyse(net, e: float) -> list[tuple[float, str, int, float, float]]:
         elif isinstance(node, TableOut):
             level[s], state[s] = level[node.table], state[node.table]
         elif isinstance(node, (Gate, Table)):
-            single = isinstance(node, Table) and node.single
             name = net.names.get(s, f"#{s}")
             worst_level = 0.0
             for k, st in enumerate(node.steps):
+                # A ROM chunk's first `restoring` steps (the previous chunk passed through) are pairs.
+                single = isinstance(node, Table) and node.single and k >= node.restoring
                 inp = input_error(st, level, state)
                 own = e * max(rows(st, single))
                 z = (2 * K if single else K) / math.hypot(own, inp)
@@ -109,7 +110,7 @@ def analyse(net, e: float) -> list[tuple[float, str, int, float, float]]:
                     worst_level = max(worst_level, 16 / (2 * K) * math.hypot(own, inp))
                 else:
                     worst_level = max(worst_level, 16 / K * math.sqrt(2) * own)
-            level[s], state[s] = worst_level, noisy_state(node, single)
+            level[s], state[s] = worst_level, noisy_state(node, isinstance(node, Table) and node.single)
         else:
             level[s], state[s] = 0.0, None
     return out

@@ -5,8 +5,11 @@ The program: a low subroutine at pc 1 that returns to a high address (JR), a cal
 subroutine at the top of the program that returns to a low address, straight-line ALU code through
 every ROM chunk, a divergent if/else every ~700 instructions (one of them straddling the middle), a
 counted loop near the end, and a store of each thread's two accumulators as the instruction before
-the last; the last instruction (pc N-1) is EXIT.  `model` runs the same text per thread in plain
-Python (a dozen opcodes, written from docs/qsass.md), not through qgcc's emulator.
+the last; the last instruction (pc N-1) is EXIT.  With `skip`, each stretch of straight code runs
+its first few instructions and branches over the rest (never executed, but in the ROM): the text
+is as long and its control flow as wide, the execution a few dozen steps per 700 instructions.
+`model` runs the same text per thread in plain Python (a dozen opcodes, written from
+docs/qsass.md), not through qgcc's emulator.
 """
 
 from __future__ import annotations
@@ -23,8 +26,18 @@ def _pad(count: int, seed: int) -> list[str]:
             for i in range(count)]
 
 
-def generate(n: int, threads: int = 8) -> str:
-    """qsass text of kernel `longprog(int* out)`, exactly `n` instructions (n >= 256)."""
+def generate(n: int, threads: int = 8, skip: bool = False) -> str:
+    """qsass text of kernel `longprog(int* out)`, exactly `n` instructions (n >= 256); with
+    `skip`, straight code is mostly branched over."""
+    skips = 0
+
+    def straight_code(count: int, seed: int) -> list[str]:
+        nonlocal skips
+        if not skip or count < 16:
+            return _pad(count, seed)
+        skips += 1
+        return _pad(4, seed) + [f"BRA skip{skips}"] + _pad(count - 5, seed + 1) + [f"skip{skips}:"]
+
     low = ["BRA main", "flow:"] + _pad(6, 1) + ["JR r11"]
     main = ["main:", "S2R r0, %tid.x", "LDC r1, c[0]", "MOV r2, #12345", "MOV r3, #-777",
             "MOV r10, #ret1", "BRA fhigh", "ret1:"]
@@ -47,13 +60,13 @@ def generate(n: int, threads: int = 8) -> str:
     d = 0
     for m in marks:
         if count(body) < m:
-            body += _pad(m - count(body), 100 + d)
+            body += straight_code(m - count(body), 100 + d)
         dm = diamond(d)
         if count(body) + count(dm) > straight:
             break
         body += dm
         d += 1
-    body += _pad(straight - count(body), 999) + loop
+    body += straight_code(straight - count(body), 999) + loop
     lines = low + main + body + ["BRA epi"] + high + epi
     assert count(lines) == n, (count(lines), n)
     # Resolve MOV #label (return addresses) to numbers.

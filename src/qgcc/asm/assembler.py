@@ -627,7 +627,8 @@ class _Assembler:
 
     def emit(self, ln: _Line, t: Tok, k: _KernelState, ins: Instr, label: Tok | None):
         if len(self.code) >= SPEC.max_instrs:
-            ln.error(t.col, f"too many instructions: the machine holds at most {SPEC.max_instrs}")
+            ln.error(t.col, f"too many instructions: the machine holds at most {SPEC.max_instrs}; "
+                            "put some kernels in a file of their own")
         ins.line = k.loc
         if label is not None:
             k.fixups.append(_Fixup(len(self.code), label.text, ln.lineno, label.col, ln.text))

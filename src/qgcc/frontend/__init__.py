@@ -105,7 +105,8 @@ def _compile(pp, filename: str, soft_float: bool = False, instantiate=()) -> Pro
         if len(code) > SPEC.max_instrs:
             raise error(fs.line, fs.col,
                         f"the program needs {len(code)} instructions (kernel '{fs.name}' has "
-                        f"{len(instrs)}); the machine holds at most {SPEC.max_instrs}")
+                        f"{len(instrs)}); the machine holds at most {SPEC.max_instrs}: compile its kernels "
+                        "(or template instances) in separate files")
         kname = instance_name(*fs.template) if fs.template else fs.name
         kernels.append(Kernel(kname, entry, len(code), params, gen.shared_used, nregs,
                               local_words=gen.local_used + spill_words))

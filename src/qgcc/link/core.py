@@ -32,7 +32,7 @@ from ..program import Program
 from .blocks import (alu, commit, control, fetch, fpu, launch, lsu, mul, params, regfile, scheduler, trace,
                      warptable, writeback, xlane)
 from .blocks.state import declare_state
-from .layout import L_WARP
+from .layout import L_WARP, pc_bits
 from .netlist import Netlist, Sig
 
 
@@ -49,11 +49,11 @@ class Core:
 
 def build_core(program: Program) -> Core:
     n = Netlist()
-    st = declare_state(n)
+    st = declare_state(n, pc_bits(len(program.code)))
     heads: dict[str, tuple[int, int]] = {}
     tids = launch.thread_indices(n, st)  # BLKINIT: the lanes' (x, y, z), counted by the network
     row = warptable.build(n, st, heads, tids.lanes[:-1])  # layer 0 (and the thread-index tables)
-    dec = fetch.build(n, program, st.RUN, row.min_pc)  # the ROM, layer 0 MLP
+    dec = fetch.build(n, program, st.RUN, row.min_pc)  # the ROM, layer 0 MLP (and more for a long program)
     ops = regfile.build(n, st, dec, heads)  # layers 1-12
     const = params.build(n, st, dec, heads)  # layer L_PARAM, after the memory
     fops = fpu.used_ops(program)  # the float unit is linked only into programs that use it

@@ -13,8 +13,17 @@ from ..spec import SPEC
 
 W = SPEC.warp_size  # lanes
 NWARP = SPEC.max_warps
-PCB = (SPEC.max_instrs - 1).bit_length()  # PC bits
-assert SPEC.max_instrs == 1 << PCB
+
+
+def pc_bits(n_instrs: int) -> int:
+    """Width of the PC (and of every field holding one) in a network linked for an
+    n-instruction program: SPEC.short_pc_bits, or as many bits as a longer program needs.
+    Per program, not the longest program's width for all: a short program keeps the
+    fields, and so the tensors, it had before the ROM grew, and no wider compares."""
+    return max(SPEC.short_pc_bits, (n_instrs - 1).bit_length())
+
+
+PCB_MAX = pc_bits(SPEC.max_instrs)  # the widest PC, that of the longest program
 NREG = SPEC.num_regs
 SLOTS = qwen.head_dim  # slots per DeltaNet head
 # Global and shared memory hold two 32-bit words a slot, in one-hot groups of four rails

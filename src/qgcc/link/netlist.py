@@ -59,16 +59,23 @@ class Table:
     A `single` table (the program ROM) is made of AND steps only (no input pattern takes a
     step's sum above its threshold), which one unit computes exactly: see weights.emit_steps.
     It costs one unit per step, at the price of the pair's level restoration (its inputs
-    must be exact levels: step inputs and memory reads, never a noisy sum)."""
+    must be exact levels: step inputs and memory reads, never a noisy sum).  Its first
+    `restoring` steps are pairs all the same: they read inputs that are not exact levels
+    (a ROM chunk passing the previous chunk's outputs through, fetch.py), and a single
+    unit would pass their error on doubled (its pre-activation moves 2K per 8 of input
+    level, its output 16 per 2K).
+    """
 
     steps: list[Step]
     coefs: list[dict[int, int]]
     name: str = ""
     single: bool = False
+    restoring: int = 0
 
     @property
-    def units_per_step(self) -> int:
-        return 1 if self.single else 2
+    def units(self) -> int:
+        """MLP units of its steps (the outputs' overwrites not counted)."""
+        return len(self.steps) + self.restoring if self.single else 2 * len(self.steps)
 
 
 @dataclass
@@ -246,13 +253,13 @@ class Netlist:
 
     # -- boolean helpers (bit domain) ---------------------------------------------
     def table(self, steps: Sequence[Step], coefs: Sequence[dict[int, int]], name: str = "",
-              single: bool = False) -> list[Sig]:
+              single: bool = False, restoring: int = 0) -> list[Sig]:
         merged = [self._merged(st) for st in steps]
         if single:
             for st in merged:
                 assert st.coef == 1 and st.const + sum(w for _, w in st.terms if w > 0) == st.T, \
                     f"table {name}: a one-unit step must be an AND (sum at most its threshold)"
-        t = self._add(Table(merged, [dict(c) for c in coefs], name, single))
+        t = self._add(Table(merged, [dict(c) for c in coefs], name, single, restoring))
         return [self._add(TableOut(t, j, f"{name}[{j}]"), f"{name}[{j}]") for j in range(len(coefs))]
 
     def threshold(self, terms: Iterable[tuple[Sig, int]], T: int, const: int = 0, name: str = "") -> Sig:

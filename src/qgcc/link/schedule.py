@@ -81,7 +81,7 @@ def place(net: Netlist, num_layers: int) -> Placement:
                 need = max(need, stage[net.after[s]])
             L = (need + 1) // 2 if need >= 0 else 0
             L = max(L, net.floor.get(s, 0))
-            cost = (node.units_per_step * len(node.steps) + len(node.coefs) if isinstance(node, Table)
+            cost = (node.units + len(node.coefs) if isinstance(node, Table)
                     else 2 * len(node.steps) + 1)
             while L < num_layers and units[L] + cost > qwen.intermediate:
                 L += 1

@@ -95,7 +95,7 @@ def sink(net: Netlist, stage: dict[Sig, int], layer_gates: list[list[Sig]], unit
                 hi = min(hi, ends[freed])
             if hi % 2 == 0:
                 hi -= 1
-            cost = (node.units_per_step * len(node.steps) + len(node.coefs) if isinstance(node, Table)
+            cost = (node.units + len(node.coefs) if isinstance(node, Table)
                     else 2 * len(node.steps) + 1)
             while hi > s and units[hi // 2] + cost > qwen.intermediate:
                 hi -= 2

@@ -222,8 +222,9 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
             dn.add((d, 0), -8.0 / K)
             u += 1
 
-        def emit_steps(steps, outs, single: bool = False) -> None:
-            """Two units per step; `outs[k]` lists (dim, coef) fed by step k.
+        def emit_steps(steps, outs, single: bool = False, restoring: int = 0) -> None:
+            """Two units per step (one per step of a `single` table past its first `restoring`);
+            `outs[k]` lists (dim, coef) fed by step k.
 
             With y = sum(w b) + const the units are silu(4K(y-T) + 2K) and silu(4K(y-T) + K):
             both pre-activations are >= K or <= -2K for every integer y, where SiLU is exactly
@@ -232,7 +233,7 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
             """
             nonlocal u
             for k, st in enumerate(steps):
-                if single:
+                if single and k >= restoring:
                     # An AND step (y <= T for every input): the first unit alone is exactly 2K
                     # (y == T) or exactly 0 (pre-activation <= -2K), so it carries the bit.
                     W = sum(w for _, w in st.terms)
@@ -268,7 +269,7 @@ def build_weights(net: Netlist, pl: Placement) -> list[LayerWeights]:
                     overwrite(d)
                 outs = [[(outdims[j], c[k]) for j, c in enumerate(node.coefs) if k in c]
                         for k in range(len(node.steps))]
-                emit_steps(node.steps, outs, node.single)
+                emit_steps(node.steps, outs, node.single, node.restoring)
                 continue
             assert isinstance(node, Gate)
             d = pl.dim[s]

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from ..link.blocks.fetch import ROWS_PER_MLP, fetch_layers
 from ..link.layout import (CELLS_PER_LAYER, GLOBAL_CELLS, L_MEM0, PHASES, SHARED_CELLS, SLOTS, WORDS_PER_SLOT,
                            cell_location)
 from ..qwen35 import QWEN35_2B as qwen, ValueHeads
@@ -114,7 +115,8 @@ def machine_layers() -> str:
     return (f"An integer program (and one with floats but no `fmaf`) of up to 4,096 instructions links into "
             f"**{n}** layers: `qgpu.machine_layers` is `[0, 1, ..., {n - 1}]`, "
             f"`qgpu.text_config.num_hidden_layers` is {n} and its `layer_types` {n} × `linear_attention`. "
-            "`fmaf` adds up to 5 layers and a program past 4,096 instructions one more (docs/architecture.md); "
+            f"`fmaf` adds up to 5 layers and a program past {ROWS_PER_MLP:,} instructions one more per further "
+            f"{ROWS_PER_MLP:,}, {fetch_layers(SPEC.max_instrs) - 1} at most (docs/architecture.md); "
             "read the count from `num_layers` (`.qg`) or `qgpu.machine_layers` (checkpoint), never assume it.")
 
 

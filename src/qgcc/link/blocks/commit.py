@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import circuits as C
 from ..circuits import and_step, neg
-from ..layout import FAULTS, NWARP, PCB, PHASES, WARP_BITS, W
+from ..layout import FAULTS, NWARP, PHASES, WARP_BITS, W
 from ..netlist import Netlist
 from .control import ControlFlow
 from .fetch import Decoded
@@ -71,10 +71,10 @@ def build(n: Netlist, st: State, dec: Decoded, mem: MemoryAccess, wb: Writeback,
     n.output_bus(WT_W, [n.gate([and_step([RUN, CUR[i]]), and_step([BLK, CNT[i]])], f"nwtw{i}") for i in range(WARP_BITS)])
     for l in range(W):
         n.output_bus(WT_PC[l], [n.gate([and_step([RUN, NPC[l][i]]), and_step([BLK, ENTRY[i]])], f"nwtpc{l}.{i}")
-                                for i in range(PCB)])
+                                for i in range(st.pc_bits)])
     n.output_bus(WT_LIVE, [n.gate([and_step([RUN, NLIVE[l]]), and_step([BLK, blk_live[l]])], f"nwtlive{l}")
                            for l in range(W)])
     n.output_bus(WT_MIN, [n.gate([and_step([RUN, nmin[i]]), and_step([BLK, ENTRY[i]])], f"nwtmin{i}")
-                          for i in range(PCB)])
+                          for i in range(st.pc_bits)])
     n.output_bus(WT_ACT, [n.gate([and_step([RUN, nact[l]]), and_step([BLK, blk_live[l]])], f"nwtact{l}")
                           for l in range(W)])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .. import circuits as C
 from ..circuits import and_step, neg, step
-from ..layout import PCB, W
+from ..layout import W
 from ..netlist import Netlist, Sig
 from .fetch import Decoded
 from .lsu import MemoryAccess
@@ -38,6 +38,7 @@ class ControlFlow:
 
 def build(n: Netlist, st: State, dec: Decoded, row: WarpRow, ops: Operands, mem: MemoryAccess) -> ControlFlow:
     RUN, ENTRY, KEND, NPARAM, op, A = st.RUN, st.ENTRY, st.KEND, st.NPARAM, dec.op, ops.a
+    PCB = st.pc_bits
     R_PC, R_LIVE, R_MIN, R_ACT, TGT, NXT, OFF = row.pc, row.live, row.min_pc, row.act, dec.bus("tgt"), \
         dec.bus("nxt"), dec.restored(n, "off")
     oob = mem.oob
@@ -110,5 +111,5 @@ def min_pc(n: Netlist, pcs: list[list[Sig]], live: list[Sig], name: str):
     act = [n.and_([live[l]] + [le[l, j] for j in range(Wl) if j != l], f"{name}act{l}") for l in range(Wl)]
     sel = [n.and_([live[l]] + [lt[l, j] for j in range(l)] + [le[l, j] for j in range(l + 1, Wl)],
                   f"{name}sel{l}") for l in range(Wl)]
-    mpc = [n.gate([and_step([sel[l], pcs[l][i]]) for l in range(Wl)], f"{name}min{i}") for i in range(PCB)]
+    mpc = [n.gate([and_step([sel[l], pcs[l][i]]) for l in range(Wl)], f"{name}min{i}") for i in range(len(pcs[0]))]
     return mpc, act

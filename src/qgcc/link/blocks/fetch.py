@@ -8,11 +8,13 @@ table's weights.
 A row is one MLP unit (an AND of the PC's bits and RUN, netlist.Table.single), and one
 MLP holds ROWS_PER_MLP rows beside the layer's other gates.  A longer program's ROM is
 split into chunks of ROWS_PER_MLP rows in consecutive MLPs: chunk c's table also passes
-chunk c-1's outputs through (one unit per column), so the last chunk's outputs are the
-decoded instruction whatever chunk holds it (at most one chunk's row fires).  Each chunk
-after the first delays decoding by one layer, so the linker moves every layer after the
-warp table down by `fetch_layers(len(code)) - 1` (core.build_core): programs of up to
-ROWS_PER_MLP instructions link exactly as before.
+chunk c-1's outputs through (a restoring pair per column, Table.restoring: a single unit
+would double their error at every chunk), so the last chunk's outputs are the decoded
+instruction whatever chunk holds it (at most one chunk's row fires).  Each chunk after the
+first delays decoding by one layer, so the linker moves every layer after the warp table
+down by `fetch_layers(len(code)) - 1` (core.build_core): programs of up to ROWS_PER_MLP
+instructions link exactly as before.  A row matches the PC's bits: as many as
+layout.pc_bits gives the program (13 up to 8,192 instructions).
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from dataclasses import dataclass, field
 from ...isa import FLOAT_OPS, MICRO_STEPPED, WRITES_RD, AtomOp, Fmt, Op, ShflMode, SReg, VoteMode
 from ...program import Program
 from ..circuits import and_step, eq_lits
-from ..layout import PCB
 from ..netlist import Netlist, Sig
 
 ROWS_PER_MLP = 4096  # ROM rows per MLP (one unit each), leaving room for the layer's other gates
@@ -33,13 +34,16 @@ def fetch_layers(n_instrs: int) -> int:
     return max(1, -(-n_instrs // ROWS_PER_MLP))
 
 
-WIDTHS = {"rd": 5, "rs1": 5, "rs2": 5, "immv": 32, "off": 32, "tgt": PCB, "nxt": PCB}
+def field_widths(pc_bits: int) -> dict[str, int]:
+    """The ROM's fields and their widths; branch targets and next PCs are as wide as the PC."""
+    return {"rd": 5, "rs1": 5, "rs2": 5, "immv": 32, "off": 32, "tgt": pc_bits, "nxt": pc_bits}
 
 
 @dataclass
 class Decoded:
     rom: list[Sig]
     columns: dict[str, int]  # flag or field name -> first ROM column
+    widths: dict[str, int]  # field name -> width (field_widths)
     layers: int = 1  # MLP layers the ROM spans (fetch_layers)
     restored_buses: dict[str, list[Sig]] = field(default_factory=dict)
 
@@ -47,7 +51,7 @@ class Decoded:
         return self.rom[self.columns[name]]
 
     def bus(self, name: str) -> list[Sig]:
-        return self.rom[self.columns[name]:self.columns[name] + WIDTHS[name]]
+        return self.rom[self.columns[name]:self.columns[name] + self.widths[name]]
 
     def restored(self, n: Netlist, name: str) -> list[Sig]:
         """Field `name` through one restoring gate per bit (n.copy), for readers that weight it by 2 or more.
@@ -74,7 +78,8 @@ class Decoded:
 
 def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
     rom_fields: dict[str, int] = {}
-    widths = WIDTHS
+    PCB = len(R_MIN)
+    widths = field_widths(PCB)
     # Float opcodes get ROM columns only in programs that use floats (integer programs link as before).
     has_float = any(ins.op in FLOAT_OPS for ins in program.code)
     flags = [f"op_{op.name}" for op in Op if has_float or op not in FLOAT_OPS] + \
@@ -127,7 +132,7 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
     layers = fetch_layers(len(rows))
     for c in range(layers):
         steps, coefs = [], [dict() for _ in cols]
-        if rom:  # the previous chunk's outputs, passed through
+        if rom:  # the previous chunk's outputs, passed through (restored: see Table.restoring)
             for j, x in enumerate(rom):
                 coefs[j][len(steps)] = 1
                 steps.append(and_step([x]))
@@ -135,5 +140,5 @@ def build(n: Netlist, program: Program, RUN: Sig, R_MIN: list[Sig]) -> Decoded:
             for j in rows[pc]:
                 coefs[j][len(steps)] = 1
             steps.append(and_step([RUN] + eq_lits(R_MIN, pc)))
-        rom = n.table(steps, coefs, "rom" if layers == 1 else f"rom{c}", single=True)
-    return Decoded(rom, rom_fields, layers)
+        rom = n.table(steps, coefs, "rom" if layers == 1 else f"rom{c}", single=True, restoring=len(rom))
+    return Decoded(rom, rom_fields, widths, layers)

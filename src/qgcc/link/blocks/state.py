@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..layout import (FAULTS, GLOBAL_CELLS, NT_BITS, NW_BITS, NWARP, PCB, PHASES, ROW_RAILS, SHARED_CELLS, SLOT_IDX_BITS,
+from ..layout import (FAULTS, GLOBAL_CELLS, NT_BITS, NW_BITS, NWARP, PHASES, ROW_RAILS, SHARED_CELLS, SLOT_IDX_BITS,
                       TID_BITS, WARP_BITS, W)
 from ..netlist import Netlist, Sig
 
@@ -22,10 +22,12 @@ class State:
     (st.CUR, st.WB_VAL[lane], st.PH["run"], ...), set by declare_state."""
 
     fields: dict[str, list[Sig]] = field(default_factory=dict)  # every field, in declaration order
+    pc_bits: int = 0  # the width of every PC field (layout.pc_bits of the program's length)
 
 
-def declare_state(n: Netlist) -> State:
-    st = State()
+def declare_state(n: Netlist, pc_bits: int) -> State:
+    st = State(pc_bits=pc_bits)
+    PCB = pc_bits
     F = st.fields
 
     def fld(name: str, width: int) -> list[Sig]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..circuits import eq_lits
-from ..layout import L_PARAM, L_WARP, NWARP, PCB, WARP_BITS, W
+from ..layout import L_PARAM, L_WARP, NWARP, WARP_BITS, W
 from ..netlist import Netlist, Sig
 from .state import State
 
@@ -34,6 +34,7 @@ def build(n: Netlist, st: State, heads: dict[str, tuple[int, int]], lane_tid: li
     wt_write = [[(st.WT_EN, True)] + eq_lits(st.WT_W, w) for w in range(NWARP)]
     wt_read = [[(RUN, True)] + eq_lits(CUR, w) for w in range(NWARP)]
     row = n.memory("warptable", L_WARP, wt_write, wt_read, row_in)
+    PCB = st.pc_bits
     heads["warptable"] = (L_WARP, len(n.memories) - 1)
     R_PC = [row[l * PCB:(l + 1) * PCB] for l in range(W)]
     o = W * PCB
