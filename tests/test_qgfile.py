@@ -94,6 +94,21 @@ def test_file_layout_is_plain_safetensors(prog, tmp_path):
     assert meta["content_hash"] == qgfile.content_hash(code, meta["kernels"], {})
 
 
+def test_saving_one_program_twice_gives_the_same_bytes(prog, tmp_path):
+    # safetensors writes its metadata from a hash map: without sorting, two saves differed.
+    extra = {"w.layer0": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.array([True, False])}
+    meta = {f"k{i}": str(i) for i in range(12)}
+    blobs = set()
+    for i in range(6):
+        qgfile.save(prog, tmp_path / f"{i}.qg", extra_tensors=extra, extra_meta=meta)
+        blobs.add((tmp_path / f"{i}.qg").read_bytes())
+    assert len(blobs) == 1
+    data = blobs.pop()
+    (n,) = struct.unpack("<Q", data[:8])
+    assert n % 8 == 0 and list(json.loads(data[8:8 + n])["__metadata__"]) == sorted(json.loads(data[8:8 + n])["__metadata__"])
+    assert safetensors.numpy.load(data)["w.layer0"].tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
 def test_extras_round_trip_and_are_hashed(prog, tmp_path):
     path = tmp_path / "x.qg"
     extra = {"w.layer0": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.array([True, False])}

@@ -198,7 +198,19 @@ def save(program: Program, path: str | os.PathLike, extra_tensors: dict[str, np.
         data = safetensors.numpy.save(tensors, metadata=meta)
     except Exception as e:  # unsupported dtype and the like
         raise ValueError(f"cannot serialise the tensors: {e}") from None
-    atomic_write(path, data)
+    atomic_write(path, _sorted_header(data))
+
+
+def _sorted_header(data: bytes) -> bytes:
+    """The same file with its header's keys in sorted order.  safetensors writes the metadata
+    from a hash map, so two saves of one program differed in bytes; sorted, a .qg is a function
+    of its program (reproducible builds, and caches keyed by a file's bytes keep working)."""
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n].decode("utf-8"))
+    text = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    if len(text) > n:  # the same content never needs more room; keep safetensors' own order then
+        return data
+    return data[:8] + text + b" " * (n - len(text)) + data[8 + n:]
 
 
 # -- load ---------------------------------------------------------------------------
