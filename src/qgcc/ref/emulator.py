@@ -149,12 +149,19 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                 raise BarrierFault("barrier deadlock: no warp can make progress", block=b)
             current = w
             base = w * ws
-            lanes = [t for t in blk.lanes(w) if live[t] and not waiting[t]]
-            pc = min(pcs[t] for t in lanes)
-            active = [t for t in lanes if pcs[t] == pc]
+            # The active lanes: those of the warp's runnable lanes at the lowest PC (one pass;
+            # a warp has a few lanes, so this is most of a step's bookkeeping).
+            pc = None
+            active = []
             mask = 0
-            for t in active:
-                mask |= 1 << (t - base)
+            for t in range(base, base + ws):
+                if live[t] and not waiting[t]:
+                    p = pcs[t]
+                    if pc is None or p < pc:
+                        pc, active, mask = p, [t], 1 << (t - base)
+                    elif p == pc:
+                        active.append(t)
+                        mask |= 1 << (t - base)
 
             def where(lane: int | None = None) -> dict:
                 """Where a fault happened, for its message (built only on a fault)."""
@@ -182,9 +189,10 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
             new_pc = None  # {lane: pc} for the branches; everything else goes on to pc + 1
 
             if fmt is Fmt.ALU:
+                rd, rs1, rs2 = ins.rd, ins.rs1, ins.rs2
                 for t in active:
                     r = wregs[t - base]
-                    r[ins.rd] = alu(op, r[ins.rs1], ins.uimm if ins.use_imm else r[ins.rs2], r[ins.rd])
+                    r[rd] = alu(op, r[rs1], ins.uimm if ins.use_imm else r[rs2], r[rd])
             elif op is Op.MOV:
                 for t in active:
                     r = wregs[t - base]
