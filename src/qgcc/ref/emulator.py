@@ -163,21 +163,14 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                         active.append(t)
                         mask |= 1 << (t - base)
 
-            def where(lane: int | None = None) -> dict:
-                """Where a fault happened, for its message (built only on a fault)."""
-                ctx = dict(block=b, warp=w, pc=pc, step=step)
-                if kernel.entry <= pc < kernel.end:
-                    ctx["line"] = code[pc].line
-                return ctx if lane is None else dict(ctx, lane=lane)
-
             if not (kernel.entry <= pc < kernel.end):
                 raise MemoryFault(f"PC {pc} left the kernel (instructions {kernel.entry}..{kernel.end - 1})",
-                                  lane=active[0] % ws, **where())
+                                  lane=active[0] % ws, **_where(kernel, code, b, w, pc, step))
             ins = code[pc]
             if step >= max_steps:
                 blocked = [v for v in range(blk.nwarps) if any(waiting[t] for t in blk.lanes(v))]
                 running = [v for v in range(blk.nwarps) if blk.ready(v)]
-                raise step_limit_fault(max_steps, blocked, running, **where())
+                raise step_limit_fault(max_steps, blocked, running, **_where(kernel, code, b, w, pc, step))
             rec = None
             if on_step is not None:
                 rec = StepRecord(step=step, block=b, warp=w, pc=pc, active=mask)
@@ -209,7 +202,8 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                     else:
                         what = {Op.LD: "load from", Op.ST: "store to", Op.ATOM: "atomic on"}[op]
                         fault = MemoryFault(f"out-of-bounds {what} cell {addr:#x} "
-                                            f"({memory_map(nglobal, shared_words)})", **where(lane))
+                                            f"({memory_map(nglobal, shared_words)})",
+                                            **_where(kernel, code, b, w, pc, step, lane))
                         fault.address = addr  # a failing assert's band (runtime/printf.py)
                         fault.memory = np.array(gmem, dtype=np.uint64).astype(np.uint32)  # printf records so far
                         raise fault
@@ -251,7 +245,8 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
             elif op is Op.LDC:
                 if not 0 <= ins.imm < len(launch.params):
                     raise MemoryFault(f"parameter c[{ins.imm}] does not exist "
-                                      f"(the kernel has {len(launch.params)})", **where(active[0] - base))
+                                      f"(the kernel has {len(launch.params)})",
+                                      **_where(kernel, code, b, w, pc, step, active[0] - base))
                 for t in active:
                     wregs[t - base][ins.rd] = launch.params[ins.imm]
             elif op is Op.JR:
@@ -260,7 +255,8 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                     target = wregs[t - base][ins.rs1]
                     if not kernel.entry <= target < kernel.end:
                         raise MemoryFault(f"JR to an address outside the kernel (instructions "
-                                          f"{kernel.entry}..{kernel.end - 1})", **where(t - base))
+                                          f"{kernel.entry}..{kernel.end - 1})",
+                                          **_where(kernel, code, b, w, pc, step, t - base))
                     new_pc[t] = target
             elif op is Op.EXIT:
                 for t in active:
@@ -276,7 +272,7 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                     raise BarrierFault(
                         "barrier in divergent code: __syncthreads() reached by only some live lanes "
                         f"of the warp (active {mask:04b}); the others can no longer reach it",
-                        **where(min(set(warp_live) - set(active)) % ws))
+                        **_where(kernel, code, b, w, pc, step, min(set(warp_live) - set(active)) % ws))
                 for t in active:
                     blk.wait(t)
                 if rec:
@@ -303,6 +299,14 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                 on_step(rec)
     stats.steps = stats.warp_instructions = step
     return RunResult(np.array(gmem, dtype=np.uint32), stats, netsteps)
+
+
+def _where(kernel, code: list[_Decoded], b: int, w: int, pc: int, step: int, lane: int | None = None) -> dict:
+    """Where a fault happened, for its message (built only on a fault, not on every step)."""
+    ctx = dict(block=b, warp=w, pc=pc, step=step)
+    if kernel.entry <= pc < kernel.end:
+        ctx["line"] = code[pc].line
+    return ctx if lane is None else dict(ctx, lane=lane)
 
 
 def network_steps(op: Op, active: int) -> int:
