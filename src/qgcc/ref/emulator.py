@@ -133,6 +133,12 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
     shared = [0] * SPEC.shared_words
     stats = Stats()
 
+    # The opcodes and formats that the dispatch below tests on every step, as locals (looking up
+    # an enum member costs several times as much, and a step makes a handful).
+    ALU, UN, XLANE = Fmt.ALU, Fmt.UN, Fmt.XLANE
+    ATOM, BAR, BRA, BRNZ, BRZ, EXIT, JR = Op.ATOM, Op.BAR, Op.BRA, Op.BRNZ, Op.BRZ, Op.EXIT, Op.JR
+    LD, LDC, MOV, NOP, S2R, ST = Op.LD, Op.LDC, Op.MOV, Op.NOP, Op.S2R, Op.ST
+
     step = 0
     netsteps = 0
     gx, gy, _ = launch.grid
@@ -181,16 +187,16 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
             nxt = pc + 1
             new_pc = None  # {lane: pc} for the branches; everything else goes on to pc + 1
 
-            if fmt is Fmt.ALU:
+            if fmt is ALU:
                 rd, rs1, rs2 = ins.rd, ins.rs1, ins.rs2
                 for t in active:
                     r = wregs[t - base]
                     r[rd] = alu(op, r[rs1], ins.uimm if ins.use_imm else r[rs2], r[rd])
-            elif op is Op.MOV:
+            elif op is MOV:
                 for t in active:
                     r = wregs[t - base]
                     r[ins.rd] = ins.uimm if ins.use_imm else r[ins.rs1]
-            elif op is Op.LD or op is Op.ST or op is Op.ATOM:
+            elif op is LD or op is ST or op is ATOM:
                 for t in active:
                     lane = t - base
                     r = wregs[lane]
@@ -207,11 +213,11 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                         fault.address = addr  # a failing assert's band (runtime/printf.py)
                         fault.memory = np.array(gmem, dtype=np.uint64).astype(np.uint32)  # printf records so far
                         raise fault
-                    if op is Op.LD:
+                    if op is LD:
                         r[ins.rd] = mem[i]
                         stats.loads += 1
                         access = MemAccess(lane, "ld", addr, mem[i]) if rec else None
-                    elif op is Op.ST:
+                    elif op is ST:
                         mem[i] = r[ins.rs2]
                         stats.stores += 1
                         access = MemAccess(lane, "st", addr, mem[i]) if rec else None
@@ -223,33 +229,33 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                         access = MemAccess(lane, "atom", addr, mem[i]) if rec else None
                     if rec:
                         rec.mem.append(access)
-            elif op is Op.BRA:
+            elif op is BRA:
                 new_pc = {t: ins.imm for t in active}
-            elif op is Op.BRZ:
+            elif op is BRZ:
                 new_pc = {t: ins.imm if wregs[t - base][ins.rs1] == 0 else nxt for t in active}
-            elif op is Op.BRNZ:
+            elif op is BRNZ:
                 new_pc = {t: ins.imm if wregs[t - base][ins.rs1] != 0 else nxt for t in active}
-            elif fmt is Fmt.XLANE:  # lanes read each other's rs1 (inactive lanes' too, then ignore them)
+            elif fmt is XLANE:  # lanes read each other's rs1 (inactive lanes' too, then ignore them)
                 crossed = xlane(op, ins.mod, [r[ins.rs1] for r in wregs],
                                 [ins.uimm if ins.use_imm else r[ins.rs2] for r in wregs], mask)
                 for t in active:
                     wregs[t - base][ins.rd] = crossed[t - base]
-            elif fmt is Fmt.UN:
+            elif fmt is UN:
                 for t in active:
                     r = wregs[t - base]
                     r[ins.rd] = alu(op, r[ins.rs1], 0)
-            elif op is Op.S2R:
+            elif op is S2R:
                 for t in active:
                     wregs[t - base][ins.rd] = _sreg(SReg(ins.mod), t, w, t - base, launch.block, launch.grid,
                                                     ctaid, step)
-            elif op is Op.LDC:
+            elif op is LDC:
                 if not 0 <= ins.imm < len(launch.params):
                     raise MemoryFault(f"parameter c[{ins.imm}] does not exist "
                                       f"(the kernel has {len(launch.params)})",
                                       **_where(kernel, code, b, w, pc, step, active[0] - base))
                 for t in active:
                     wregs[t - base][ins.rd] = launch.params[ins.imm]
-            elif op is Op.JR:
+            elif op is JR:
                 new_pc = {}
                 for t in active:
                     target = wregs[t - base][ins.rs1]
@@ -258,15 +264,15 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                                           f"{kernel.entry}..{kernel.end - 1})",
                                           **_where(kernel, code, b, w, pc, step, t - base))
                     new_pc[t] = target
-            elif op is Op.EXIT:
+            elif op is EXIT:
                 for t in active:
                     blk.exit(t)
-            elif op is not Op.NOP and op is not Op.BAR:  # pragma: no cover - every opcode is handled above
+            elif op is not NOP and op is not BAR:  # pragma: no cover - every opcode is handled above
                 raise AssertionError(op)
 
             if rec and ins.writes_rd:
                 rec.writes.extend(RegWrite(t - base, ins.rd, wregs[t - base][ins.rd]) for t in active)
-            if op is Op.BAR:
+            if op is BAR:
                 warp_live = [t for t in blk.lanes(w) if live[t]]
                 if len(active) != len(warp_live):
                     raise BarrierFault(
