@@ -280,23 +280,32 @@ class Instr:
         """Registers read, in operand order (used by liveness and the tracer)."""
         return registers_read(self)
 
+# The formats and opcodes `registers_read` tests, as module names: it runs for every instruction
+# in every liveness pass of the register allocator, and an enum member's lookup through its
+# class costs several times a global's.
+_F_ALU, _F_XLANE, _F_UN, _F_MOV, _F_LD, _F_ST, _F_ATOM, _F_BRC, _F_JR = (
+    Fmt.ALU, Fmt.XLANE, Fmt.UN, Fmt.MOV, Fmt.LD, Fmt.ST, Fmt.ATOM, Fmt.BRC, Fmt.JR)
+_OP_FFMA = Op.FFMA
+_ATOM_CAS = AtomOp.CAS
+
+
 def registers_read(ins) -> tuple[int, ...]:
     """Registers an instruction-shaped object (op, rs1, rs2, rd, use_imm, mod) reads, in operand order."""
     f = FORMATS[ins.op]
-    if f in (Fmt.ALU, Fmt.XLANE):
+    if f is _F_ALU or f is _F_XLANE:
         regs = (ins.rs1,) if ins.use_imm else (ins.rs1, ins.rs2)
-        return regs + (ins.rd,) if ins.op is Op.FFMA else regs
-    if f is Fmt.UN:
+        return regs + (ins.rd,) if ins.op is _OP_FFMA else regs
+    if f is _F_UN:
         return (ins.rs1,)
-    if f is Fmt.MOV:
+    if f is _F_MOV:
         return () if ins.use_imm else (ins.rs1,)
-    if f is Fmt.LD:
+    if f is _F_LD:
         return (ins.rs1,)
-    if f is Fmt.ST:
+    if f is _F_ST:
         return (ins.rs1, ins.rs2)
-    if f is Fmt.ATOM:
-        return (ins.rs1, ins.rs2, ins.rd) if ins.mod == AtomOp.CAS else (ins.rs1, ins.rs2)
-    if f in (Fmt.BRC, Fmt.JR):
+    if f is _F_ATOM:
+        return (ins.rs1, ins.rs2, ins.rd) if ins.mod == _ATOM_CAS else (ins.rs1, ins.rs2)
+    if f is _F_BRC or f is _F_JR:
         return (ins.rs1,)
     return ()
 

@@ -33,6 +33,17 @@ def grammar_path() -> Path:
 
 @lru_cache(maxsize=1)
 def get_lark() -> Lark:
+    parser = _load_lark()
+    # `Lark.lex`, which the token passes call for every piece of text they re-lex (20-odd times
+    # a fuzz program), builds a new BasicLexer and compiles its scanner each time unless the
+    # Lark has a `lexer` of its own, which Lark gives only a lexer-only instance: one made here
+    # is the same BasicLexer over the same configuration, built once (lexers keep no state
+    # between texts).
+    parser.lexer = parser._build_lexer()
+    return parser
+
+
+def _load_lark() -> Lark:
     # Lark keeps the analysed tables in a file (qgcc.usercache; Lark also checks inside it that
     # they were built from this grammar, with these options, by this Lark): a process loads them
     # (~0.02 s) instead of building them (~0.3 s), which every `qgcc` run paid.  Lark writes the

@@ -249,18 +249,28 @@ def _colour(order: list[int], adj: dict[int, set[int]], prefs: dict[int, list[in
 
 def _smallest_last(nodes: list[int], adj: dict[int, set[int]]) -> list[int]:
     """Repeatedly take out the vertex of least (degree, number) among those left; colour in the
-    reverse order.  The heap holds degree and number as one integer (degree << 32 | number:
-    the same order as the pair, compared faster); an entry whose degree is no longer the
-    vertex's is stale and skipped, and a vertex taken out gets degree -1."""
+    reverse order.  The vertices wait in one bucket per degree, each a heap of vertex numbers,
+    and `lo` is the least degree whose bucket may hold a vertex (taking a vertex out lowers its
+    neighbours' degrees by one, so `lo` goes down by at most one a step).  A vertex whose degree
+    drops is pushed into its new bucket; the entry left in the old one is stale (its degree is
+    no longer the bucket's) and skipped, and a vertex taken out gets degree -1.  The buckets'
+    heaps hold small integers and stay short: half the time of one heap keyed by degree."""
     deg = {v: len(adj[v]) for v in nodes}
-    heap = [(d << 32) | v for v, d in deg.items()]
-    heapq.heapify(heap)
+    buckets: list[list[int]] = [[] for _ in range(max(deg.values(), default=0) + 1)]
+    for v, d in deg.items():
+        buckets[d].append(v)
+    for bucket in buckets:
+        heapq.heapify(bucket)
     pop, push = heapq.heappop, heapq.heappush
     order: list[int] = []
-    while heap:
-        key = pop(heap)
-        v = key & 0xFFFFFFFF
-        if key >> 32 != deg[v]:
+    lo = 0
+    while len(order) < len(deg):
+        bucket = buckets[lo]
+        if not bucket:
+            lo += 1
+            continue
+        v = pop(bucket)
+        if deg[v] != lo:
             continue
         deg[v] = -1
         order.append(v)
@@ -268,7 +278,9 @@ def _smallest_last(nodes: list[int], adj: dict[int, set[int]]) -> list[int]:
             d = deg[u]
             if d > 0:
                 deg[u] = d - 1
-                push(heap, ((d - 1) << 32) | u)
+                push(buckets[d - 1], u)
+                if d - 1 < lo:
+                    lo = d - 1
     order.reverse()
     return order
 

@@ -133,6 +133,12 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
     shared = [0] * SPEC.shared_words
     stats = Stats()
 
+    # The opcodes and formats that the dispatch below tests on every step, as locals (looking up
+    # an enum member costs several times as much, and a step makes a handful).
+    ALU, UN, XLANE = Fmt.ALU, Fmt.UN, Fmt.XLANE
+    ATOM, BAR, BRA, BRNZ, BRZ, EXIT, JR = Op.ATOM, Op.BAR, Op.BRA, Op.BRNZ, Op.BRZ, Op.EXIT, Op.JR
+    LD, LDC, MOV, NOP, S2R, ST = Op.LD, Op.LDC, Op.MOV, Op.NOP, Op.S2R, Op.ST
+
     step = 0
     netsteps = 0
     gx, gy, _ = launch.grid
@@ -149,28 +155,28 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                 raise BarrierFault("barrier deadlock: no warp can make progress", block=b)
             current = w
             base = w * ws
-            lanes = [t for t in blk.lanes(w) if live[t] and not waiting[t]]
-            pc = min(pcs[t] for t in lanes)
-            active = [t for t in lanes if pcs[t] == pc]
+            # The active lanes: those of the warp's runnable lanes at the lowest PC (one pass;
+            # a warp has a few lanes, so this is most of a step's bookkeeping).
+            pc = None
+            active = []
             mask = 0
-            for t in active:
-                mask |= 1 << (t - base)
-
-            def where(lane: int | None = None) -> dict:
-                """Where a fault happened, for its message (built only on a fault)."""
-                ctx = dict(block=b, warp=w, pc=pc, step=step)
-                if kernel.entry <= pc < kernel.end:
-                    ctx["line"] = code[pc].line
-                return ctx if lane is None else dict(ctx, lane=lane)
+            for t in range(base, base + ws):
+                if live[t] and not waiting[t]:
+                    p = pcs[t]
+                    if pc is None or p < pc:
+                        pc, active, mask = p, [t], 1 << (t - base)
+                    elif p == pc:
+                        active.append(t)
+                        mask |= 1 << (t - base)
 
             if not (kernel.entry <= pc < kernel.end):
                 raise MemoryFault(f"PC {pc} left the kernel (instructions {kernel.entry}..{kernel.end - 1})",
-                                  lane=active[0] % ws, **where())
+                                  lane=active[0] % ws, **_where(kernel, code, b, w, pc, step))
             ins = code[pc]
             if step >= max_steps:
                 blocked = [v for v in range(blk.nwarps) if any(waiting[t] for t in blk.lanes(v))]
                 running = [v for v in range(blk.nwarps) if blk.ready(v)]
-                raise step_limit_fault(max_steps, blocked, running, **where())
+                raise step_limit_fault(max_steps, blocked, running, **_where(kernel, code, b, w, pc, step))
             rec = None
             if on_step is not None:
                 rec = StepRecord(step=step, block=b, warp=w, pc=pc, active=mask)
@@ -181,15 +187,16 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
             nxt = pc + 1
             new_pc = None  # {lane: pc} for the branches; everything else goes on to pc + 1
 
-            if fmt is Fmt.ALU:
+            if fmt is ALU:
+                rd, rs1, rs2 = ins.rd, ins.rs1, ins.rs2
                 for t in active:
                     r = wregs[t - base]
-                    r[ins.rd] = alu(op, r[ins.rs1], ins.uimm if ins.use_imm else r[ins.rs2], r[ins.rd])
-            elif op is Op.MOV:
+                    r[rd] = alu(op, r[rs1], ins.uimm if ins.use_imm else r[rs2], r[rd])
+            elif op is MOV:
                 for t in active:
                     r = wregs[t - base]
                     r[ins.rd] = ins.uimm if ins.use_imm else r[ins.rs1]
-            elif op is Op.LD or op is Op.ST or op is Op.ATOM:
+            elif op is LD or op is ST or op is ATOM:
                 for t in active:
                     lane = t - base
                     r = wregs[lane]
@@ -201,15 +208,16 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                     else:
                         what = {Op.LD: "load from", Op.ST: "store to", Op.ATOM: "atomic on"}[op]
                         fault = MemoryFault(f"out-of-bounds {what} cell {addr:#x} "
-                                            f"({memory_map(nglobal, shared_words)})", **where(lane))
+                                            f"({memory_map(nglobal, shared_words)})",
+                                            **_where(kernel, code, b, w, pc, step, lane))
                         fault.address = addr  # a failing assert's band (runtime/printf.py)
                         fault.memory = np.array(gmem, dtype=np.uint64).astype(np.uint32)  # printf records so far
                         raise fault
-                    if op is Op.LD:
+                    if op is LD:
                         r[ins.rd] = mem[i]
                         stats.loads += 1
                         access = MemAccess(lane, "ld", addr, mem[i]) if rec else None
-                    elif op is Op.ST:
+                    elif op is ST:
                         mem[i] = r[ins.rs2]
                         stats.stores += 1
                         access = MemAccess(lane, "st", addr, mem[i]) if rec else None
@@ -221,54 +229,56 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                         access = MemAccess(lane, "atom", addr, mem[i]) if rec else None
                     if rec:
                         rec.mem.append(access)
-            elif op is Op.BRA:
+            elif op is BRA:
                 new_pc = {t: ins.imm for t in active}
-            elif op is Op.BRZ:
+            elif op is BRZ:
                 new_pc = {t: ins.imm if wregs[t - base][ins.rs1] == 0 else nxt for t in active}
-            elif op is Op.BRNZ:
+            elif op is BRNZ:
                 new_pc = {t: ins.imm if wregs[t - base][ins.rs1] != 0 else nxt for t in active}
-            elif fmt is Fmt.XLANE:  # lanes read each other's rs1 (inactive lanes' too, then ignore them)
+            elif fmt is XLANE:  # lanes read each other's rs1 (inactive lanes' too, then ignore them)
                 crossed = xlane(op, ins.mod, [r[ins.rs1] for r in wregs],
                                 [ins.uimm if ins.use_imm else r[ins.rs2] for r in wregs], mask)
                 for t in active:
                     wregs[t - base][ins.rd] = crossed[t - base]
-            elif fmt is Fmt.UN:
+            elif fmt is UN:
                 for t in active:
                     r = wregs[t - base]
                     r[ins.rd] = alu(op, r[ins.rs1], 0)
-            elif op is Op.S2R:
+            elif op is S2R:
                 for t in active:
                     wregs[t - base][ins.rd] = _sreg(SReg(ins.mod), t, w, t - base, launch.block, launch.grid,
                                                     ctaid, step)
-            elif op is Op.LDC:
+            elif op is LDC:
                 if not 0 <= ins.imm < len(launch.params):
                     raise MemoryFault(f"parameter c[{ins.imm}] does not exist "
-                                      f"(the kernel has {len(launch.params)})", **where(active[0] - base))
+                                      f"(the kernel has {len(launch.params)})",
+                                      **_where(kernel, code, b, w, pc, step, active[0] - base))
                 for t in active:
                     wregs[t - base][ins.rd] = launch.params[ins.imm]
-            elif op is Op.JR:
+            elif op is JR:
                 new_pc = {}
                 for t in active:
                     target = wregs[t - base][ins.rs1]
                     if not kernel.entry <= target < kernel.end:
                         raise MemoryFault(f"JR to an address outside the kernel (instructions "
-                                          f"{kernel.entry}..{kernel.end - 1})", **where(t - base))
+                                          f"{kernel.entry}..{kernel.end - 1})",
+                                          **_where(kernel, code, b, w, pc, step, t - base))
                     new_pc[t] = target
-            elif op is Op.EXIT:
+            elif op is EXIT:
                 for t in active:
                     blk.exit(t)
-            elif op is not Op.NOP and op is not Op.BAR:  # pragma: no cover - every opcode is handled above
+            elif op is not NOP and op is not BAR:  # pragma: no cover - every opcode is handled above
                 raise AssertionError(op)
 
             if rec and ins.writes_rd:
                 rec.writes.extend(RegWrite(t - base, ins.rd, wregs[t - base][ins.rd]) for t in active)
-            if op is Op.BAR:
+            if op is BAR:
                 warp_live = [t for t in blk.lanes(w) if live[t]]
                 if len(active) != len(warp_live):
                     raise BarrierFault(
                         "barrier in divergent code: __syncthreads() reached by only some live lanes "
                         f"of the warp (active {mask:04b}); the others can no longer reach it",
-                        **where(min(set(warp_live) - set(active)) % ws))
+                        **_where(kernel, code, b, w, pc, step, min(set(warp_live) - set(active)) % ws))
                 for t in active:
                     blk.wait(t)
                 if rec:
@@ -295,6 +305,14 @@ def run(launch: Launch, max_steps: int = 1_000_000, on_step=None) -> RunResult:
                 on_step(rec)
     stats.steps = stats.warp_instructions = step
     return RunResult(np.array(gmem, dtype=np.uint32), stats, netsteps)
+
+
+def _where(kernel, code: list[_Decoded], b: int, w: int, pc: int, step: int, lane: int | None = None) -> dict:
+    """Where a fault happened, for its message (built only on a fault, not on every step)."""
+    ctx = dict(block=b, warp=w, pc=pc, step=step)
+    if kernel.entry <= pc < kernel.end:
+        ctx["line"] = code[pc].line
+    return ctx if lane is None else dict(ctx, lane=lane)
 
 
 def network_steps(op: Op, active: int) -> int:
