@@ -38,8 +38,11 @@ def get_lark() -> Lark:
     # a fuzz program), builds a new BasicLexer and compiles its scanner each time unless the
     # Lark has a `lexer` of its own, which Lark gives only a lexer-only instance: one made here
     # is the same BasicLexer over the same configuration, built once (lexers keep no state
-    # between texts).
-    parser.lexer = parser._build_lexer()
+    # between texts).  `_build_lexer` is Lark's own (1.1 on); a Lark without it keeps the
+    # slow path rather than failing.
+    build = getattr(parser, "_build_lexer", None)
+    if build is not None:
+        parser.lexer = build()
     return parser
 
 
