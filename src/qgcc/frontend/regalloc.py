@@ -229,21 +229,25 @@ def _bits(x: int) -> list[int]:
     return out
 
 
+def pick_colour(v: int, adj: dict[int, set[int]], colour: dict[int, int], prefs: dict[int, list[int]],
+                limit: int | None = None) -> int | None:
+    """The colour v takes: a move partner's (so the move disappears) when no neighbour has it,
+    else the lowest free one; None when every colour below `limit` is a neighbour's."""
+    used = {colour[u] for u in adj[v] if u in colour}
+    for p in prefs.get(v, ()):
+        pc = colour.get(p)
+        if pc is not None and pc not in used:
+            return pc
+    c = 0
+    while c in used:
+        c += 1
+    return c if limit is None or c < limit else None
+
+
 def _colour(order: list[int], adj: dict[int, set[int]], prefs: dict[int, list[int]]) -> dict[int, int]:
     colour: dict[int, int] = {}
     for v in order:
-        used = {colour[u] for u in adj[v] if u in colour}
-        c = None
-        for p in prefs.get(v, ()):
-            pc = colour.get(p)
-            if pc is not None and pc not in used:
-                c = pc
-                break
-        if c is None:
-            c = 0
-            while c in used:
-                c += 1
-        colour[v] = c
+        colour[v] = pick_colour(v, adj, colour, prefs)
     return colour
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 
-from .regalloc import BRANCHES, Code
+from .regalloc import BRANCHES, Code, pick_colour
 
 NEVER = math.inf
 
@@ -95,15 +95,7 @@ def colour_or_spill(adj: dict[int, set[int]], prefs: dict[int, list[int]], first
     colour: dict[int, int] = {}
     spilled: list[int] = []
     for v in reversed(stack):
-        used = {colour[u] for u in adj[v] if u in colour}
-        c = None
-        for p in prefs.get(v, ()):
-            pc = colour.get(p)
-            if pc is not None and pc not in used:
-                c = pc
-                break
-        if c is None:
-            c = next((c for c in range(k) if c not in used), None)
+        c = pick_colour(v, adj, colour, prefs, k)
         if c is None:
             spilled.append(v)
         else:
