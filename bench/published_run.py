@@ -29,6 +29,11 @@ program's bytes, the launch, its inputs and the engine (--cache, default /tmp/qg
 for none), so a rerun or a resumed run compiles and runs only what changed.  `--net-budget S`
 stops starting network runs after S seconds of them in a process: later launches use the cached
 network outcome when there is one and are otherwise reported (and counted) as not run.
+`--alias-since COMMIT` also replays a network outcome cached (at or after COMMIT's time) for
+another file of the same program identity (its content_hash and the source lines outcomes
+quote: docs/qg-format.md), such as an earlier build's .qg whose header was in another order:
+valid only where what runs a linked program is unchanged in effect since COMMIT, so the files
+of that code changed since are printed for whoever passes it to review, and the replays counted.
 
 Kernels calling approximate math functions (expf, __logf, sinf, ...) are "libm-dependent": no
 independent library computes qgcc's bits, so their oracle is built on qgcc's own math library
@@ -47,6 +52,7 @@ import json
 import os
 import shutil
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -158,6 +164,7 @@ class Side:
     printf: list[str] | None = None  # device printf, one string per call (None: not captured)
     warp_instructions: int | None = None
     network_steps: int | None = None  # the emulator's model of the network's steps (the network's own count)
+    replayed: bool = False  # a network outcome of an earlier build's file with the same program identity
 
 
 def oracle_run(exe: Path, idx: int, run: Run, bufs: dict, consts: dict, work: Path) -> Side:
@@ -340,20 +347,80 @@ def capture_stats() -> None:
 
 
 _PROGRAM_HASH: dict = {}
+ALIAS_SINCE: list = [0.0]  # --alias-since as a time stamp (0: outcomes of other files' bytes are not used)
+REPLAYED: list = [0]  # network outcomes this process took from a program of the same identity
 NET_BUDGET: list = [None, 0.0]  # (--net-budget seconds or None, seconds this process has spent in the network)
 NOT_RUN = "not run in the network: this process's --net-budget is spent"
 
 
-def run_key(program: Path, run: Run, bufs: dict, consts: dict, engine: str) -> str:
-    """What a launch's outcome depends on: the program's bytes, the launch, its inputs, the engine."""
+def program_identity(data: bytes) -> str | None:
+    """What a linked program runs as: its `content_hash` (code, kernels, constants, layers and the
+    linker's metadata: docs/qg-format.md, "two files with the same hash run identically") and the
+    annotations that outcomes quote (assert and fault messages show source lines).  None for a
+    file without a content hash."""
+    (n,) = struct.unpack("<Q", data[:8])
+    meta = json.loads(data[8:8 + n]).get("__metadata__", {})
+    if "content_hash" not in meta:
+        return None
+    shown = json.dumps([meta.get(k) for k in ("lines", "source", "source_name")]).encode()
+    return "id:" + hashlib.sha256(meta["content_hash"].encode() + b"\0" + shown).hexdigest()
+
+
+_ALIASES: dict[str, list[str]] = {}  # program identity -> sha256 of the bytes of every cached file that has it
+
+
+def aliases(identity: str) -> list[str]:
+    """The byte hashes of the cached compiled programs with this identity.  Network outcomes were
+    once keyed by a file's bytes, and a .qg's bytes changed with every build (its header order was
+    a hash map's until qgfile sorted it) even where the program did not: an outcome of a program
+    with the same identity is the same computation, as long as the code that runs a linked program
+    (engines/, runtime/, cli/qgrun_cmd.py) has not changed since, which the index's users check
+    (see main's --alias-since)."""
+    if not _ALIASES and CACHE is not None:
+        index = CACHE / "identity-index.json"
+        known = json.loads(index.read_text()) if index.is_file() else {}
+        for f in sorted(CACHE.glob("*.qg")):
+            if f.name not in known:
+                data = f.read_bytes()
+                known[f.name] = [hashlib.sha256(data).hexdigest(), program_identity(data)]
+        tmp = CACHE / f"identity-index.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(known))
+        os.replace(tmp, index)
+        _ALIASES["built"] = []
+        for raw, ident in known.values():
+            if ident is not None:
+                _ALIASES.setdefault(ident, []).append(raw)
+    return _ALIASES.get(identity, [])
+
+
+RUNNER = ("engines", "runtime", "cli/qgrun_cmd.py", "cli/args.py", "cli/jobs.py", "loader.py", "qgfile.py",
+          "link/linker.py", "link/layout.py", "link/weights.py", "program.py", "inputs.py", "printfmt.py",
+          "qwen35.py", "trace.py", "isa.py", "spec.py", "api.py")  # what `qgrun --engine neural` of a linked .qg runs
+
+
+def runner_changed_since(commit: str) -> list[str]:
+    """The files among RUNNER (under src/qgcc) that differ between COMMIT and the working tree."""
+    paths = [str(HERE.parent / "src" / "qgcc" / r) for r in RUNNER]
+    out = subprocess.run(["git", "-C", str(HERE.parent), "diff", "--name-only", commit, "--", *paths],
+                         capture_output=True, text=True, check=True).stdout
+    return out.split()
+
+
+def run_key(program: Path, run: Run, bufs: dict, consts: dict, engine: str, program_hash: str | None = None) -> str:
+    """What a launch's outcome depends on: the program (its bytes for the emulator, whose code
+    changes between builds; its identity in the network), the launch, its inputs, the engine."""
     st = program.stat()
     pk = (str(program), st.st_size, st.st_mtime_ns)
     if pk not in _PROGRAM_HASH:
         _PROGRAM_HASH.clear()
-        _PROGRAM_HASH[pk] = hashlib.sha256(program.read_bytes()).hexdigest()
+        data = program.read_bytes()
+        _PROGRAM_HASH[pk] = (hashlib.sha256(data).hexdigest(), program_identity(data))
+    raw, ident = _PROGRAM_HASH[pk]
+    if program_hash is None:
+        program_hash = ident if engine == "neural" and ident is not None else raw
     qgname = getattr(run, "qgname", bare(run.kernel))
     named = "" if qgname == bare(run.kernel) else f"|{qgname}"  # keys of typedef-free runs unchanged
-    h = hashlib.sha256(f"{_PROGRAM_HASH[pk]}|{engine}|{run!r}{named}".encode())
+    h = hashlib.sha256(f"{program_hash}|{engine}|{run!r}{named}".encode())
     for k in sorted(bufs):
         h.update(k.encode() + bufs[k].tobytes())
     for k in sorted(consts):
@@ -368,6 +435,18 @@ def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: 
     path = CACHE / f"run-{run_key(program, run, bufs, consts, engine)}.pkl" if CACHE is not None else None
     if path is not None and path.is_file():
         return pickle.loads(path.read_bytes())
+    if path is not None and engine == "neural" and ALIAS_SINCE[0]:
+        ident = next(iter(_PROGRAM_HASH.values()))[1]
+        for raw in aliases(ident) if ident else ():
+            old = CACHE / f"run-{run_key(program, run, bufs, consts, engine, raw)}.pkl"
+            if old.is_file() and old.stat().st_mtime >= ALIAS_SINCE[0]:
+                side = pickle.loads(old.read_bytes())
+                side.replayed = True
+                REPLAYED[0] += 1
+                tmp = CACHE / f"run.{os.getpid()}.tmp"
+                tmp.write_bytes(pickle.dumps(side))
+                os.replace(tmp, path)
+                return side
     if engine == "neural" and NET_BUDGET[0] is not None and NET_BUDGET[1] >= NET_BUDGET[0]:
         return Side(None, NOT_RUN)
     t0 = time.monotonic()
@@ -461,6 +540,7 @@ class Tally:
     neural_scaled: int = 0  # of neural_exact: run at their network-scale spec
     neural_too_long: int = 0  # runnable launches over --max-net-steps with no network-scale spec
     neural_not_run: int = 0  # launches left out of the network when --net-budget was spent
+    neural_replayed: int = 0  # network outcomes taken from an earlier build's identical program
     libm_runnable: int = 0
     libm_exact: int = 0
     mismatches: int = 0
@@ -726,12 +806,14 @@ def check_run(ctx: FileCtx, i: int, run: Run, scaled: Run | None, si: int | None
 def check_one(corpus: Path, entry: dict, opts: Options) -> tuple[list[str], Tally, float]:
     """One file, its lines and counts (a worker's unit)."""
     lines, tally, t0 = [], Tally(), time.monotonic()
+    REPLAYED[0] = 0
     try:
         check_file(corpus, entry, tally, opts, lines.append)
     except Exception as ex:  # noqa: BLE001 - the tool reports and goes on
         tally.mismatches += 1
         lines.append(f"MISMATCH          {entry['file']}: the tool failed: {type(ex).__name__}: {ex}\n"
                      + traceback.format_exc())
+    tally.neural_replayed = REPLAYED[0]
     return lines, tally, time.monotonic() - t0
 
 
@@ -750,8 +832,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds of network runs per process; then only outcomes in the cache are used "
                          "and the others are reported as not run")
     ap.add_argument("--cache", default="/tmp/qgpub-cache", help="compiled programs ('' for none)")
+    ap.add_argument("--alias-since", default="", metavar="COMMIT",
+                    help="replay network outcomes of cached programs with the same identity as this build's, "
+                         "run at or after COMMIT's time; valid only where the code that runs a linked "
+                         "program is unchanged in effect since COMMIT: the files changed are printed, "
+                         "for whoever passes it to have reviewed")
     a = ap.parse_args(argv)
     CACHE = Path(a.cache) if a.cache else None
+    if a.alias_since:
+        changed = runner_changed_since(a.alias_since)
+        print(f"--alias-since {a.alias_since}: files that run a linked program changed since: "
+              f"{', '.join(changed) or 'none'}", file=sys.stderr)
+        ALIAS_SINCE[0] = float(subprocess.run(["git", "-C", str(HERE), "show", "-s", "--format=%ct", a.alias_since],
+                                              capture_output=True, text=True, check=True).stdout)
+        aliases("")  # the index, once, before the workers fork
     NET_BUDGET[0] = a.net_budget
     opts = Options("none" if a.no_neural else a.neural, a.max_net_steps)
     corpus = Path(a.corpus)
@@ -788,6 +882,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"network: {t.neural_exact} exact of {t.neural_runs} run ({t.neural_scaled} at a network-scale spec); "
               f"{t.neural_too_long} runnable launches too long for the network here"
               + (f"; {t.neural_not_run} not run (--net-budget spent)" if t.neural_not_run else ""))
+        if ALIAS_SINCE[0]:
+            print(f"network outcomes replayed by program identity from runs since {a.alias_since} (--alias-since): "
+                  f"{t.neural_replayed}")
     print(f"wall time {time.monotonic() - t0:.0f} s", file=sys.stderr)
     print(f"{t.runnable} runnable, {t.exact} exact on the emulator, {t.neural_exact} exact in the network "
           f"(of {t.neural_runs}), {t.mismatches} mismatches")
