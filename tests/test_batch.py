@@ -260,8 +260,9 @@ def test_the_fused_step_applies_to_a_compiled_network_and_refuses_forms_its_kern
 
 @needs_c
 def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_exact(capsys):
-    """bench/gpu_check.py --device cpu --short: precision, a lockstep batch of two kernels,
-    one launch, and batches through the runner, all against the C step."""
+    """bench/gpu_check.py --device cpu --short: precision, a lockstep batch (every hidden and
+    recurrent state at every step), one launch, and batches through the runner, all against the
+    C step; then each target of issue #26 judged on those figures."""
     import importlib.util
     from pathlib import Path
 
@@ -272,6 +273,11 @@ def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_e
     assert check.main(["--device", "cpu", "--short"]) == 0
     out = capsys.readouterr().out
     assert "bit-identical: True" in out and "every check exact" in out and "results equal: False" not in out
+    assert "(every hidden and recurrent state at every step)  bit-identical: True" in out
+    verdicts = out.split("targets (issue #26):")[1]
+    assert "one launch >= 2x the C step: not met" in verdicts  # the CPU runs the device's form slowly
+    assert "batched mixed1 >= 1,000,000 lane-instr/s: not met" in verdicts and "at width " in verdicts
+    assert "bit-identical to the C step: met" in verdicts
 
 
 def test_rail_bits_give_back_every_state_entry_and_refuse_any_other_value():
