@@ -258,18 +258,48 @@ def test_the_fused_step_applies_to_a_compiled_network_and_refuses_forms_its_kern
         BatchedLayers(batch.layers, 2, np.arange(3), 0, [1], fused=True)
 
 
-@needs_c
-def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_exact(capsys):
-    """bench/gpu_check.py --device cpu --short: precision, a lockstep batch (every hidden and
-    recurrent state at every step), one launch, and batches through the runner, all against the
-    C step; then each target of issue #26 judged on those figures."""
-    import importlib.util
+def _gpu_check():
+    """bench/gpu_check.py as a module."""
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "bench" / "gpu_check.py"
     spec = importlib.util.spec_from_file_location("gpu_check", path)
     check = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(check)
+    return check
+
+
+def test_a_failing_fused_step_ends_only_the_fused_checks_of_the_gpu_check_and_is_reported(capsys):
+    """One device run must still give the unfused step's figures when the fused step cannot run
+    there (Triton failing to compile on that machine's version, say): the error is printed, the
+    fused variant's later checks are skipped, the unfused ones still run, and the exit code says
+    that something failed."""
+    check = _gpu_check()
+    chk = check.Check("cpu", 1, 1, (False, True))
+    calls = []
+
+    def broken(name, fused):
+        calls.append((name, fused))
+        if fused:
+            raise RuntimeError("PassManager::run failed\nmore")
+
+    chk.guarded(True, broken, "mixed")
+    chk.guarded(True, broken, "vadd")
+    chk.guarded(False, broken, "vadd")
+    assert calls == [("mixed", True), ("vadd", False)]
+    assert chk.fused_error == "RuntimeError: PassManager::run failed"
+    assert "the fused step failed here, its checks end: RuntimeError: PassManager::run failed" in \
+        capsys.readouterr().out
+    with pytest.raises(ZeroDivisionError):  # the unfused step's errors are not swallowed
+        chk.guarded(False, lambda fused: 1 / 0)
+
+
+@needs_c
+def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_exact(capsys):
+    """bench/gpu_check.py --device cpu --short: precision, a lockstep batch (every hidden and
+    recurrent state at every step), one launch, and batches through the runner, all against the
+    C step; then each target of issue #26 judged on those figures."""
+    check = _gpu_check()
     assert check.main(["--device", "cpu", "--short"]) == 0
     out = capsys.readouterr().out
     assert "bit-identical: True" in out and "every check exact" in out and "results equal: False" not in out
