@@ -236,6 +236,53 @@ def test_a_batch_of_one_traces_like_a_launch_run_alone():
     assert np.array_equal(result.memory, alone_result.memory) and result.stats == alone_result.stats
 
 
+def test_the_device_one_hot_check_accepts_one_power_of_two_entry_at_or_above_17_and_nothing_else():
+    """neural_batch._one_hot, the C step's one_hot evaluated on the device for every (slot, head):
+    one entry >= 17 that is a power of two is a key (its index), none is no key, and two such
+    entries or one that is not a power of two break the premise (NOT_ONE_HOT)."""
+    import torch
+
+    from qgcc.engines.neural_batch import _one_hot
+
+    pre = torch.full((1, 5, 128), -89.0)
+    pre[0, 0, 77] = 128.0  # a key
+    pre[0, 1, [3, 9]] = 128.0  # two hot entries
+    pre[0, 2, 5] = 24.0  # not a power of two
+    pre[0, 3, 0] = 16.0  # below 17: no key
+    pre[0, 4, 127] = 32.0
+    idx, one, value, bad = _one_hot(pre)
+    assert one.tolist() == [[True, False, True, False, True]]
+    assert bad.tolist() == [[False, True, True, False, False]]
+    assert idx[0, 0] == 77 and idx[0, 4] == 127
+    assert value[0, 0] == value[0, 4] == 1.0  # a / sqrt(a * a + eps) rounds to 1 for these a
+
+
+@needs_c
+def test_a_broken_premise_stops_the_batch_with_an_error_naming_the_launch_and_the_premise():
+    """The premise flags computed on the device are read with the fields; a set flag ends the
+    batch with the launch's number and the premise's text, not with numbers that may differ
+    from the C step's.  Here the second launch's first input has a residual entry of 4."""
+    from qgcc.engines.neural_c import StepError
+
+    prog, cm = program()
+    runner = BatchRunner(cm, 2)
+    first = runner.host.initial_rails
+    seen = []
+
+    def corrupt(lau):
+        h, rails = first(lau)
+        seen.append(lau)
+        if len(seen) == 2:
+            h = h.copy()
+            h[int(runner.layers.layers[0].L.mix_in[0])] = 4.0
+        return h, rails
+
+    runner.host.initial_rails = corrupt
+    with pytest.raises(StepError, match=r"launch 2 of the batch: .*a residual entry is not exactly \+-8.*premise of the "
+                       r"batched step.s exactness"):
+        runner.run([launch(1, 1, 0), launch(1, 2, 1)], 100)
+
+
 def test_cuda_graphs_are_asked_for_only_on_cuda():
     prog, cm = program()
     with pytest.raises(ValueError, match="CUDA graphs need --device cuda"):
