@@ -37,6 +37,10 @@ echo "=== gpu_check"
 timeout "${CHECK_S:-420}" python3 bench/gpu_check.py --device "$DEVICE" --sizes "${SIZES:-64,1024,8192}" --chunk 16 \
     --fused "${FUSED:-both}" ${SAMPLES:+--samples "$SAMPLES"} ${SHORT:+--short}
 echo "gpu_check exit $?"
+echo "=== sparse (CSR, nonzeros only) against the dense products the step runs (issue #26, item 2)"
+timeout "${SPARSE_S:-180}" python3 bench/sparse_dense.py --device "$DEVICE" --widths "1,${SIZES:-64,1024,8192}" \
+    ${SHORT:+--layers 2}
+echo "sparse_dense exit $?"
 if [ -n "$PROFILE_WIDTHS" ]; then
     echo "=== gpu_profile"
     timeout "${PROFILE_S:-120}" python3 bench/gpu_profile.py --widths "$PROFILE_WIDTHS" --profile-width 1024 2>&1 | head -${PROFILE_LINES:-40}

@@ -357,6 +357,22 @@ def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_e
     assert "bit-identical to the C step: met" in verdicts
 
 
+def test_the_sparse_against_dense_comparison_runs_on_the_cpu_and_finds_both_forms_exact(capsys):
+    """bench/sparse_dense.py (issue #26 item 2: measure sparse weights against the dense products),
+    on two layers at widths 1 and 3: the device's dense form and CSR products of the +-1
+    projections both equal the exact product, bit for bit."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "sparse_dense.py"
+    spec = importlib.util.spec_from_file_location("sparse_dense", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--device", "cpu", "--sample", "mixed", "--layers", "2", "--widths", "1,3",
+                       "--repeat", "1"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [r[0] for r in rows] == ["1", "3"] and all(r[-1] == "True" for r in rows)
+
+
 def test_rail_bits_give_back_every_state_entry_and_refuse_any_other_value():
     """States are held as bits of +0 / V (neural_batch.Rails): a round trip is the same
     float32 bits, and a value that is neither (-0 included) is reported, never stored."""
