@@ -10,6 +10,11 @@
 #       --platform manylinux2014_x86_64 -d .whl lark==1.3.1
 # and name .whl in the run's carry.  Then, there:
 #   CHECK_S=300 SIZES=64,1024,8192 bash bench/gpu_run.sh 2>&1 | tee $OUT/gpu_run.log
+# Within one device command of at most 10 minutes (the parts run most important first, each under
+# its own timeout, and print as they go, so a cut run still returns what it measured):
+#   CHECK_S=300 SAMPLES=collatz SPARSE_S=60 HF_S=90 bash bench/gpu_run.sh 2>&1 | tee $OUT/gpu_run.log
+# with the run's timeout_s at 590: gpu_check, sparse_dense, the hf test, the start-up and its
+# profile, and last the README launch with --engine hf (worst case about 600 s, usually far less).
 # FUSED=both (default) checks and measures the unfused and the fused step (engines/fused.py,
 # Triton kernels, compiled on first use: allow a minute) side by side, and profiles both when
 # PROFILE_WIDTHS is set; FUSED=no only the unfused.  Both double the lockstep part: SAMPLES=collatz
@@ -38,7 +43,7 @@ timeout "${CHECK_S:-420}" python3 bench/gpu_check.py --device "$DEVICE" --sizes 
     --fused "${FUSED:-both}" ${SAMPLES:+--samples "$SAMPLES"} ${SHORT:+--short}
 echo "gpu_check exit $?"
 echo "=== sparse (CSR, nonzeros only) against the dense products the step runs (issue #26, item 2)"
-timeout "${SPARSE_S:-180}" python3 bench/sparse_dense.py --device "$DEVICE" --widths "1,${SIZES:-64,1024,8192}" \
+timeout "${SPARSE_S:-120}" python3 bench/sparse_dense.py --device "$DEVICE" --widths "1,${SIZES:-64,1024,8192}" \
     ${SHORT:+--layers 2}
 echo "sparse_dense exit $?"
 if [ -n "$PROFILE_WIDTHS" ]; then
@@ -53,7 +58,7 @@ if [ -n "$PROFILE_WIDTHS" ]; then
 fi
 if [ "${HF:-1}" != 0 ]; then
     echo "=== the hf engine on this machine's transformers (issue #26, item 6)"
-    timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_hf_versions.py 2>&1 | tail -3
+    timeout 60 python3 -m pytest -q -p no:cacheprovider tests/test_hf_versions.py 2>&1 | tail -3
 fi
 [ "${STARTUP:-1}" = 0 ] && exit 0
 echo "=== start-up: torch import + $DEVICE context alone"
@@ -67,15 +72,15 @@ echo "=== start-up: qgrun vadd.qg --device $DEVICE (the README launch), twice"
 /usr/bin/time -f "%e s wall" python3 -c "$Q; main()"
 /usr/bin/time -f "%e s wall" python3 -c "$Q; main()"
 python3 -c "import numpy as np; print('c =', np.load('c.npy').tolist())"
-if [ "${HF:-1}" != 0 ]; then
-    echo "=== qgrun vadd.qg --engine hf --device $DEVICE (transformers' modules; the issue's crash was here)"
-    H="from qgcc.cli.qgrun_cmd import main; import sys; sys.argv = [$A, '--out', 'c=c_hf.npy', '--engine', 'hf']"
-    timeout "${HF_S:-300}" /usr/bin/time -f "%e s wall" python3 -c "$H; main()"
-    echo "qgrun --engine hf exit $?"
-    python3 -c "import numpy as np; print('hf c =', np.load('c_hf.npy').tolist(), 'equal to neural:', np.array_equal(np.load('c_hf.npy'), np.load('c.npy')))"
-fi
 echo "=== where the start-up goes (cProfile, cumulative, top 30)"
-timeout 120 python3 -c "$Q
+timeout 60 python3 -c "$Q
 import cProfile, pstats
 cProfile.run('main(standalone_mode=False)', '/tmp/prof')
 pstats.Stats('/tmp/prof').sort_stats('cumulative').print_stats(30)" 2>&1 | grep -v '^$' | head -60
+if [ "${HF:-1}" != 0 ]; then
+    echo "=== qgrun vadd.qg --engine hf --device $DEVICE (transformers' modules; the issue's crash was here)"
+    H="from qgcc.cli.qgrun_cmd import main; import sys; sys.argv = [$A, '--out', 'c=c_hf.npy', '--engine', 'hf']"
+    timeout "${HF_S:-180}" /usr/bin/time -f "%e s wall" python3 -c "$H; main()"
+    echo "qgrun --engine hf exit $?"
+    python3 -c "import numpy as np; print('hf c =', np.load('c_hf.npy').tolist(), 'equal to neural:', np.array_equal(np.load('c_hf.npy'), np.load('c.npy')))"
+fi
