@@ -236,6 +236,53 @@ def test_a_batch_of_one_traces_like_a_launch_run_alone():
     assert np.array_equal(result.memory, alone_result.memory) and result.stats == alone_result.stats
 
 
+def test_the_device_one_hot_check_accepts_one_power_of_two_entry_at_or_above_17_and_nothing_else():
+    """neural_batch._one_hot, the C step's one_hot evaluated on the device for every (slot, head):
+    one entry >= 17 that is a power of two is a key (its index), none is no key, and two such
+    entries or one that is not a power of two break the premise (NOT_ONE_HOT)."""
+    import torch
+
+    from qgcc.engines.neural_batch import _one_hot
+
+    pre = torch.full((1, 5, 128), -89.0)
+    pre[0, 0, 77] = 128.0  # a key
+    pre[0, 1, [3, 9]] = 128.0  # two hot entries
+    pre[0, 2, 5] = 24.0  # not a power of two
+    pre[0, 3, 0] = 16.0  # below 17: no key
+    pre[0, 4, 127] = 32.0
+    idx, one, value, bad = _one_hot(pre)
+    assert one.tolist() == [[True, False, True, False, True]]
+    assert bad.tolist() == [[False, True, True, False, False]]
+    assert idx[0, 0] == 77 and idx[0, 4] == 127
+    assert value[0, 0] == value[0, 4] == 1.0  # a / sqrt(a * a + eps) rounds to 1 for these a
+
+
+@needs_c
+def test_a_broken_premise_stops_the_batch_with_an_error_naming_the_launch_and_the_premise():
+    """The premise flags computed on the device are read with the fields; a set flag ends the
+    batch with the launch's number and the premise's text, not with numbers that may differ
+    from the C step's.  Here the second launch's first input has a residual entry of 4."""
+    from qgcc.engines.neural_c import StepError
+
+    prog, cm = program()
+    runner = BatchRunner(cm, 2)
+    first = runner.host.initial_rails
+    seen = []
+
+    def corrupt(lau):
+        h, rails = first(lau)
+        seen.append(lau)
+        if len(seen) == 2:
+            h = h.copy()
+            h[int(runner.layers.layers[0].L.mix_in[0])] = 4.0
+        return h, rails
+
+    runner.host.initial_rails = corrupt
+    with pytest.raises(StepError, match=r"launch 2 of the batch: .*a residual entry is not exactly \+-8.*premise of the "
+                       r"batched step.s exactness"):
+        runner.run([launch(1, 1, 0), launch(1, 2, 1)], 100)
+
+
 def test_cuda_graphs_are_asked_for_only_on_cuda():
     prog, cm = program()
     with pytest.raises(ValueError, match="CUDA graphs need --device cuda"):
@@ -258,20 +305,72 @@ def test_the_fused_step_applies_to_a_compiled_network_and_refuses_forms_its_kern
         BatchedLayers(batch.layers, 2, np.arange(3), 0, [1], fused=True)
 
 
-@needs_c
-def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_exact(capsys):
-    """bench/gpu_check.py --device cpu --short: precision, a lockstep batch of two kernels,
-    one launch, and batches through the runner, all against the C step."""
-    import importlib.util
+def _gpu_check():
+    """bench/gpu_check.py as a module."""
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "bench" / "gpu_check.py"
     spec = importlib.util.spec_from_file_location("gpu_check", path)
     check = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(check)
+    return check
+
+
+def test_a_failing_fused_step_ends_only_the_fused_checks_of_the_gpu_check_and_is_reported(capsys):
+    """One device run must still give the unfused step's figures when the fused step cannot run
+    there (Triton failing to compile on that machine's version, say): the error is printed, the
+    fused variant's later checks are skipped, the unfused ones still run, and the exit code says
+    that something failed."""
+    check = _gpu_check()
+    chk = check.Check("cpu", 1, 1, (False, True))
+    calls = []
+
+    def broken(name, fused):
+        calls.append((name, fused))
+        if fused:
+            raise RuntimeError("PassManager::run failed\nmore")
+
+    chk.guarded(True, broken, "mixed")
+    chk.guarded(True, broken, "vadd")
+    chk.guarded(False, broken, "vadd")
+    assert calls == [("mixed", True), ("vadd", False)]
+    assert chk.fused_error == "RuntimeError: PassManager::run failed"
+    assert "the fused step failed here, its checks end: RuntimeError: PassManager::run failed" in \
+        capsys.readouterr().out
+    with pytest.raises(ZeroDivisionError):  # the unfused step's errors are not swallowed
+        chk.guarded(False, lambda fused: 1 / 0)
+
+
+@needs_c
+def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_exact(capsys):
+    """bench/gpu_check.py --device cpu --short: precision, a lockstep batch (every hidden and
+    recurrent state at every step), one launch, and batches through the runner, all against the
+    C step; then each target of issue #26 judged on those figures."""
+    check = _gpu_check()
     assert check.main(["--device", "cpu", "--short"]) == 0
     out = capsys.readouterr().out
     assert "bit-identical: True" in out and "every check exact" in out and "results equal: False" not in out
+    assert "(every hidden and recurrent state at every step)  bit-identical: True" in out
+    verdicts = out.split("targets (issue #26):")[1]
+    assert "one launch >= 2x the C step: not met" in verdicts  # the CPU runs the device's form slowly
+    assert "batched mixed1 >= 1,000,000 lane-instr/s: not met" in verdicts and "at width " in verdicts
+    assert "bit-identical to the C step: met" in verdicts
+
+
+def test_the_sparse_against_dense_comparison_runs_on_the_cpu_and_finds_both_forms_exact(capsys):
+    """bench/sparse_dense.py (issue #26 item 2: measure sparse weights against the dense products),
+    on two layers at widths 1 and 3: the device's dense form and CSR products of the +-1
+    projections both equal the exact product, bit for bit."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "sparse_dense.py"
+    spec = importlib.util.spec_from_file_location("sparse_dense", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--device", "cpu", "--sample", "mixed", "--layers", "2", "--widths", "1,3",
+                       "--repeat", "1"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [r[0] for r in rows] == ["1", "3"] and all(r[-1] == "True" for r in rows)
 
 
 def test_rail_bits_give_back_every_state_entry_and_refuse_any_other_value():

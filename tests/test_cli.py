@@ -796,6 +796,30 @@ def test_batch_jobs_gives_the_same_outputs_json_messages_and_exit_code_as_one_pr
     assert seen["3"] == seen["1"]
 
 
+def test_batch_jobs_default_to_the_cores_this_process_may_use_for_launches_run_one_at_a_time_on_the_cpu(
+        monkeypatch):
+    """Without --jobs: every core of the process's affinity mask (not the machine's count), at
+    most one worker a launch; one process on CUDA, for the hf engine (dense layers in every
+    worker) and with --batch-width (the batched step runs in one process)."""
+    import os
+
+    from qgcc.cli import jobs
+    from qgcc.cli.qgrun_cmd import _batch_jobs
+
+    if hasattr(os, "sched_getaffinity"):
+        assert jobs.available_cores() == len(os.sched_getaffinity(0))
+    if not jobs.can_fork():
+        pytest.skip("no fork on this platform: every batch runs in one process")
+    monkeypatch.setattr(jobs, "available_cores", lambda: 5)
+    assert _batch_jobs(None, "neural", "cpu", 1, 10) == 5
+    assert _batch_jobs(None, "ref", "cpu", 1, 10) == 5
+    assert _batch_jobs(None, "neural", "cpu", 1, 3) == 3
+    assert _batch_jobs(None, "hf", "cpu", 1, 10) == 1
+    assert _batch_jobs(None, "neural", "cuda", 8, 10) == 1
+    assert _batch_jobs(None, "neural", "cpu", 4, 10) == 1
+    assert _batch_jobs(2, "neural", "cpu", 1, 10) == 2
+
+
 def test_jobs_needs_a_batch_on_the_cpu_without_batch_width(qgrun, work):
     _batch(work, 2 * [{"grid": 1, "block": 2, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:4", "n": 2}}])
     r = qgrun("vadd.qg", "--grid", "1", "--block", "2", "--jobs", "2")

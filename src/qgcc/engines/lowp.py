@@ -39,10 +39,10 @@ def bf16_parts(W: torch.Tensor) -> tuple[list[torch.Tensor] | None, str]:
         rest = rest - p  # exact: what rounding to 8 significant bits left
         if not bool(rest.any()):
             break
+    if not bool(torch.isfinite(vals[0]).all()):  # first: what it leaves is inf or nan
+        return None, "a weight overflows bfloat16"
     if bool(rest.any()):
         return None, "a weight needs more than three bfloat16 parts (a float32 subnormal)"
-    if not bool(torch.isfinite(vals[0]).all()):
-        return None, "a weight overflows bfloat16"
     # The later parts are at most 2^-8 of a weight each; the first can round a weight up.
     l1 = torch.zeros(W.shape[0], dtype=torch.float64, device=W.device).index_add_(0, r, vals[0].abs().double())
     if bool((l1 >= EXACT_LIMIT).any()):
