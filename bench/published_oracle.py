@@ -348,6 +348,10 @@ def copy_tree(files: list[Path], dest: Path) -> None:
 KEYWORDS = {"for", "if", "while", "switch", "catch", "return", "sizeof", "do", "else"}
 
 
+# Template arguments between a function's name and its parameters or call (`f<T>(x)`, `g<float>(float x) {`).
+TARGS = r"(?:<[^<>;{}()]*(?:<[^<>;{}()]*>[^<>;{}()]*)*>\s*)?"
+
+
 def uses_libm(files: list[Path], kernel: str | None = None) -> list[str]:
     """The approximate math functions the kernel can reach (all the files' when kernel is None).
 
@@ -359,7 +363,7 @@ def uses_libm(files: list[Path], kernel: str | None = None) -> list[str]:
     bodies: dict[str, str] = {}
     for m in re.finditer(r"#\s*define\s+(\w+)\(([^)]*)\)([^\n]*(?:\\\n[^\n]*)*)", text):
         bodies[m.group(1)] = bodies.get(m.group(1), "") + m.group(3)
-    for m in re.finditer(r"\b(\w+)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*(?:const\s*)?\{", text):
+    for m in re.finditer(r"\b(\w+)\s*" + TARGS + r"\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*(?:const\s*)?\{", text):
         depth, i = 0, m.end() - 1
         while i < len(text):
             depth += {"{": 1, "}": -1}.get(text[i], 0)
@@ -375,7 +379,7 @@ def uses_libm(files: list[Path], kernel: str | None = None) -> list[str]:
             continue
         seen.add(name)
         found |= set(LIBM_RE.findall(bodies[name]))
-        todo += [c for c in re.findall(r"\b(\w+)\s*\(", bodies[name]) if c in bodies]
+        todo += [c for c in re.findall(r"\b(\w+)\s*" + TARGS + r"\(", bodies[name]) if c in bodies]
         todo += [c for c in re.findall(r"\b([A-Z_][A-Z0-9_]*)\b", bodies[name]) if c in bodies]
     return sorted(found)
 

@@ -155,6 +155,15 @@ def test_libm_use_is_traced_through_the_functions_a_kernel_calls(tmp_path):
     assert uses_libm([f], "b") == []
 
 
+def test_libm_use_is_traced_through_template_calls_and_explicit_specialisations(tmp_path):
+    f = tmp_path / "k.cu"
+    f.write_text("template <typename T> __device__ T inv(T x) { return 1 / x; }\n"
+                 "template <> __device__ float inv<float>(float x) { return rsqrtf(x * x); }\n"
+                 "template <typename T> __device__ T pull(T a) { return inv<T>(a); }\n"
+                 "template <typename T> __global__ void k(T *p) { p[0] = pull<T>(p[0]); }\n")
+    assert uses_libm([f], "k<float>") == ["rsqrtf"]
+
+
 def test_a_spec_reads_buffers_scalars_and_vector_types():
     r = parse_run({"kernel": "k", "grid": [2, 3], "block": 64,
                    "args": ["p:float4[8]=rand", "n=5", "x:float=0.5", "q:uint[3]=vals(1,2)"]})
