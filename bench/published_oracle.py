@@ -40,7 +40,8 @@ LIBM_OVERLOADS = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin"
 LIBM_RE = re.compile(r"\b(" + "|".join(LIBM + LIBM_OVERLOADS) + r")\s*\(")
 
 # Library headers the additions need, included before the shim's macros (threadIdx, __shared__, ...).
-PRELUDE = "#include <cstdarg>\n#include <unistd.h>\n#include <vector>\n#define QG_OWN_CG 1\n"  # <vector>: host classes (dwt2d's tester)
+PRELUDE = ("#include <cstdarg>\n#include <unistd.h>\n#include <iosfwd>\n#include <vector>\n"
+           "#define QG_OWN_CG 1\n")  # <iosfwd> (std::string), <vector>: host classes (nbody's BodySystem, dwt2d's tester)
 
 EXTRA = r"""
 #include <cstdint>
@@ -97,7 +98,9 @@ static inline thread_block this_thread_block() { return thread_block(); }
 static inline void sync(const thread_block &) { __syncthreads(); }
 // A tile's barrier: the warp's (all live lanes) for tiles of at most 4 threads, the block's for wider
 // ones: as strong or stronger than CUDA's, the same when every thread reaches it (else: a deadlock,
-// reported).  Shuffles work within a warp only; a wider tile's shuffle does not compile here.
+// reported).  Shuffles work within a warp only; a wider tile's shuffle stops the run (exit 5), so
+// the file's other kernels still run.
+template <unsigned N> static inline void qg_narrow_tile() { if (N > 4) { fflush(stdout); _exit(5); } }
 template <unsigned N> struct thread_block_tile {
     unsigned thread_rank() const { return thread_block().thread_rank() % N; }
     unsigned size() const { return N; }
@@ -105,10 +108,10 @@ template <unsigned N> struct thread_block_tile {
     unsigned meta_group_rank() const { return thread_block().thread_rank() / N; }
     unsigned meta_group_size() const { return (thread_block().size() + N - 1) / N; }
     void sync() const { if (N > 4) __syncthreads(); else (void)__activemask(); }
-    template <class T> T shfl(T v, int src) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_sync(0xffffffffu, v, src, N); }
-    template <class T> T shfl_down(T v, unsigned d) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_down_sync(0xffffffffu, v, d, N); }
-    template <class T> T shfl_up(T v, unsigned d) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_up_sync(0xffffffffu, v, d, N); }
-    template <class T> T shfl_xor(T v, int m) const { static_assert(N <= 4, "tile wider than the warp"); return __shfl_xor_sync(0xffffffffu, v, m, N); }
+    template <class T> T shfl(T v, int src) const { qg_narrow_tile<N>(); return __shfl_sync(0xffffffffu, v, src, N); }
+    template <class T> T shfl_down(T v, unsigned d) const { qg_narrow_tile<N>(); return __shfl_down_sync(0xffffffffu, v, d, N); }
+    template <class T> T shfl_up(T v, unsigned d) const { qg_narrow_tile<N>(); return __shfl_up_sync(0xffffffffu, v, d, N); }
+    template <class T> T shfl_xor(T v, int m) const { qg_narrow_tile<N>(); return __shfl_xor_sync(0xffffffffu, v, m, N); }
 };
 template <unsigned N> static inline thread_block_tile<N> tiled_partition(const thread_block &) { return {}; }
 template <unsigned N> static inline void sync(const thread_block_tile<N> &t) { t.sync(); }
@@ -299,7 +302,9 @@ def qgcc_libm() -> str:
               "static inline double exp(double x) { return __qgd_exp(x); }",
               "static inline double log(double x) { return __qgd_log(x, 0); }",
               "static inline double log10(double x) { return __qgd_log(x, 1); }",
-              "static inline double pow(double x, double y) { return __qgd_pow(x, y); }"]
+              "static inline double pow(double x, double y) { return __qgd_pow(x, y); }",
+              # rsqrt on a double: 1.0 / sqrt(x), each step rounded (docs/subset.md), as the float one is not
+              "static inline double rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }"]
     lines += [f"static inline double {n}(double x) {{ return __qgd_trig(x, {i}); }}"
               for i, n in enumerate(("sin", "cos", "tan"))]
     return "\n".join(lines)
@@ -343,6 +348,10 @@ def copy_tree(files: list[Path], dest: Path) -> None:
 KEYWORDS = {"for", "if", "while", "switch", "catch", "return", "sizeof", "do", "else"}
 
 
+# Template arguments between a function's name and its parameters or call (`f<T>(x)`, `g<float>(float x) {`).
+TARGS = r"(?:<[^<>;{}()]*(?:<[^<>;{}()]*>[^<>;{}()]*)*>\s*)?"
+
+
 def uses_libm(files: list[Path], kernel: str | None = None) -> list[str]:
     """The approximate math functions the kernel can reach (all the files' when kernel is None).
 
@@ -354,7 +363,7 @@ def uses_libm(files: list[Path], kernel: str | None = None) -> list[str]:
     bodies: dict[str, str] = {}
     for m in re.finditer(r"#\s*define\s+(\w+)\(([^)]*)\)([^\n]*(?:\\\n[^\n]*)*)", text):
         bodies[m.group(1)] = bodies.get(m.group(1), "") + m.group(3)
-    for m in re.finditer(r"\b(\w+)\s*\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*(?:const\s*)?\{", text):
+    for m in re.finditer(r"\b(\w+)\s*" + TARGS + r"\([^;{}()]*(?:\([^()]*\)[^;{}()]*)*\)\s*(?:const\s*)?\{", text):
         depth, i = 0, m.end() - 1
         while i < len(text):
             depth += {"{": 1, "}": -1}.get(text[i], 0)
@@ -370,7 +379,7 @@ def uses_libm(files: list[Path], kernel: str | None = None) -> list[str]:
             continue
         seen.add(name)
         found |= set(LIBM_RE.findall(bodies[name]))
-        todo += [c for c in re.findall(r"\b(\w+)\s*\(", bodies[name]) if c in bodies]
+        todo += [c for c in re.findall(r"\b(\w+)\s*" + TARGS + r"\(", bodies[name]) if c in bodies]
         todo += [c for c in re.findall(r"\b([A-Z_][A-Z0-9_]*)\b", bodies[name]) if c in bodies]
     return sorted(found)
 

@@ -106,6 +106,9 @@ def launcher(runs: list[Run]) -> str:
             else:
                 out.append(f"    {t.name}.qg_bind(b_{t.name}, {w}, {h});")
         for c in r.consts:
+            if not c.is_buffer:  # a scalar __constant__: its value is the spec's
+                out.append(f"    {c.name} = {c_scalar(c)};")
+                continue
             out.append(f"    if (fread((void *)&{c.name}, {c.np_dtype.itemsize}, {c.count}, in) != {c.count}) __builtin_trap();")
         out.append("    qg_printf_reset();")
         gx, gy, gz = r.grid
@@ -169,7 +172,7 @@ class Side:
 
 def oracle_run(exe: Path, idx: int, run: Run, bufs: dict, consts: dict, work: Path) -> Side:
     blob = b"".join(bufs[a.name].tobytes() for a in run.args + run.textures if a.is_buffer)
-    blob += b"".join(consts[c.name].tobytes() for c in run.consts)
+    blob += b"".join(consts[c.name].tobytes() for c in run.consts if c.is_buffer)
     inp = work / f"in{idx}.bin"
     inp.write_bytes(blob)
     try:
@@ -180,6 +183,8 @@ def oracle_run(exe: Path, idx: int, run: Run, bufs: dict, consts: dict, work: Pa
         return Side(None, "grid.sync(): the oracle runs blocks one after another, a grid-wide barrier cannot hold")
     if r.returncode == 4:
         return Side(None, ASSERTED)
+    if r.returncode == 5:
+        return Side(None, "a shuffle over a thread_block_tile wider than the oracle's 4-lane warp: it has no exchange across it")
     if r.returncode != 0:
         return Side(None, f"the g++ oracle failed (exit {r.returncode})")
     size = 4 + sum(a.count * a.np_dtype.itemsize for a in run.args if a.is_buffer)
@@ -482,6 +487,9 @@ def qgrun_now(program: Path, run: Run, bufs: dict, consts: dict, engine: str, wo
         np.save(work / f"{tag}_t_{t.name}.npy", bufs[t.name].reshape(t.shape) if t.shape else bufs[t.name])
         args += ["--arg", f"{t.name}=@{work / f'{tag}_t_{t.name}.npy'}"]
     for c in run.consts:
+        if not c.is_buffer:
+            args += ["--const", f"{c.name}={qgrun_scalar(c)}"]
+            continue
         np.save(work / f"{tag}_c_{c.name}.npy", consts[c.name])
         args += ["--const", f"{c.name}=@{work / f'{tag}_c_{c.name}.npy'}"]
     args += ["--json", str(work / f"{tag}.json")]

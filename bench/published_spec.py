@@ -6,7 +6,8 @@ A file's manifest entry (outside the repo, next to the file it describes) may ca
           "consts": ["c_Kernel:float[17]=rand"], "neural": false, "from": "where the host code says so"}]
 A kernel in a namespace is named with it ("dwt_cuda::fdwt53Kernel<64, 8>"), as C++ calls it.
 Arguments are in the kernel's parameter order.  `name:type[n]=gen` is a buffer of n elements
-(zeros without `=gen`); `name=value` or `name:type=value` a scalar.  Generators: rand
+(zeros without `=gen`); `name=value` or `name:type=value` a scalar (in "consts": a scalar
+`__constant__`, `softeningSquared:float=0.01`).  Generators: rand
 (floats in [-1, 1), integers in [0, 100)), rand(lo,hi), iota, iota(start), iota(start,step), fill(v), perm
 (a permutation of 0..n-1), bits (any pattern), vals(a,b,...) (repeated), sorted(lo,hi,seg)
 (rand, sorted within segments of seg elements).  `name:Node{starting,no_of_edges}int[n]` is a
@@ -185,7 +186,7 @@ def inputs(file: str, run: Run, index: int) -> tuple[dict[str, np.ndarray], dict
     seed = int.from_bytes(hashlib.sha256(f"{file}:{run.kernel}:{index}".encode()).digest()[:8], "little")
     rng = np.random.default_rng(seed)
     bufs = {a.name: generate(a, rng) for a in run.args if a.is_buffer}
-    consts = {c.name: generate(c, rng) for c in run.consts}
+    consts = {c.name: generate(c, rng) for c in run.consts if c.is_buffer}
     for t in run.textures:  # read-only: kept with the buffers (the oracle reads them in the same order)
         bufs[t.name] = generate(t, rng)
     return bufs, consts

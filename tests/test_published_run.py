@@ -99,6 +99,47 @@ def test_a_skipped_launch_is_reported_with_its_reason_and_not_counted_runnable(t
     assert lines[-1].startswith("0 runnable")
 
 
+GAIN = """#include <cuda_runtime.h>
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__constant__ float gain;
+__global__ void amplify(float *x, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * gain + 0.5f;
+}
+__global__ void tileSum(const int *in, int *out)
+{
+    cg::thread_block_tile<32> tile = cg::tiled_partition<32>(cg::this_thread_block());
+    int v = in[threadIdx.x];
+    for (int d = 16; d > 0; d /= 2) v += tile.shfl_down(v, d);
+    if (tile.thread_rank() == 0) out[threadIdx.x / 32] = v;
+}
+"""
+
+
+@need_gxx
+def test_a_scalar_constant_takes_its_value_from_the_spec_on_both_sides(tmp_path):
+    spec = {"kernel": "amplify", "grid": [1], "block": [32], "consts": ["gain:float=0.3"],
+            "args": ["x:float[32]=rand", "n=32"]}
+    assert not parse_run(spec).consts[0].is_buffer
+    code, lines = run(corpus(tmp_path, [spec], GAIN))
+    assert code == 0, lines
+    assert lines[-1] == "1 runnable, 1 exact on the emulator, 0 exact in the network (of 0), 0 mismatches", lines
+
+
+@need_gxx
+def test_a_shuffle_over_a_tile_wider_than_the_oracles_warp_stops_only_its_own_launch(tmp_path):
+    amplify = {"kernel": "amplify", "grid": [1], "block": [32], "consts": ["gain:float=2"],
+               "args": ["x:float[32]=rand", "n=32"]}
+    wide = {"kernel": "tileSum", "grid": [1], "block": [64], "args": ["in:int[64]=rand", "out:int[2]"]}
+    code, lines = run(corpus(tmp_path, [amplify, wide], GAIN))
+    assert code == 0, lines
+    assert any(ln.startswith("cannot run") and "tileSum<<<" in ln and "thread_block_tile wider" in ln
+               for ln in lines), lines
+    assert lines[-1].startswith("1 runnable, 1 exact on the emulator"), lines
+
+
 def test_dynamic_shared_arrays_become_static_cells_for_the_oracle():
     assert rewrite("extern __shared__ float s[];") == "static float s[4096];"
     assert rewrite("extern float __shared__ smem[];") == "static float smem[4096];"
@@ -112,6 +153,15 @@ def test_libm_use_is_traced_through_the_functions_a_kernel_calls(tmp_path):
                  "__global__ void b(float *p) { if (p) { p[0] = 1.0f; } }\n")
     assert uses_libm([f], "a") == ["__expf"]
     assert uses_libm([f], "b") == []
+
+
+def test_libm_use_is_traced_through_template_calls_and_explicit_specialisations(tmp_path):
+    f = tmp_path / "k.cu"
+    f.write_text("template <typename T> __device__ T inv(T x) { return 1 / x; }\n"
+                 "template <> __device__ float inv<float>(float x) { return rsqrtf(x * x); }\n"
+                 "template <typename T> __device__ T pull(T a) { return inv<T>(a); }\n"
+                 "template <typename T> __global__ void k(T *p) { p[0] = pull<T>(p[0]); }\n")
+    assert uses_libm([f], "k<float>") == ["rsqrtf"]
 
 
 def test_a_spec_reads_buffers_scalars_and_vector_types():
