@@ -273,6 +273,8 @@ def qgcc_compile(corpus: Path, entry: dict, out: Path, link: bool, extra: list[s
     opts = [] if link else ["--no-link"]
     if (corpus / "include").is_dir():
         opts += ["-I", str(corpus / "include")]
+    for d in entry.get("include", []):  # the published build's own -I (relative to the file), as bench/published.py
+        opts += ["-I", str((corpus / entry["file"]).parent / d)]
     for inst in list(entry.get("instantiate", [])) + [i for i in extra if i not in entry.get("instantiate", [])]:
         opts += ["--instantiate", inst]
     args = [str(corpus / entry["file"]), "-o", str(out)] + opts
