@@ -24,7 +24,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import published_run as pr  # noqa: E402
-from published_spec import parse_run  # noqa: E402
 
 
 class Reach:
@@ -97,12 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     # the runs in published_run's order: their positions seed their inputs
     index = [i for i, s in enumerate(entry["runs"]) if "skip" not in s]
     specs = [entry["runs"][i] for i in index]
-    runs, scaled_at = [parse_run(s) for s in specs], {}
-    for pos, i in enumerate(index):
-        if str(i) in scaled:
-            over = {k: v for k, v in scaled[str(i)].items() if k not in ("why", "max_net_steps")}
-            scaled_at[pos] = len(runs)
-            runs.append(parse_run({**specs[pos], **over}))
+    runs, scaled_at = pr.with_scaled(specs, index, scaled)
     files = pr.tu_files(corpus / a.file)
     for run in runs:
         run.qgname = pr.by_type(pr.bare(run.kernel), files)

@@ -167,7 +167,6 @@ class Side:
     printf: list[str] | None = None  # device printf, one string per call (None: not captured)
     warp_instructions: int | None = None
     network_steps: int | None = None  # the emulator's model of the network's steps (the network's own count)
-    replayed: bool = False  # a network outcome of an earlier build's file with the same program identity
 
 
 def oracle_run(exe: Path, idx: int, run: Run, bufs: dict, consts: dict, work: Path) -> Side:
@@ -381,8 +380,7 @@ def aliases(identity: str) -> list[str]:
     once keyed by a file's bytes, and a .qg's bytes changed with every build (its header order was
     a hash map's until qgfile sorted it) even where the program did not: an outcome of a program
     with the same identity is the same computation, as long as the code that runs a linked program
-    (engines/, runtime/, cli/qgrun_cmd.py) has not changed since, which the index's users check
-    (see main's --alias-since)."""
+    (RUNNER) has not changed in effect since, which whoever passes --alias-since reviews."""
     if not _ALIASES and CACHE is not None:
         index = CACHE / "identity-index.json"
         known = json.loads(index.read_text()) if index.is_file() else {}
@@ -448,7 +446,6 @@ def qgrun(program: Path, run: Run, bufs: dict, consts: dict, engine: str, work: 
             old = CACHE / f"run-{run_key(program, run, bufs, consts, engine, raw)}.pkl"
             if old.is_file() and old.stat().st_mtime >= ALIAS_SINCE[0]:
                 side = pickle.loads(old.read_bytes())
-                side.replayed = True
                 REPLAYED[0] += 1
                 tmp = CACHE / f"run.{os.getpid()}.tmp"
                 tmp.write_bytes(pickle.dumps(side))
@@ -565,6 +562,19 @@ class Tally:
 NETSCALE = HERE / "published_netscale.json"
 
 
+def with_scaled(specs: list[dict], index: list[int], scaled_specs: dict) -> tuple[list[Run], dict[int, int]]:
+    """The runs of a file's specs (those not skipped; `index` their places in the manifest),
+    followed by the network-scale runs of those that have one, and where each of those lies:
+    {position of a run: position of its network-scale run}.  Positions seed the runs' inputs."""
+    runs, scaled_at = [parse_run(s) for s in specs], {}
+    for pos, i in enumerate(index):
+        if str(i) in scaled_specs:
+            over = {k: v for k, v in scaled_specs[str(i)].items() if k not in ("why", "max_net_steps")}
+            scaled_at[pos] = len(runs)
+            runs.append(parse_run({**specs[pos], **over}))
+    return runs, scaled_at
+
+
 def netscale() -> dict:
     """Network-scale specs: {file: {run index in the manifest: {spec keys to replace..., "why": ...}}}.
 
@@ -625,14 +635,8 @@ def check_file(corpus: Path, entry: dict, tally: Tally, opts: Options | bool, sa
         if not specs:
             return
         scaled_specs = netscale().get(name, {}) if opts.neural == "all" else {}
-        scaled_at = {}  # run position -> position of its network-scale run in `runs`
         try:
-            runs = [parse_run(s) for s in specs]
-            for pos, i in enumerate(index):
-                if str(i) in scaled_specs:
-                    over = {k: v for k, v in scaled_specs[str(i)].items() if k not in ("why", "max_net_steps")}
-                    scaled_at[pos] = len(runs)
-                    runs.append(parse_run({**specs[pos], **over}))
+            runs, scaled_at = with_scaled(specs, index, scaled_specs)
         except (ValueError, KeyError) as e:
             tally.cannot += 1
             say(f"cannot run        {name}: bad spec: {e}")
@@ -850,11 +854,14 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     CACHE = Path(a.cache) if a.cache else None
     if a.alias_since:
+        stamp = subprocess.run(["git", "-C", str(HERE), "show", "-s", "--format=%ct", a.alias_since],
+                               capture_output=True, text=True)
+        if stamp.returncode != 0:
+            ap.error(f"--alias-since {a.alias_since}: not a commit of this repository ({stamp.stderr.strip().splitlines()[0] if stamp.stderr.strip() else 'git failed'})")
         changed = runner_changed_since(a.alias_since)
         print(f"--alias-since {a.alias_since}: files that run a linked program changed since: "
               f"{', '.join(changed) or 'none'}", file=sys.stderr)
-        ALIAS_SINCE[0] = float(subprocess.run(["git", "-C", str(HERE), "show", "-s", "--format=%ct", a.alias_since],
-                                              capture_output=True, text=True, check=True).stdout)
+        ALIAS_SINCE[0] = float(stamp.stdout)
         aliases("")  # the index, once, before the workers fork
     NET_BUDGET[0] = a.net_budget
     opts = Options("none" if a.no_neural else a.neural, a.max_net_steps)
