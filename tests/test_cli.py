@@ -845,3 +845,24 @@ def test_a_bad_batch_line_is_one_error_and_nothing_runs(qgrun, work):
     assert "--batch takes each launch's --grid" in one_line_error(r, "qgrun", int(ExitCode.USAGE))
     r = qgrun("vadd.qg", "--arg", "n=3")
     assert "missing --grid" in one_line_error(r, "qgrun", int(ExitCode.USAGE))
+
+
+def test_a_batch_says_which_matrices_stay_float32_and_its_results_do_not_change(qgrun, work, monkeypatch):
+    """Issue #26: where bfloat16 parts would not be exact the batched step keeps float32 "and says
+    so". On the CPU the step runs float32 anyway, so the test asks for the device's precision
+    (lowp) and makes every split fail, as a torch without the bfloat16 product on CUDA would."""
+    from functools import partialmethod
+
+    from qgcc.engines import batch, lowp
+
+    monkeypatch.setattr(batch.BatchRunner, "__init__", partialmethod(batch.BatchRunner.__init__, lowp=True))
+    monkeypatch.setattr(lowp, "bf16_parts", lambda W: (None, "forced by this test"))
+    _batch(work, [{"grid": 1, "block": 2, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:4", "n": n},
+                   "outs": {"c": f"out{n}.npy"}} for n in (1, 2)])
+    r = qgrun("vadd.qg", "--batch", "launches.jsonl", "--engine", "neural", "--batch-width", "2", "--trace", "none")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("qgrun: note: the batched step multiplies "), r.stderr
+    assert "matrices in float32" in lines[0] and "(forced by this test)" in lines[0] and "layer 0 " in lines[0]
+    for n in (1, 2):  # two threads, n of them in range
+        assert list(np.load(work / f"out{n}.npy")) == [101 * k if k < n else 0 for k in range(4)]

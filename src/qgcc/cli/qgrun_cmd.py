@@ -172,6 +172,9 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
         finally:
             if live is not None:
                 live.close()
+            runner = launch.network.hosts.get(("neural-batch", dev, 1)) if launch.network is not None else None
+            if runner is not None and eng.name == "neural":  # one launch on CUDA: a batch of one
+                _say_precision(runner)
     except Fault as fault:
         _end_trace_out(writer, fault.kind, int(fault.exit_code), fault=fault_message(fault, program))
         summary["wall_time_s"] = round(time.perf_counter() - t0, 6)
@@ -553,7 +556,22 @@ def _run_batched(launches, network, width: int, device: str, max_steps: int) -> 
     runner = network.hosts.get(key)
     if runner is None:
         runner = network.hosts[key] = BatchRunner(network, width, device)
+        _say_precision(runner)
     return runner.run([launch for *_, launch, _outs in launches], max_steps)
+
+
+def _say_precision(runner) -> None:
+    """The matrices the batched step keeps in float32 where bfloat16 parts would not be exact
+    (engines/lowp.py): the results are the same bits either way, only slower, and a user who
+    measures the device should know why (issue #26: "fall back to fp32 ..., and say so")."""
+    why: dict[str, list[str]] = {}  # one line per reason: a torch without the product fails them all
+    for text in runner.layers.notes:
+        name, _, reason = text.partition(": float32 (")
+        why.setdefault(reason.rstrip(")"), []).append(name)
+    for reason, names in why.items():
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        note(TOOL, f"the batched step multiplies {len(names)} matrices in float32, not in bfloat16 parts on "
+                   f"tensor cores ({reason}): {shown}; the results are the same bits, only slower")
 
 
 def _write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict[str, Any]) -> None:
