@@ -13,7 +13,7 @@
 # Within one device command of at most 10 minutes (the parts run most important first, each under
 # its own timeout, and print as they go, so a cut run still returns what it measured):
 #   CHECK_S=300 SAMPLES=collatz SPARSE_S=60 HF_S=90 bash bench/gpu_run.sh 2>&1 | tee $OUT/gpu_run.log
-# with the run's timeout_s at 590: gpu_check, sparse_dense, the hf test, the start-up and its
+# with the run's timeout_s at 590: gpu_check, sparse_dense, onelaunch (bench/onelaunch.py), the hf test, the start-up and its
 # profile, and last the README launch with --engine hf (worst case about 600 s, usually far less).
 # FUSED=both (default) checks and measures the unfused and the fused step (engines/fused.py,
 # Triton kernels, compiled on first use: allow a minute) side by side, and profiles both when
@@ -46,6 +46,9 @@ echo "=== sparse (CSR, nonzeros only) against the dense products the step runs (
 timeout "${SPARSE_S:-120}" python3 bench/sparse_dense.py --device "$DEVICE" --widths "1,${SIZES:-64,1024,8192}" \
     ${SHORT:+--layers 2}
 echo "sparse_dense exit $?"
+echo "=== one launch: kernel boundaries a step and what a step touches, against this machine's C step"
+timeout "${ONE_S:-60}" python3 bench/onelaunch.py
+echo "onelaunch exit $?"
 if [ -n "$PROFILE_WIDTHS" ]; then
     echo "=== gpu_profile"
     timeout "${PROFILE_S:-120}" python3 bench/gpu_profile.py --widths "$PROFILE_WIDTHS" --profile-width 1024 2>&1 | head -${PROFILE_LINES:-40}
