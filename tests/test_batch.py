@@ -150,6 +150,38 @@ def test_a_broken_premise_raises_the_same_flags_in_the_fused_step_as_in_the_unfu
 
 
 @pytest.mark.slow
+def test_a_write_into_a_head_the_slot_does_not_hold_is_flagged_alike_by_the_fused_and_unfused_steps():
+    """NOT_HELD from the fused kernels (engines/fused_kernels.mix_rows reads the head table
+    itself): the second member's table leaves out the warp table's last head, which the block's
+    start writes; both steps flag that member only, with the same flags, give it the same
+    hidden state, and leave block 0 +0."""
+    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
+        pytest.skip("triton is not installed")
+    from qgcc.engines.neural_batch import row_layers
+    from qgcc.engines.premises import NOT_HELD
+
+    prog, cm = program()
+    host = Host(cm, None)
+    layers = row_layers(cm, "cpu", True)
+    halt = cm.fields["phase"][PHASES.index("halt")]
+    todo = [launch(1, 1, 0), launch(1, 2, 1)]
+    held = [host.written_heads(lau).copy() for lau in todo]
+    held[1][0, len(cm.layout["layers"][0]["heads"]) - 1] = False
+    steps = [BatchedLayers(layers, 2, host._all_dims, halt, cm.fields["fault"], level=cm.value_level, fused=f,
+                           heads_per_slot=np.max([x.sum(1) for x in held], 0)) for f in (False, True)]
+    for step in steps:
+        for slot, lau in enumerate(todo):
+            step.load(slot, *host.initial(lau), held[slot])
+    seen = [np.zeros(2, np.int32), np.zeros(2, np.int32)]
+    for _ in range(3):
+        for j, step in enumerate(steps):
+            seen[j] |= step.run()[1]
+        assert steps[0].hidden(1).tobytes() == steps[1].hidden(1).tobytes()
+    assert seen[0].tolist() == seen[1].tolist() and seen[0][0] == 0 and seen[0][1] & NOT_HELD
+    assert not any(S[0].any() for step in steps for S, p in zip(step.states, step.pooled) if p)
+
+
+@pytest.mark.slow
 def test_the_fused_kernels_compile_for_an_h200_with_correctly_rounded_division_and_square_root_and_no_fma():
     """bench/fused_ptx.py compiles every kernel of the fused step for sm_90 (no GPU needed) as
     the step launches it, and finds in its PTX no fused multiply-add, no approximate division,
