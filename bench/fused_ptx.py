@@ -21,7 +21,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from qgcc.engines import fused_kernels as K
-from qgcc.engines.premises import INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL
+from qgcc.engines.premises import INEXACT_ACT, INEXACT_NORM, NOT_HELD, NOT_ONE_HOT, NOT_PM8, NOT_RAIL
 
 H, HD, NH, BLOCK = 2048, 128, 16, 1024
 KERNELS = {  # name: (signature, constexprs), as engines/fused.py launches them
@@ -32,10 +32,10 @@ KERNELS = {  # name: (signature, constexprs), as engines/fused.py launches them
                  {"H": H, "BLOCK": H, "NOT_PM8": NOT_PM8}),
     "mlp_act": ({"pre": "*fp32", "act": "*fp32", "bad": "*i32", "U": "i32"},
                 {"BLOCK": BLOCK, "INEXACT_ACT": INEXACT_ACT}),
-    "mix_rows": ({"pre": "*fp32", "S": "*u8", "running": "*u8", "gnorm": "*fp32", "y": "*fp32", "bad": "*i32",
+    "mix_rows": ({"pre": "*fp32", "S": "*u8", "rows0": "*i32", "running": "*u8", "gnorm": "*fp32", "y": "*fp32", "bad": "*i32",
                   "nh": "i32", "P": "i32", "LEVEL": "fp32", "LEVEL_BITS": "i32", "EPS": "fp32", "QSCALE": "fp32"},
                  {"NHP": NH, "HD": HD, "NOT_ONE_HOT": NOT_ONE_HOT, "INEXACT_ACT": INEXACT_ACT,
-                  "INEXACT_NORM": INEXACT_NORM, "NOT_RAIL": NOT_RAIL}),
+                  "INEXACT_NORM": INEXACT_NORM, "NOT_RAIL": NOT_RAIL, "NOT_HELD": NOT_HELD}),
     "finish": ({"h": "*fp32", "x": "*fp32", "bad": "*i32", "flags": "*i32", "running": "*u8", "fault": "*i64",
                 "NF": "i32", "halt": "i32"}, {"H": H, "FB": 8}),
 }

@@ -98,21 +98,26 @@ class Check:
             torch.cuda.synchronize()
 
     def precision(self, name):
-        cm, _ = launches_of(name)
+        cm, make = launches_of(name)
         cpu = NeuralEngine("cpu").host(cm)
         halt = cm.fields["phase"][PHASES.index("halt")]
+        held = [cpu.written_heads(lau) for lau in make()]
         layers = BatchedLayers(row_layers(cm, self.dev, True), 1, cpu._all_dims, halt, cm.fields["fault"],
-                               self.dev, graph=False, level=cm.value_level)
+                               self.dev, graph=False, level=cm.value_level,
+                               heads_per_slot=np.max([x.sum(1) for x in held], 0))
+        every = layers.slot_bytes([R.nh for R in layers.layers])
         projs = [p for R in layers.layers for p in R.projections()]
         lowp = [p for p in projs if p.lowp]
         parts = sum(p.parts for p in lowp)
         print(f"precision ({name}): {len(lowp)} of {len(projs)} +-1 projections in bfloat16 parts "
               f"({parts} parts, {sum(p.elements for p in lowp) / 1e6:.1f} M part elements), "
               f"down_proj/out_proj float32; weights on the device {layers.weight_bytes() / 2**20:.0f} MiB; "
-              f"state heads {sum(R.nh for R in layers.layers)}, slot bytes {layers.slot_bytes():,}")
+              f"state heads {sum(R.nh for R in layers.layers)}, a slot holds {sum(layers.allot)} of them: "
+              f"slot bytes {layers.slot_bytes():,} (every head: {every:,})")
         for n in layers.notes:
             print(f"  fell back: {n}")
-        self.figures["bytes per slot (its tensors)"] = f"{layers.slot_bytes():,}"
+        self.figures[f"bytes per slot (its tensors, {name})"] = \
+            f"{layers.slot_bytes():,} ({sum(layers.allot)} heads; every head: {every:,})"
 
     def lockstep(self, name, fused=False) -> bool:
         """Every member against the C step alone, every hidden state, final recurrent states."""
@@ -121,8 +126,10 @@ class Check:
         launches = make()
         cpu = NeuralEngine("cpu").host(cm)
         halt = cm.fields["phase"][PHASES.index("halt")]
+        held = [cpu.written_heads(lau) for lau in launches]  # each slot holds only its launch's heads
         dev = BatchedLayers(row_layers(cm, self.dev, True), len(launches), cpu._all_dims, halt, cm.fields["fault"],
-                            self.dev, chunk=1, level=cm.value_level, fused=fused)
+                            self.dev, chunk=1, level=cm.value_level, fused=fused,
+                            heads_per_slot=np.max([x.sum(1) for x in held], 0))
         every = name.startswith("mixed")  # every recurrent state at every step (see the docstring)
 
         def crcs(state_of) -> list[int]:
@@ -131,7 +138,7 @@ class Check:
         alone, trail, states = [], [], []
         for b, lau in enumerate(launches):
             h, init = cpu.initial(lau)
-            dev.load(b, h, init)
+            dev.load(b, h, init, held[b])
             cpu.net.reset(init)
             seq, crc = [], []
             while cpu.get(h, "phase") != HALT and cpu.get(h, "fault") == 0:
@@ -215,11 +222,11 @@ class Check:
                 torch.cuda.empty_cache()
                 torch.cuda.reset_peak_memory_stats()
                 m0 = torch.cuda.memory_allocated()
+            todo = [lau for _ in range(-(-size // per_round)) for lau in make()][:size]
             t = time.perf_counter()
             try:
-                runner = BatchRunner(cm, size, self.dev, chunk=self.chunk, lowp=True, fused=fused)
+                runner = BatchRunner(cm, size, self.dev, chunk=self.chunk, lowp=True, fused=fused, launches=todo)
                 build = time.perf_counter() - t
-                todo = [lau for _ in range(-(-size // per_round)) for lau in make()][:size]
                 self.sync(); t = time.perf_counter()
                 results = runner.run(todo, 10 ** 6)
                 self.sync(); wall = time.perf_counter() - t

@@ -54,8 +54,10 @@ def sync():
 
 
 def load_all(layers, host, width):
-    starts = [host.initial_rails(launch()) for _ in range(width)]
-    layers.load_many(np.arange(width), np.stack([s[0] for s in starts]), [s[1] for s in starts])
+    todo = [launch() for _ in range(width)]
+    starts = [host.initial_rails(lau) for lau in todo]
+    layers.load_many(np.arange(width), np.stack([s[0] for s in starts]), [s[1] for s in starts],
+                     [host.written_heads(lau) for lau in todo])
 
 
 spent = defaultdict(float)
@@ -81,10 +83,10 @@ timed(batch_mod.BatchRunner, "_advance", "Tracker (ends of launches)")
 timed(batch_mod.BatchRunner, "_memories", "BatchRunner._memories (results)")
 for width in [int(w) for w in args.widths.split(",")]:
     spent.clear()
-    t = time.perf_counter()
-    runner = BatchRunner(cm, width, dev, chunk=16, fused=args.fused)
-    build = time.perf_counter() - t
     todo = [launch() for _ in range(width)]
+    t = time.perf_counter()
+    runner = BatchRunner(cm, width, dev, chunk=16, fused=args.fused, launches=todo)
+    build = time.perf_counter() - t
     sync(); t = time.perf_counter()
     res = runner.run(todo, 10 ** 6)
     sync(); wall = time.perf_counter() - t
@@ -116,7 +118,7 @@ host = Host(cm, None)
 W = args.profile_width
 L = BatchedLayers(row_layers(cm, dev, True), W, host._all_dims, cm.fields["phase"][PHASES.index("halt")],
                   cm.fields["fault"], dev, chunk=1, graph=False, decode=(host._all_pow, host._starts),
-                  level=cm.value_level, fused=args.fused)
+                  level=cm.value_level, fused=args.fused, heads_per_slot=host.written_heads(launch()).sum(1))
 load_all(L, host, W)
 L.run()
 L._t.zero_()

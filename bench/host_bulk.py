@@ -33,7 +33,7 @@ grid, block, scalars, arrays = lockstep.CASES[args.sample]
 prog, cm = lockstep.linked(args.sample)
 todo = [make_launch(prog, prog.kernels[0], grid, block, scalars, {k: v.copy() for k, v in arrays.items()},
                     network=cm) for _ in range(args.width)]
-runner = BatchRunner(cm, args.width, args.device, chunk=1)
+runner = BatchRunner(cm, args.width, args.device, chunk=1, launches=todo)
 host, layers, W = runner.host, runner.layers, args.width
 
 
@@ -44,7 +44,7 @@ def sync():
 
 sync(); t = time.perf_counter()
 for b, lau in enumerate(todo):
-    layers.load(b, *host.initial(lau))
+    layers.load(b, *host.initial(lau), host.written_heads(lau))
 sync(); load_one = time.perf_counter() - t
 t = time.perf_counter()
 old = [host.read_cells(len(lau.memory), lambda L: layers.recurrent_state(b, L)) for b, lau in enumerate(todo)]
@@ -54,7 +54,8 @@ sync(); t = time.perf_counter()
 for lo in range(0, W, runner.LOAD_GROUP):
     group = np.arange(lo, min(W, lo + runner.LOAD_GROUP))
     starts = [host.initial_rails(todo[b]) for b in group]
-    layers.load_many(group, np.stack([s[0] for s in starts]), [s[1] for s in starts])
+    layers.load_many(group, np.stack([s[0] for s in starts]), [s[1] for s in starts],
+                     [host.written_heads(todo[b]) for b in group])
 sync(); load_bulk = time.perf_counter() - t
 t = time.perf_counter()
 count = len(todo[0].memory)

@@ -60,21 +60,27 @@ def alone(host: Host, net, lau) -> list[tuple[bytes, list[str]]]:
     return out
 
 
-def stacked_equals_alone(cm, launches, lowp=True, fused=False) -> list[int]:
+def stacked_equals_alone(cm, launches, lowp=True, fused=False, grow_at=None) -> list[int]:
     """Run `launches` stacked and each alone on the C step; every hidden state and every
     recurrent state of every member must be the same bits at every step, a member that has
     halted must stay frozen, and its running bit must drop at its halt step.  Returns
     the members' lengths in steps.  `lowp`: the device's form of the products (bfloat16
-    parts, engines/lowp.py), here computed on the CPU; the states are held as rail bits.
-    `fused`: the step as Triton kernels (engines/fused.py, interpreted on the CPU)."""
+    parts, engines/lowp.py), here computed on the CPU; the states are held as rail bits, each
+    slot holding only the heads its launch can write (Host.written_heads; the others read
+    as +0).  `fused`: the step as Triton kernels (engines/fused.py, interpreted on the CPU).
+    `grow_at`: before that step, every slot's head blocks grow by one a layer (the blocks
+    move in their pools mid-launch)."""
     host = Host(cm, neural_layers(cm, "cpu"))
     want = [alone(host, host.net, lau) for lau in launches]
     halt = cm.fields["phase"][PHASES.index("halt")]
+    held = [host.written_heads(lau) for lau in launches]
     batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"], lowp=lowp,
-                          level=cm.value_level, fused=fused)
+                          level=cm.value_level, fused=fused, heads_per_slot=np.max([x.sum(1) for x in held], 0))
     for slot, lau in enumerate(launches):
-        batch.load(slot, *host.initial(lau))
+        batch.load(slot, *host.initial(lau), held[slot])
     for step in range(max(len(w) for w in want)):
+        if step == grow_at:
+            batch.reserve([m + 1 for m in batch.allot])
         bits, flags = batch.run()
         assert not flags.any()
         for slot, w in enumerate(want):
@@ -97,7 +103,7 @@ def test_every_member_of_a_batch_of_two_kernels_equals_its_launch_alone_at_every
     launches = [launch(g, b, n, kernel=k) for k, g, b, n in MIXED]
     lengths = [emulate(launch(g, b, n, kernel=k)).network_steps for k, g, b, n in MIXED]
     assert len(set(lengths)) == len(MIXED)
-    assert stacked_equals_alone(cm, launches) == lengths
+    assert stacked_equals_alone(cm, launches, grow_at=5) == lengths
 
 
 @needs_c
@@ -141,6 +147,38 @@ def test_a_broken_premise_raises_the_same_flags_in_the_fused_step_as_in_the_unfu
     (_, unfused), (_, fused) = (step.run() for step in steps)
     assert fused.tolist() == unfused.tolist()
     assert fused[0] & 1 and fused[0] & 2 and fused[1] == 0  # NOT_PM8, INEXACT_ACT
+
+
+@pytest.mark.slow
+def test_a_write_into_a_head_the_slot_does_not_hold_is_flagged_alike_by_the_fused_and_unfused_steps():
+    """NOT_HELD from the fused kernels (engines/fused_kernels.mix_rows reads the head table
+    itself): the second member's table leaves out the warp table's last head, which the block's
+    start writes; both steps flag that member only, with the same flags, give it the same
+    hidden state, and leave block 0 +0."""
+    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
+        pytest.skip("triton is not installed")
+    from qgcc.engines.neural_batch import row_layers
+    from qgcc.engines.premises import NOT_HELD
+
+    prog, cm = program()
+    host = Host(cm, None)
+    layers = row_layers(cm, "cpu", True)
+    halt = cm.fields["phase"][PHASES.index("halt")]
+    todo = [launch(1, 1, 0), launch(1, 2, 1)]
+    held = [host.written_heads(lau).copy() for lau in todo]
+    held[1][0, len(cm.layout["layers"][0]["heads"]) - 1] = False
+    steps = [BatchedLayers(layers, 2, host._all_dims, halt, cm.fields["fault"], level=cm.value_level, fused=f,
+                           heads_per_slot=np.max([x.sum(1) for x in held], 0)) for f in (False, True)]
+    for step in steps:
+        for slot, lau in enumerate(todo):
+            step.load(slot, *host.initial(lau), held[slot])
+    seen = [np.zeros(2, np.int32), np.zeros(2, np.int32)]
+    for _ in range(3):
+        for j, step in enumerate(steps):
+            seen[j] |= step.run()[1]
+        assert steps[0].hidden(1).tobytes() == steps[1].hidden(1).tobytes()
+    assert seen[0].tolist() == seen[1].tolist() and seen[0][0] == 0 and seen[0][1] & NOT_HELD
+    assert not any(S[0].any() for step in steps for S, p in zip(step.states, step.pooled) if p)
 
 
 @pytest.mark.slow
@@ -436,3 +474,92 @@ def test_loading_and_reading_a_group_of_slots_at_once_gives_the_bits_of_one_slot
             assert np.array_equal(want, np.asarray(lau.memory, np.uint32))
             assert np.array_equal(cells[j, :len(lau.memory)], want)
         assert bool(bulk.running[slots].all()) and not bulk.flags[slots].any()
+
+
+def test_layout_written_heads_holds_the_cells_shared_cells_and_warp_groups_of_a_launch_and_every_other_head():
+    """layout.written_heads on the linked layout's names: memory heads only where the launch's
+    cells or shared cells are (256 cells a head), register heads only for warp groups with a
+    running warp (4 warps a head), every other head (warp table, thread indices, parameters)."""
+    from qgcc.link.layout import GLOBAL_CELLS, cell_location, written_heads
+
+    prog, cm = program()
+    names = [L["heads"] for L in cm.layout["layers"]]
+    mem0 = cm.layout["memory_first_layer"]
+
+    def held(gsize, shared, threads):
+        rows = written_heads(names, mem0, gsize, shared, threads)
+        return {(L, h) for L, row in enumerate(rows) for h, x in enumerate(row) if x}
+
+    small = held(8, 0, 4)
+    assert {names[L][h] for L, h in small if names[L][h].startswith("mem.")} == {names[mem0][0]}
+    assert sorted(names[L][h] for L, h in small if names[L][h].startswith("reg")) == \
+        sorted(f"reg{p}.l{lane}.g0" for p in "ABC" for lane in range(4))
+    assert {names[L][h] for L, h in small if not names[L][h].startswith(("mem.", "reg"))} == \
+        {"warptable.0", "warptable.1", "warptable.2", "tid0", "tid1", "tid2", "tid3", "params"}
+    big = held(257, 1, 17)  # cells 0..256: two heads; one shared cell; 5 warps: groups 0 and 1
+    assert big - small == {cell_location(256, mem0)[:2], cell_location(GLOBAL_CELLS, mem0)[:2]} | \
+        {tuple(cm.layout["heads"][f"reg{p}.l{lane}.g1"]) for p in "ABC" for lane in range(4)}
+    others = {(L, h) for L, h in small if not names[L][h].startswith(("mem.", "reg"))}
+    assert len(small) == 21 and held(0, 0, 0) == others
+
+
+@needs_c
+def test_a_batch_slot_holds_only_the_heads_its_launch_can_write_far_below_every_head():
+    """A runner sized for the mixed program's launches holds 21 heads a slot (22 with shared
+    memory) of the 472 every slot held before: the slot's bytes (BatchedLayers.slot_bytes)
+    are far below those of every head (982,149 at 16 steps a read), and its results are the C
+    step's."""
+    prog, cm = program()
+    todo = [launch(1, 1, 0), launch(1, 2, 1, kernel=2)]
+    runner = BatchRunner(cm, 2, launches=todo[:1])
+    every = runner.layers.slot_bytes([R.nh for R in runner.layers.layers])
+    assert every > 472 * 2048 and sum(runner.layers.allot) == 21  # 2 KiB a head of 128 rows of rail bits
+    assert runner.layers.slot_bytes() < every / 15
+    host = Host(cm, neural_layers(cm, "cpu"))
+    results = runner.run(todo, 200)  # the second needs a shared-memory head: the pools grow
+    assert sum(runner.layers.allot) == 22 and runner.layers.slot_bytes() == runner.layers.slot_bytes(
+        runner.layers.heads_held(host.written_heads(todo[1])))
+    for lau, got in zip([launch(1, 1, 0), launch(1, 2, 1, kernel=2)], results):
+        want = host.run(lau, 200)
+        assert np.array_equal(got.memory, want.memory) and got.stats == want.stats
+
+
+@needs_c
+def test_a_write_into_a_head_the_slot_does_not_hold_stops_the_batch_naming_the_launch_and_leaves_block_0_at_zero():
+    """The heads a slot holds are a claim about the launch (Host.written_heads); if it were
+    wrong, the write would land in the shared all-+0 block 0 and later reads would differ
+    from the C step.  Here the second launch's table leaves out the warp table's last head,
+    which the block's start writes: the batch stops with NOT_HELD's error naming launch 2,
+    and block 0 stays +0 (the last slot's last head of the layer: the last of the rows a
+    step scatters there, so a nonzero row written there would stay)."""
+    from qgcc.engines.neural_c import StepError
+    from qgcc.engines.premises import NOT_HELD
+
+    prog, cm = program()
+    runner = BatchRunner(cm, 2)
+    honest = runner.host.written_heads
+    names = cm.layout["layers"][0]["heads"]
+    where = (0, len(names) - 1)
+    assert names[-1] == "warptable.2"
+
+    def short(lau):
+        held = honest(lau)
+        if lau.params[-1] == 1:  # the second launch (n = 1)
+            held = held.copy()
+            held[where] = False
+        return held
+
+    runner.host.written_heads = short
+    with pytest.raises(StepError, match=r"launch 2 of the batch: a state row was written in a head its slot does not "
+                       r"hold \(a premise"):
+        runner.run([launch(1, 1, 0), launch(1, 2, 1)], 100)
+    # Stepped on past the flag (as no runner does): the writes, of nonzero rows too, never reach
+    # block 0, which the other slot reads for every head it does not hold.
+    batch, host = runner.layers, runner.host
+    for slot, lau in enumerate([launch(1, 1, 0), launch(1, 2, 1)]):
+        batch.load(slot, *host.initial(lau), short(lau))
+    seen = np.zeros(2, np.int32)
+    for _ in range(30):
+        seen |= batch.run()[1]
+        assert not any(S[0].any() for S, p in zip(batch.states, batch.pooled) if p)
+    assert seen[0] == 0 and seen[1] & NOT_HELD and not batch.running[0]  # the first halted (11 steps), unflagged

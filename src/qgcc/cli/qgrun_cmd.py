@@ -553,11 +553,12 @@ def _run_batched(launches, network, width: int, device: str, max_steps: int) -> 
     for *_, launch, _outs in launches:
         launch.network = launch.network or network
     key = ("neural-batch", device, width)
+    todo = [launch for *_, launch, _outs in launches]
     runner = network.hosts.get(key)
-    if runner is None:
-        runner = network.hosts[key] = BatchRunner(network, width, device)
+    if runner is None:  # sized for these launches before its CUDA graph is captured
+        runner = network.hosts[key] = BatchRunner(network, width, device, launches=todo)
         _say_precision(runner)
-    return runner.run([launch for *_, launch, _outs in launches], max_steps)
+    return runner.run(todo, max_steps)
 
 
 def _say_precision(runner) -> None:

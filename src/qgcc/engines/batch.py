@@ -2,7 +2,10 @@
 
 The runner keeps `width` slots busy: a launch starts in a free slot (its first input and
 recurrent states loaded there), every slot steps together on the device, and the host
-reads the decoded fields of all slots once per K steps.  Each launch's fields go through
+reads the decoded fields of all slots once per K steps.  A slot holds the state heads its
+launch can write (Host.written_heads), in blocks of a pool a layer: every slot is given as
+many blocks of a layer as the most any of the runner's launches needs (`reserve`, when the
+runner is built and again if a later `run` needs more; never fewer).  Each launch's fields go through
 its own Tracker (engines.host), the same bookkeeping as a launch run alone, so its
 result, statistics and faults are the ones `Host.run` gives.  A slot whose launch ended
 is frozen on the device and refilled with the next launch.
@@ -44,7 +47,9 @@ class BatchRunner:
     LOAD_GROUP = 256  # launches loaded with one transfer a layer (bounds the host's buffers)
 
     def __init__(self, network: LinkedNetwork, width: int, device: str = "cpu", chunk: int | None = None,
-                 lowp: bool | None = None, fused: bool = False):
+                 lowp: bool | None = None, fused: bool = False, launches: list[Launch] = ()):
+        """`launches`: those it will run, if known, so that the slots' heads are sized before a
+        CUDA graph is captured (else the first `run` sizes them and captures it again)."""
         from .neural_batch import BatchedLayers, row_layers
 
         self.host = Host(network, None)
@@ -53,12 +58,19 @@ class BatchRunner:
         host = self.host
         if lowp is None:
             lowp = device == "cuda"
-        self.layers = BatchedLayers(row_layers(network, device, lowp), width, host._all_dims,
+        rows = row_layers(network, device, lowp)
+        self.layers = BatchedLayers(rows, width, host._all_dims,
                                     fields["phase"][PHASES.index("halt")],
                                     fields["fault"], device, chunk, lowp=lowp,
                                     decode=(host._all_pow, host._starts), level=network.value_level,
-                                    fused=fused)
+                                    fused=fused, heads_per_slot=self._heads(launches, rows))
         self.width, self.chunk = width, chunk
+
+    def _heads(self, launches: list[Launch], layers) -> list[int]:
+        """Per layer, the most head blocks any of `launches` needs (Host.written_heads) of the
+        used heads of `layers` (neural_batch's)."""
+        held = {id(x): x for x in map(self.host.written_heads, launches)}  # shared by equal shapes
+        return [max((int(x[i, :R.nh].sum()) for x in held.values()), default=0) for i, R in enumerate(layers)]
 
     def run(self, launches: list[Launch], max_steps: int, on_step=None) -> list[NeuralResult | Fault]:
         """Each launch's result (or its fault), in the order given.  `on_step` gets every
@@ -69,6 +81,7 @@ class BatchRunner:
 
         host, layers, names = self.host, self.layers, self.host._names
         self.max_steps, self.on_step = max_steps, on_step
+        layers.reserve(self._heads(launches, layers.layers))
         results: list[NeuralResult | Fault | None] = [None] * len(launches)
         queue = deque(enumerate(launches))
         slots: list[_Slot | None] = [None] * self.width
@@ -120,7 +133,8 @@ class BatchRunner:
             todo = [queue.popleft() for _ in group]
             starts = [host.initial_rails(launch) for _, launch in todo]
             h = np.stack([s[0] for s in starts])
-            self.layers.load_many(np.array(group), h, [s[1] for s in starts])
+            self.layers.load_many(np.array(group), h, [s[1] for s in starts],
+                                  [host.written_heads(launch) for _, launch in todo])
             firsts = host.decode_bits(h[:, host._all_dims] > 0)
             for b, (i, launch), first in zip(group, todo, firsts):
                 grid[b] = launch.grid

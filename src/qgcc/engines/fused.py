@@ -133,21 +133,21 @@ class FusedStep:
                  H=qwen.hidden, BLOCK=qwen.hidden, NOT_PM8=NOT_PM8)  # one compiled form for every layer
 
     def step(self) -> None:
-        from .premises import INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
+        from .premises import INEXACT_ACT, INEXACT_NORM, NOT_HELD, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
 
         bl, k = self.batch, self.k
         B = bl.width
         run8 = bl.running.view(torch.uint8)
         self._go(k.start, (B,), bl.h, self.x, self.bad, H=qwen.hidden, NOT_PM8=NOT_PM8)
-        for R, S in zip(bl.layers, bl.states):
+        for R, S, rows0 in zip(bl.layers, bl.states, bl.rows0):
             L = R.L
             if R.nh:
                 pre = R.mix(*self._gather(L.mix_in))
                 y = torch.empty(B, R.span, device=bl.device)
-                self._go(k.mix_rows, (B,), pre, S, run8, L.gnorm, y, self.bad, R.nh, pre.shape[1],
+                self._go(k.mix_rows, (B,), pre, S, rows0, run8, L.gnorm, y, self.bad, R.nh, pre.shape[1],
                          self.level, self.level_bits, EPS32, QSCALE, NHP=qwen.linear_heads, HD=HD,  # one compiled form
                          NOT_ONE_HOT=NOT_ONE_HOT, INEXACT_ACT=INEXACT_ACT, INEXACT_NORM=INEXACT_NORM,
-                         NOT_RAIL=NOT_RAIL)
+                         NOT_RAIL=NOT_RAIL, NOT_HELD=NOT_HELD)
                 self._residual(L.mix_out, y @ L.Wo.T)
             pre = R.gu(*self._gather(L.mlp_in))
             U = R.units

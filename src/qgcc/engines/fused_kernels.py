@@ -77,13 +77,15 @@ def mlp_act(pre, act, bad, U, BLOCK: tl.constexpr, INEXACT_ACT: tl.constexpr):
 
 
 @triton.jit
-def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCALE,
+def mix_rows(pre, S, rows0, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCALE,
              NHP: tl.constexpr, HD: tl.constexpr,
              NOT_ONE_HOT: tl.constexpr, INEXACT_ACT: tl.constexpr, INEXACT_NORM: tl.constexpr,
-             NOT_RAIL: tl.constexpr):
+             NOT_RAIL: tl.constexpr, NOT_HELD: tl.constexpr):
     """The mixer of one slot between in_proj and out_proj (neural_batch._mix_rows): the one-hot
     key's row read, updated by the delta rule and written back as rail bits, the query's row
-    read, the gated RMSNorm and the z gate into y; the premises into bad."""
+    read, the gated RMSNorm and the z gate into y; the premises into bad.  S is the layer's
+    pool of head blocks and rows0 (B, nh) each head's first row there; 0 is block 0 (+0),
+    never written: a write to a head the slot does not hold sets NOT_HELD instead."""
     b = tl.program_id(0).to(tl.int64)
     hh = tl.arange(0, NHP)
     e = tl.arange(0, HD)[None, :]
@@ -117,7 +119,9 @@ def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCA
     qv = qa * tl.div_rn(ones, tl.sqrt_rn(qa * qa + EPS))
     kv = ka * tl.div_rn(ones, tl.sqrt_rn(ka * ka + EPS))
     # The key's row: delta = (v - row * k) * beta; row + k * delta, where a key writes.
-    srow = (b * nh + hh) * HD  # the head's first row in the state viewed as (B * nh * 128, 16)
+    # The head's first row in the pool viewed as (rows, 16); 0: block 0 (a head not held).
+    srow = tl.load(rows0 + b * nh + hh, mask=hm, other=0).to(tl.int64)
+    held = srow != 0
     kbyte = tl.load(S + (srow + kh)[:, None] * 16 + e // 8, mask=m2, other=0).to(tl.int32)
     row = tl.where(((kbyte >> (e % 8)) & 1) != 0, LEVEL, 0.0)
     delta = (tl.where(v >= 17.0, v, v * 0.0) - row * kv[:, None]) * beta[:, None]
@@ -127,10 +131,10 @@ def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCA
     on = raw == LEVEL_BITS
     packed = tl.sum(tl.reshape(on.to(tl.int32) << (e % 8), (NHP, HD // 8, 8)), axis=2)
     j = tl.arange(0, HD // 8)[None, :]
-    tl.store(S + (srow + kh)[:, None] * 16 + j, packed.to(tl.uint8), mask=write[:, None] & (j < HD // 8))
-    # The query's row after the write: the row just written when it is the key's.
+    tl.store(S + (srow + kh)[:, None] * 16 + j, packed.to(tl.uint8), mask=(write & held)[:, None] & (j < HD // 8))
+    # The query's row after the write: the row just written when it is the key's (block 0 stays +0).
     qbyte = tl.load(S + (srow + qh)[:, None] * 16 + e // 8, mask=m2, other=0).to(tl.int32)
-    qrow = tl.where((qh == kh)[:, None], on.to(tl.int32), (qbyte >> (e % 8)) & 1)
+    qrow = tl.where(((qh == kh) & held)[:, None], on.to(tl.int32), (qbyte >> (e % 8)) & 1)
     o = tl.where(qrow != 0, LEVEL, 0.0) * tl.div_rn(qv, tl.full([NHP], QSCALE, tl.float32))[:, None]
     ss = tl.sum(o * o, axis=1)
     var = tl.div_rn(ss, tl.full([NHP], 128.0, tl.float32)) + EPS
@@ -150,15 +154,16 @@ def mix_rows(pre, S, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EPS, QSCA
     # (one byte each: at most 128), then the head's flag word.
     ecount = tl.sum((act & m2).to(tl.int32) + ((raw != 0) & ~on & write[:, None]).to(tl.int32) * 256, axis=1)
     hflags = tl.where((ecount & 255) != 0, INEXACT_ACT, 0) | tl.where((ecount >> 8) != 0, NOT_RAIL, 0) | \
-        tl.where(one_bad, NOT_ONE_HOT, 0) | tl.where(rd & ~pow4, INEXACT_NORM, 0) | tl.where(bx, INEXACT_ACT, 0)
+        tl.where(one_bad, NOT_ONE_HOT, 0) | tl.where(rd & ~pow4, INEXACT_NORM, 0) | tl.where(bx, INEXACT_ACT, 0) | \
+        tl.where(write & ~held, NOT_HELD, 0)
     hflags = tl.where(hm, hflags, 0)
-    # Their OR over the heads: each of the 5 flag bits counted in a 5-bit field (at most 16 heads).
+    # Their OR over the heads: each of the 6 flag bits counted in a 5-bit field (at most 16 heads).
     fields = hflags * 0
-    for i in tl.static_range(5):
+    for i in tl.static_range(6):
         fields += ((hflags >> i) & 1) << (5 * i)
     tot = tl.sum(fields, axis=0)
     flags = tot * 0
-    for i in tl.static_range(5):
+    for i in tl.static_range(6):
         flags |= (((tot >> (5 * i)) & 31) != 0).to(tl.int32) << i
     gn = tl.load(gnorm + e)
     out = ((o * tl.div_rn(ones, tl.sqrt_rn(var))[:, None]) * gn) * tl.where(z >= 17.0, z, z * 0.0)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..isa import Op, decode
-from ..link.layout import L_MEM0, NWARP, PHASES, ROW_RAILS, WORDS_PER_SLOT, W, cell_location
+from ..link.layout import L_MEM0, NWARP, PHASES, ROW_RAILS, WORDS_PER_SLOT, W, cell_location, written_heads
 from ..link.netlist import ONEHOT4_RAILS
 from ..link.linker import LinkedNetwork
 from ..qwen35 import QWEN35_2B as qwen
@@ -56,6 +56,7 @@ class Host:
         self._all_pow = np.concatenate([self._pow[k] for k in self._names])
         self._starts = np.cumsum([0] + [len(cm.fields[k]) for k in self._names[:-1]])
         self.net = layers
+        self._written: dict[tuple[int, int, int], np.ndarray] = {}
 
     # ---- encoding and decoding of residual fields ----
     def put(self, h: np.ndarray, name: str, value: int) -> None:
@@ -117,6 +118,21 @@ class Host:
         rows = np.broadcast_to(np.arange(len(values))[:, None], prail.shape)
         par = np.stack([np.full_like(prail, pl), np.full_like(prail, ph), rows, prail], -1).reshape(-1, 4)
         return h, np.concatenate([mem, par]).astype(np.int64)
+
+    def written_heads(self, launch: Launch) -> np.ndarray:
+        """bool (layers, heads): the heads whose rows `launch` can ever write (layout.written_heads);
+        the batched step holds only these.  Kept per (cells, shared cells, threads), the only
+        facts of a launch it depends on: a batch asks for thousands of launches."""
+        bx, by, bz = launch.block
+        key = (len(launch.memory), launch.shared_words, bx * by * bz)
+        got = self._written.get(key)
+        if got is None:
+            names = [L["heads"] for L in self.cm.layout.get("layers", [])]  # none named: every head held
+            rows = written_heads(names, self.cm.layout.get("memory_first_layer", L_MEM0), *key)
+            got = self._written[key] = np.ones((len(self.cm.layers), qwen.linear_heads), bool)
+            for L, row in enumerate(rows):
+                got[L, :len(row)] = row
+        return got
 
     def cell_rows(self, count: int) -> np.ndarray:
         """The (layer, head, row) of the state rows that hold cells 0..count-1 (two a row)."""

@@ -51,7 +51,8 @@ class NeuralEngine(NetworkEngine):
             if batchable(network):
                 runner = network.hosts.get(("neural-batch", "cuda", 1))
                 if runner is None:
-                    runner = network.hosts[("neural-batch", "cuda", 1)] = BatchRunner(network, 1, "cuda")
+                    runner = network.hosts[("neural-batch", "cuda", 1)] = BatchRunner(network, 1, "cuda",
+                                                                                      launches=[launch])
                 result = runner.run([launch], max_steps, on_step)[0]
                 if isinstance(result, Fault):
                     raise result

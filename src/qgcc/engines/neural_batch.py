@@ -14,6 +14,13 @@ reads one row.  The step gathers those rows by index, updates them and scatters 
 formulas, so every state stays bit-identical to the C step's.  A layer whose decay is not
 exactly 1 (every row changes) takes the full-state form.
 
+Heads per slot: a one-hot-row layer's state is a pool of head blocks (128 rows each) and a
+table (slot, head) -> the block's first row.  A slot holds blocks only for the heads its
+launch can write (layout.written_heads: its cells, shared cells and warps); every other
+head maps to the pool's block 0, all +0, which is what the C step reads from a row never
+written.  Block 0 is never written (rows go back to held heads only), and a key that would
+write a head the slot does not hold sets premise NOT_HELD, which stops the batch.
+
 Exact reduced precision (engines/lowp.py): the projections whose input is exactly +-1
 (gate/up, the mixer's in_proj) run with bfloat16 operands and float32 accumulation where
 that is exact, checked at load; down_proj and out_proj stay float32.
@@ -39,7 +46,7 @@ from ..qwen35 import QWEN35_2B as qwen
 from .lowp import ExactProjection
 from .neural_torch import EPS, FastLayer, _rms
 
-from .premises import FLAG_TEXT, HD, INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
+from .premises import FLAG_TEXT, HD, INEXACT_ACT, INEXACT_NORM, NOT_HELD, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
 
 
 def _silu_exact(x: torch.Tensor) -> torch.Tensor:
@@ -191,12 +198,14 @@ class BatchedLayers:
     `level`: the rail level of the exact encoding (LinkedNetwork.value_level); given, the
     states of the one-hot-row layers are held as bits (`Rails`), 16 bytes a row.
     `fused`: the step as a few Triton kernels a layer (engines/fused.py), the same bits.
+    `heads_per_slot`: per layer, the head blocks each slot may hold (default: every used head;
+    `reserve` grows it); a slot is loaded with the heads it holds (`held`, default all).
     """
 
     def __init__(self, layers: list[LayerWeights] | list[_RowLayer], width: int, dims: np.ndarray, halt_dim: int,
                  fault_dims: list[int], device: str = "cpu", chunk: int = 1, graph: bool | None = None,
                  lowp: bool | None = None, decode: tuple[np.ndarray, np.ndarray] | None = None,
-                 level: float | None = None, fused: bool = False):
+                 level: float | None = None, fused: bool = False, heads_per_slot: list[int] | None = None):
         self.device = torch.device(device)
         self.width, self.chunk = width, chunk
         if graph is None:
@@ -217,9 +226,19 @@ class BatchedLayers:
         # Only the heads a layer uses change; the others keep their initial rows (host side).
         self.rails = Rails(level, dev) if level is not None else None
         self.packed = [bool(R.nh and R.rows and self.rails is not None) for R in self.layers]
-        self.states = [None if not R.nh else
-                       torch.zeros(width, R.nh, HD, HD // 8, dtype=torch.uint8, device=dev) if packed else
-                       torch.zeros(width, R.nh, HD, HD, device=dev) for R, packed in zip(self.layers, self.packed)]
+        # One-hot-row layers: a pool of head blocks, block 0 all +0 (module docstring); the
+        # full-state layers keep every head of every slot.
+        self.pooled = [bool(R.nh and R.rows) for R in self.layers]
+        want = [R.nh for R in self.layers] if heads_per_slot is None else heads_per_slot
+        self.allot = [min(int(m), R.nh) if p else R.nh for m, R, p in zip(want, self.layers, self.pooled)]
+        self.states = [self._pool(i, self.allot[i]) if self.pooled[i] else
+                       torch.zeros(width, R.nh, HD, HD, device=dev) if R.nh else None
+                       for i, R in enumerate(self.layers)]
+        # Each (slot, head)'s first row in its layer's pool (0: block 0), on the device (static,
+        # updated in place: a captured graph reads it) and on the host (loads and reads).
+        self.rows0 = [torch.zeros(width, R.nh, dtype=torch.int32, device=dev) if p else None
+                      for R, p in zip(self.layers, self.pooled)]
+        self._rows0 = [np.zeros((width, R.nh), np.int32) if p else None for R, p in zip(self.layers, self.pooled)]
         self._fixed: list[dict[int, np.ndarray]] = [{} for _ in range(width)]
         self.running = torch.zeros(width, dtype=torch.bool, device=dev)
         self.flags = torch.zeros(width, dtype=torch.int32, device=dev)
@@ -234,9 +253,6 @@ class BatchedLayers:
             self.bits = torch.zeros(chunk, width, len(starts), dtype=torch.int64, device=dev)
         self._halt = int(halt_dim)
         self._fault = torch.as_tensor(list(fault_dims), dtype=torch.long, device=dev)
-        # Row r of head h of slot b in a layer's state viewed as (B * nh * 128, 128).
-        self._base = {nh: (torch.arange(width, device=dev)[:, None] * nh + torch.arange(nh, device=dev)) * HD
-                      for nh in {R.nh for R in self.layers if R.nh}}
         self._t = torch.zeros(1, dtype=torch.long, device=dev)  # the chunk's next row
         self._pinned = None
         if self.device.type == "cuda" and decode is not None:
@@ -250,30 +266,108 @@ class BatchedLayers:
             self._capture()
 
     # ---- what it holds ----
-    def slot_bytes(self) -> int:
-        """Device bytes that belong to one slot: its hidden row, states, fields and flags."""
-        states = sum(S[0].numel() * S.element_size() for S in self.states if S is not None)
+    def slot_bytes(self, heads: list[int] | None = None) -> int:
+        """Device bytes that belong to one slot: its head blocks (`heads_per_slot` of each layer,
+        or `heads`: what a slot sized for those would hold), its head tables, full states,
+        hidden row, fields and flags.  The pools' blocks 0 (2 KiB a layer) are the batch's."""
+        heads = self.allot if heads is None else heads
+        states = 0
+        for i, (R, S) in enumerate(zip(self.layers, self.states)):
+            if self.pooled[i]:
+                states += min(int(heads[i]), R.nh) * S[0].numel() * S.element_size() + R.nh * 4
+            elif S is not None:
+                states += S[0].numel() * S.element_size()
         return states + self.h[0].numel() * 4 + self.bits[:, 0].numel() * self.bits.element_size() + 1 + 4
+
+    def heads_held(self, held: np.ndarray) -> list[int]:
+        """Per layer, the blocks a slot needs for `held` (bool (layers, heads): Host.written_heads)."""
+        return [int(np.asarray(held)[i, :R.nh].sum()) if p else R.nh
+                for i, (R, p) in enumerate(zip(self.layers, self.pooled))]
+
+    def _pool(self, i: int, m: int) -> torch.Tensor:
+        """Layer i's pool: block 0, then `m` blocks of each slot (slot b's j-th is 1 + b*m + j)."""
+        last, dtype = (HD // 8, torch.uint8) if self.packed[i] else (HD, torch.float32)
+        if (1 + self.width * m) * HD >= 2 ** 31:  # rows0 holds first rows as int32
+            raise ValueError(f"layer {i}: {self.width} slots of {m} head blocks: too many rows for the head tables")
+        return torch.zeros(1 + self.width * m, HD, last, dtype=dtype, device=self.device)
+
+    def reserve(self, heads: list[int]) -> None:
+        """Let every slot hold at least heads[i] blocks of layer i (never fewer than now): the
+        pools grow, the slots' blocks move with their tables.  A captured CUDA graph holds the
+        old pools' addresses, so it is captured again."""
+        grew = False
+        for i, R in enumerate(self.layers):
+            old_m = self.allot[i]
+            m = min(max(int(heads[i]), old_m), R.nh)
+            if not self.pooled[i] or m == old_m:
+                continue
+            old, new = self.states[i], self._pool(i, m)
+            shape = old.shape[1:]
+            new[1:].view(self.width, m, *shape)[:, :old_m] = old[1:].view(self.width, old_m, *shape)
+            rows, b = self._rows0[i].astype(np.int64), np.arange(self.width)[:, None]
+            self._rows0[i] = np.where(rows != 0, rows + b * (m - old_m) * HD, 0).astype(np.int32)
+            self.rows0[i].copy_(torch.from_numpy(self._rows0[i]))
+            self.states[i], self.allot[i], grew = new, m, True
+        if grew and self._graph is not None:
+            self._capture()
+
+    def _assign(self, i: int, slots: np.ndarray, held: np.ndarray) -> np.ndarray:
+        """Give `slots` blocks for their held heads of layer i (bool (n, nh)), cleared; the
+        others map to block 0.  Returns their (n, nh) first rows."""
+        m = self.allot[i]
+        need = held.sum(1)
+        if len(need) and need.max() > m:
+            raise ValueError(f"layer {i}: a launch needs {need.max()} head blocks, a slot holds {m} "
+                             "(BatchedLayers.reserve)")
+        rows = np.where(held, (1 + slots[:, None] * m + np.cumsum(held, 1) - 1) * HD, 0).astype(np.int32)
+        self._rows0[i][slots] = rows
+        dev, S = self.device, self.states[i]
+        self.rows0[i].index_copy_(0, torch.as_tensor(slots, device=dev), torch.from_numpy(rows).to(dev))
+        lo, n = (int(slots[0]), len(slots)) if len(slots) else (0, 0)
+        if n and np.array_equal(slots, np.arange(lo, lo + n)):
+            S[1 + lo * m:1 + (lo + n) * m].zero_()
+        elif n:
+            S.index_fill_(0, torch.as_tensor((1 + slots[:, None] * m + np.arange(m)).reshape(-1), device=dev), 0)
+        return rows
+
+    def _held(self, i: int, n: int, held: list[np.ndarray] | None) -> np.ndarray:
+        """Layer i's held heads (bool (n, nh)) of `n` launches, or every used head."""
+        nh = self.layers[i].nh
+        if held is None or n == 0:
+            return np.ones((n, nh), bool)
+        return np.stack([np.asarray(x)[i, :nh] for x in held])
 
     def weight_bytes(self) -> int:
         return sum(p.nbytes for R in self.layers for p in R.projections()) + \
             sum(t.numel() * t.element_size() for R in self.layers for t in (R.L.Wd,) + ((R.L.Wo,) if R.nh else ()))
 
     # ---- slots ----
-    def load(self, slot: int, h: np.ndarray, recurrent_init: dict[int, np.ndarray]) -> None:
-        """Start a launch in `slot`: its first input and initial recurrent states (as Host.initial)."""
+    def load(self, slot: int, h: np.ndarray, recurrent_init: dict[int, np.ndarray],
+             held: np.ndarray | None = None) -> None:
+        """Start a launch in `slot`: its first input and initial recurrent states (as Host.initial),
+        holding the heads `held` (bool (layers, heads): Host.written_heads; default every one)."""
         self.h[slot] = torch.from_numpy(np.ascontiguousarray(h, np.float32)).to(self.device)
         self._fixed[slot] = {}
         for i, (R, S) in enumerate(zip(self.layers, self.states)):
             s0 = recurrent_init.get(i)
             nh = R.nh
-            if S is not None:
+            if self.pooled[i]:
+                mine = self._held(i, 1, None if held is None else [held])
+                rows = self._assign(i, np.array([slot]), mine)[0]
+                if s0 is not None:
+                    part = np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)[:nh]
+                    if np.any(part[~mine[0]].view(np.uint32)):
+                        raise ValueError(f"layer {i}: the initial state sets a row of a head the slot does not hold")
+                    part = part[mine[0]]
+                    if self.packed[i]:
+                        part = self.rails.pack_numpy(part)
+                    S.index_copy_(0, torch.as_tensor(rows[mine[0]].astype(np.int64) // HD, device=self.device),
+                                  torch.from_numpy(np.ascontiguousarray(part)).to(self.device))
+            elif S is not None:  # a full-state layer: every head, float32
                 if s0 is None:
                     S[slot].zero_()
                 else:
                     part = np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)[:nh]
-                    if self.packed[i]:
-                        part = self.rails.pack_numpy(part)
                     S[slot] = torch.from_numpy(np.ascontiguousarray(part)).to(self.device)
             if s0 is not None:
                 rest = np.asarray(s0, np.float32).reshape(qwen.linear_heads, HD, HD)[nh:]
@@ -282,11 +376,13 @@ class BatchedLayers:
         self.flags[slot] = 0
         self.running[slot] = True
 
-    def load_many(self, slots: np.ndarray, h: np.ndarray, rails: list[np.ndarray]) -> None:
+    def load_many(self, slots: np.ndarray, h: np.ndarray, rails: list[np.ndarray],
+                  held: list[np.ndarray] | None = None) -> None:
         """Start a launch in each of `slots`: first inputs `h` (n, hidden) and initial states as
         the positions of their entries at the rail level (Host.initial_rails), with a few
         transfers for all of them: the states are built as bits on the host, never as dense
-        float32 states.  The same states as `load` with Host.initial's dense ones."""
+        float32 states.  The same states as `load` with Host.initial's dense ones; `held`:
+        each launch's heads, as `load`'s."""
         if self.rails is None:
             raise ValueError("loading by rail positions needs the rail level (level=...)")
         slots = np.asarray(slots, np.int64)
@@ -305,12 +401,19 @@ class BatchedLayers:
             o, head, row, e = owner[mine], at[mine, 1], at[mine, 2], at[mine, 3]
             nh = R.nh if S is not None else 0
             inside = head < nh
-            if S is not None:  # cleared, then only the entries at the level written
+            if self.pooled[i]:  # blocks given and cleared, then only the entries at the level written
+                rows0 = self._assign(i, slots, self._held(i, n, held))
+                first = rows0[o[inside], head[inside]].astype(np.int64)
+                if not first.all():
+                    raise ValueError(f"layer {i}: an initial state sets a row of a head its slot does not hold")
+                entry = np.unique((first + row[inside]) * HD + e[inside])
+            elif S is not None:  # cleared, then only the entries at the level written
                 if contiguous:
                     S[lo:lo + n].zero_()
                 else:
                     S.index_fill_(0, idx, 0)
                 entry = np.unique((((slots[o[inside]] * nh + head[inside]) * HD + row[inside]) * HD) + e[inside])
+            if S is not None:
                 flat = S.view(-1)
                 if self.packed[i]:  # a byte's bits are distinct entries: their sum is their OR
                     where, first = np.unique(entry >> 3, return_index=True)
@@ -334,12 +437,14 @@ class BatchedLayers:
         out = np.zeros((len(slots), len(where), HD), bool)
         for layer in np.unique(where[:, 0]).tolist():
             S = self.states[layer]
-            nh = 0 if S is None else S.shape[1]
+            nh = 0 if S is None else self.layers[layer].nh
             mine = np.flatnonzero(where[:, 0] == layer)
             inside = mine[where[mine, 1] < nh]
             if len(inside):
-                # Row r of head h of slot b in the state viewed as (B * nh * 128, last).
-                flat = (slots[:, None] * nh + where[inside, 1]) * HD + where[inside, 2]
+                # Row r of head h of slot b in the state viewed as (rows, last): its block's first
+                # row in a pool (block 0 for a head it does not hold), or (b * nh + h) * 128 + r.
+                flat = (self._rows0[layer][slots[:, None], where[inside, 1]] if self.pooled[layer] else
+                        (slots[:, None] * nh + where[inside, 1]) * HD) + where[inside, 2]
                 got = S.view(-1, S.shape[-1]).index_select(0, torch.as_tensor(flat.reshape(-1), device=self.device))
                 if self.packed[layer]:
                     bits = np.unpackbits(got.cpu().numpy(), axis=-1, bitorder="little").astype(bool)
@@ -367,9 +472,13 @@ class BatchedLayers:
         """Layer `layer`'s recurrent state of the launch in `slot` (16 x 128 x 128)."""
         full = np.zeros((qwen.linear_heads, HD, HD), np.float32)
         S = self.states[layer]
-        nh = 0 if S is None else S.shape[1]
-        if S is not None:
-            full[:nh] = (self.rails.unpack(S[slot]) if self.packed[layer] else S[slot]).cpu().numpy()
+        nh = 0 if S is None else self.layers[layer].nh
+        if self.pooled[layer]:  # its blocks, block 0 (+0) for the heads it does not hold
+            blocks = self._rows0[layer][slot].astype(np.int64) // HD
+            mine = S.index_select(0, torch.as_tensor(blocks, device=self.device))
+            full[:nh] = (self.rails.unpack(mine) if self.packed[layer] else mine).cpu().numpy()
+        elif S is not None:
+            full[:nh] = S[slot].cpu().numpy()
         if layer in self._fixed[slot]:
             full[nh:] = self._fixed[slot][layer]
         return full
@@ -431,9 +540,9 @@ class BatchedLayers:
         self._bad = {code: torch.zeros_like(self.running) for code in FLAG_TEXT}
         x = self.h
         self._check(x)
-        for R, S, packed in zip(self.layers, self.states, self.packed):
+        for R, S, packed, rows0 in zip(self.layers, self.states, self.packed, self.rows0):
             if R.nh:
-                x = self._mix_rows(R, x, S, packed) if R.rows else self._mix_full(R.L, x, S)
+                x = self._mix_rows(R, x, S, packed, rows0) if R.rows else self._mix_full(R.L, x, S)
                 self._check(x, R.L.mix_out)
             x = self._mlp(R, x)
             self._check(x, R.L.mlp_out)
@@ -443,8 +552,10 @@ class BatchedLayers:
         done = (self.h[:, self._halt] > 0) | (self.h[:, self._fault] > 0).any(-1)
         self.running &= ~done
 
-    def _mix_rows(self, R: _RowLayer, h: torch.Tensor, S: torch.Tensor, packed: bool) -> torch.Tensor:
-        """The mixer through one-hot rows, with the C step's formulas (neural_c.c, mixer)."""
+    def _mix_rows(self, R: _RowLayer, h: torch.Tensor, S: torch.Tensor, packed: bool,
+                  base: torch.Tensor) -> torch.Tensor:
+        """The mixer through one-hot rows, with the C step's formulas (neural_c.c, mixer).
+        `S` is the layer's pool of head blocks, `base` (B, nh) each head's first row there."""
         L, B, nh, span = R.L, h.shape[0], R.nh, R.span
         x = R.normed(h, L.in_norm, L.mix_in)
         pre = R.mix(x)
@@ -463,23 +574,25 @@ class BatchedLayers:
         self._flag(act_bad, INEXACT_ACT)
         self._flag((qbad | kbad).any(-1), NOT_ONE_HOT)
         flat = S.view(-1, S.shape[-1])
-        base = self._base[nh]
         read = (lambda idx: self.rails.unpack(flat.index_select(0, idx))) if packed else \
             (lambda idx: flat.index_select(0, idx))
         # The key's row: delta = (v - row * k) * beta; row + k * delta.  Written back unchanged
-        # where there is no key or the slot is frozen.
+        # where there is no key or the slot is frozen; block 0 (a head the slot does not hold)
+        # gets its +0 back, and a write there breaks the premise that it is never written.
         kidx = (base + kh).reshape(-1)
         row = read(kidx).reshape(B, nh, HD)
         kvx = kv[..., None]
         delta = (_silu_exact(v_pre) - row * kvx) * beta[..., None]
         write = kone & self.running[:, None]
+        held = base != 0
+        self._flag((write & ~held).any(-1), NOT_HELD)
         new = torch.where(write[..., None], row + kvx * delta, row)
         if packed:
             bits, off = self.rails.pack(new)
             self._flag((off & write[..., None]).flatten(1).any(-1), NOT_RAIL)
-            flat.index_copy_(0, kidx, bits.reshape(-1, bits.shape[-1]))
+            flat.index_copy_(0, kidx, (bits * held[..., None]).reshape(-1, bits.shape[-1]))
         else:
-            flat.index_copy_(0, kidx, new.reshape(-1, HD))
+            flat.index_copy_(0, kidx, torch.where(held[..., None], new, 0.0).reshape(-1, HD))
         # The query's row (after the write), gated RMSNorm and the z gate.
         o = read((base + qh).reshape(-1)).reshape(B, nh, HD) * (qv / QSCALE)[..., None]
         ss = (o * o).sum(-1)
@@ -533,7 +646,10 @@ class BatchedLayers:
     def _capture(self) -> None:
         """Record one step as a CUDA graph over the static buffers (all slots frozen, so the
         warm-up changes no state), replayed K times for every `run`: capturing one step
-        rather than K keeps the start-up short."""
+        rather than K keeps the start-up short.  Captured again when the pools grow (`reserve`),
+        perhaps with launches running: they are frozen for the warm-up, then resumed."""
+        running = self.running.clone()
+        self.running.zero_()
         side = torch.cuda.Stream(self.device)
         side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.no_grad(), torch.cuda.stream(side):
@@ -543,3 +659,4 @@ class BatchedLayers:
         with torch.no_grad(), torch.cuda.graph(self._graph):
             self._one()
         torch.cuda.synchronize(self.device)
+        self.running.copy_(running)

@@ -71,6 +71,14 @@ def reg_layer(port: int, lane: int, group: int) -> int:
 
 
 L_REGS = tuple(range(1, 1 + REG_LAYERS))  # every layer of the register file
+REG_PORTS = "ABC"
+WARPS_PER_REG_HEAD = SLOTS // NREG  # a head's 128 slots: 4 warps x 32 registers
+
+
+def reg_head(port: int, lane: int, group: int) -> str:
+    """The name of register-file copy `port`'s head for `lane` and warp group `group` (the
+    netlist's memory name, kept in the linked layout: LinkedNetwork.layout["layers"])."""
+    return f"reg{REG_PORTS[port]}.l{lane}.g{group}"
 L_MEM0 = 1 + REG_LAYERS
 N_MEM_LAYERS = -(-(GLOBAL_CELLS + SHARED_CELLS) // CELLS_PER_LAYER)  # 17
 # The parameter bank and the thread-index tables follow the memory: only writeback reads them
@@ -96,3 +104,27 @@ def row_rails(words: tuple[int, int]) -> list[int]:
     for i in range(32):
         rails[4 * i + ((words[0] >> i) & 1) + 2 * ((words[1] >> i) & 1)] = 1
     return rails
+
+
+def written_heads(layer_heads: list[list[str]], memory_first_layer: int, gsize: int, shared_words: int,
+                  threads: int) -> list[list[bool]]:
+    """Per layer, per head (`layer_heads[L]`: the linked layout's head names, in head order),
+    whether a launch can ever write a row of that head; the batched step holds only those
+    (docs/engines.md, "Rail bits: memory per slot").  Why the others stay +0 all launch:
+    the host sets only cells 0..gsize-1 and the parameter bank; a memory row is written
+    only by a committed store or atomic, whose address passed the bounds check (cell <
+    gsize, shared offset < shw: lsu.valid gates commit's mw_en, so an out-of-bounds store
+    writes nothing); a register row of warp w only by a writeback of warp w (regfile:
+    wb_w == w), and only warps below ceil(threads / W) run.  Every other head (warp table,
+    thread-index tables, parameters) is held.  The batched step checks the claim: a write
+    into a head it does not hold stops the batch (premises.NOT_HELD)."""
+    every = range(0, GLOBAL_CELLS + SHARED_CELLS, CELLS_PER_HEAD)
+    memory = {cell_location(c, memory_first_layer)[:2] for c in every}
+    mine = {cell_location(c, memory_first_layer)[:2]
+            for lo, n in ((0, gsize), (GLOBAL_CELLS, shared_words))
+            for c in range(lo - lo % CELLS_PER_HEAD, lo + n, CELLS_PER_HEAD)}
+    groups = -(-(-(-threads // W)) // WARPS_PER_REG_HEAD)  # warp groups with a running warp
+    regs = {reg_head(p, lane, g): g for p in range(len(REG_PORTS)) for lane in range(W)
+            for g in range(NWARP // WARPS_PER_REG_HEAD)}
+    return [[(L, h) in mine if (L, h) in memory else regs.get(name, -1) < groups
+             for h, name in enumerate(names)] for L, names in enumerate(layer_heads)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..circuits import eq_lits
-from ..layout import NREG, NWARP, SLOTS, W, reg_layer
+from ..layout import NREG, NWARP, SLOTS, W, reg_head, reg_layer
 from ..netlist import Netlist, Sig
 from .fetch import Decoded
 from .state import State
@@ -38,8 +38,9 @@ def _port(n: Netlist, st: State, heads: dict, port: str, sel: list[Sig], en: Sig
                 for r in range(NREG):
                     wk.append([(st.WB_EN[l], True)] + eq_lits(st.WB_W, w) + eq_lits(st.WB_RD, r))
                     rk.append([(en, True)] + eq_lits(st.CUR, w) + eq_lits(sel, r))
-            bus = n.memory(f"reg{port}.l{l}.g{g}", layer, wk, rk, st.WB_VAL[l], outputs=bus)
-            heads[f"reg{port}.l{l}.g{g}"] = (layer, len(n.memories) - 1)
+            name = reg_head("ABC".index(port), l, g)
+            bus = n.memory(name, layer, wk, rk, st.WB_VAL[l], outputs=bus)
+            heads[name] = (layer, len(n.memories) - 1)
         outs.append(bus)
     return outs
 
