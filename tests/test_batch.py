@@ -60,18 +60,19 @@ def alone(host: Host, net, lau) -> list[tuple[bytes, list[str]]]:
     return out
 
 
-def stacked_equals_alone(cm, launches, lowp=True, fused=False) -> list[int]:
+def stacked_equals_alone(cm, launches, lowp=True, fused=False, phased=False) -> list[int]:
     """Run `launches` stacked and each alone on the C step; every hidden state and every
     recurrent state of every member must be the same bits at every step, a member that has
     halted must stay frozen, and its running bit must drop at its halt step.  Returns
     the members' lengths in steps.  `lowp`: the device's form of the products (bfloat16
     parts, engines/lowp.py), here computed on the CPU; the states are held as rail bits.
-    `fused`: the step as Triton kernels (engines/fused.py, interpreted on the CPU)."""
+    `fused`, `phased`: the step as Triton kernels (engines/fused.py, engines/phased.py,
+    interpreted on the CPU)."""
     host = Host(cm, neural_layers(cm, "cpu"))
     want = [alone(host, host.net, lau) for lau in launches]
     halt = cm.fields["phase"][PHASES.index("halt")]
     batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"], lowp=lowp,
-                          level=cm.value_level, fused=fused)
+                          level=cm.value_level, fused=fused, phased=phased)
     for slot, lau in enumerate(launches):
         batch.load(slot, *host.initial(lau))
     for step in range(max(len(w) for w in want)):

@@ -43,8 +43,9 @@ EPS32 = float(np.float32(EPS))  # torch adds the Python 1e-6 to float32 tensors 
 _MODE: list[str] = []  # "interpret" or "compile", once triton is imported by this module
 
 
-def kernels(device: torch.device):
-    """The kernels module, compiled for CUDA or interpreted on the CPU (numpy)."""
+def kernels(device: torch.device, module: str = "fused_kernels"):
+    """A kernels module (this step's, or engines/phased_kernels), compiled for CUDA or
+    interpreted on the CPU (numpy)."""
     want = "interpret" if device.type == "cpu" else "compile"
     if not _MODE:
         if "triton" not in sys.modules and want == "interpret":
@@ -62,8 +63,9 @@ def kernels(device: torch.device):
     if _MODE[0] != want:
         raise ValueError(f"the fused step on {device.type} needs triton in {want} mode, but this process imported "
                          f"it in {_MODE[0]} mode (TRITON_INTERPRET is read when triton is first imported)")
-    from . import fused_kernels
-    return fused_kernels
+    import importlib
+
+    return importlib.import_module(f"{__package__}.{module}")
 
 
 def _pow2_at_least(n: int) -> int:
