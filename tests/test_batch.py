@@ -145,9 +145,55 @@ def test_a_broken_premise_raises_the_same_flags_in_the_fused_step_as_in_the_unfu
 
 
 @pytest.mark.slow
-def test_the_fused_kernels_compile_for_an_h200_with_correctly_rounded_division_and_square_root_and_no_fma():
-    """bench/fused_ptx.py compiles every kernel of the fused step for sm_90 (no GPU needed) as
-    the step launches it, and finds in its PTX no fused multiply-add, no approximate division,
+def test_the_phased_step_gives_every_member_of_a_batch_of_two_kernels_the_bits_of_its_launch_alone():
+    """engines/phased.py: the one-launch form (the products over the flipped columns only, a
+    head's rows and row work in one program, out_proj/down_proj over their active inputs),
+    run by Triton's interpreter (about 9 s a step here, hence slow): every hidden and recurrent
+    state of a launch of each kernel (11 and 23 steps) equals the C step's alone at every step,
+    and the shorter stays frozen after its halt."""
+    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
+        pytest.skip("triton is not installed")
+    prog, cm = program()
+    todo = [MIXED[0], MIXED[3]]
+    lengths = stacked_equals_alone(cm, [launch(g, b, n, kernel=k) for k, g, b, n in todo], phased=True)
+    assert lengths[0] < lengths[1]
+
+
+@pytest.mark.slow
+def test_a_broken_premise_stops_the_phased_step_in_the_members_step_and_only_there():
+    """A residual entry of 4 instead of +-8 in one member's input: the phased step reads inputs by
+    sign, so it computes other numbers than the unfused step from there, but it raises the
+    residual premise in that member in that step (the batch stops), and not in the other."""
+    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
+        pytest.skip("triton is not installed")
+    from qgcc.engines.neural_batch import row_layers
+    from qgcc.engines.premises import NOT_PM8
+
+    prog, cm = program()
+    host = Host(cm, None)
+    layers = row_layers(cm, "cpu", True)
+    halt = cm.fields["phase"][PHASES.index("halt")]
+    step = BatchedLayers(layers, 2, host._all_dims, halt, cm.fields["fault"], level=cm.value_level, phased=True)
+    for slot, (k, g, b, n) in enumerate([MIXED[0], MIXED[3]]):
+        h, init = host.initial(launch(g, b, n, kernel=k))
+        if slot == 0:
+            h = h.copy()
+            h[int(layers[0].L.mix_in[0])] = 4.0
+        step.load(slot, h, init)
+    _, flags = step.run()
+    assert flags[0] & NOT_PM8 and flags[1] == 0
+
+
+def test_a_batch_steps_fused_or_phased_not_both():
+    prog, cm = program()
+    with pytest.raises(ValueError, match="either fused or phased"):
+        BatchedLayers(cm.layers, 1, np.arange(3), 0, [1], level=cm.value_level, fused=True, phased=True)
+
+
+@pytest.mark.slow
+def test_the_fused_and_phased_kernels_compile_for_an_h200_with_correctly_rounded_division_and_square_root_and_no_fma():
+    """bench/fused_ptx.py compiles every kernel of the fused and the phased step for sm_90 (no GPU
+    needed) as the step launches it, and finds in its PTX no fused multiply-add, no approximate division,
     reciprocal or square root and no flush-to-zero: the rounding the exactness argument assumes.
     In a process of its own: triton compiles there, while this one may have it interpreted."""
     import os
@@ -160,10 +206,11 @@ def test_the_fused_kernels_compile_for_an_h200_with_correctly_rounded_division_a
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")]))
     env.pop("TRITON_INTERPRET", None)
-    out = subprocess.run([sys.executable, str(root / "bench" / "fused_ptx.py")], env=env, capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "mix_rows" in out.stdout and "no risky instruction in the step's kernels: True" in out.stdout
+    for step, kernel in (("fused", "mix_rows"), ("phased", "mix_head")):
+        out = subprocess.run([sys.executable, str(root / "bench" / "fused_ptx.py"), "--step", step], env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert kernel in out.stdout and "no risky instruction in the step's kernels: True" in out.stdout
 
 
 @needs_c

@@ -44,7 +44,7 @@ class BatchRunner:
     LOAD_GROUP = 256  # launches loaded with one transfer a layer (bounds the host's buffers)
 
     def __init__(self, network: LinkedNetwork, width: int, device: str = "cpu", chunk: int | None = None,
-                 lowp: bool | None = None, fused: bool = False):
+                 lowp: bool | None = None, fused: bool = False, phased: bool = False):
         from .neural_batch import BatchedLayers, row_layers
 
         self.host = Host(network, None)
@@ -57,7 +57,7 @@ class BatchRunner:
                                     fields["phase"][PHASES.index("halt")],
                                     fields["fault"], device, chunk, lowp=lowp,
                                     decode=(host._all_pow, host._starts), level=network.value_level,
-                                    fused=fused)
+                                    fused=fused, phased=phased)
         self.width, self.chunk = width, chunk
 
     def run(self, launches: list[Launch], max_steps: int, on_step=None) -> list[NeuralResult | Fault]:

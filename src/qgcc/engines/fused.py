@@ -109,7 +109,7 @@ class FusedStep:
         # No FMA contraction; 8 warps: a program holds 2,048-element blocks (ignored by the interpreter).
         self.opts = {} if dev.type == "cpu" else {"enable_fp_fusion": False, "num_warps": 8}
         self.bf16 = dev.type == "cuda"
-        self.launches = 0  # Triton kernels launched (bench: kernels per step)
+        self.launches = self.per_step = 0  # Triton kernels launched (bench: kernels per step)
         self.level = batch.rails.level
         self.level_bits = batch.rails.bits
 
@@ -138,6 +138,7 @@ class FusedStep:
         from .premises import INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
 
         bl, k = self.batch, self.k
+        first = self.launches
         B = bl.width
         run8 = bl.running.view(torch.uint8)
         self._go(k.start, (B,), bl.h, self.x, self.bad, H=qwen.hidden, NOT_PM8=NOT_PM8)
@@ -160,3 +161,4 @@ class FusedStep:
         nf = len(bl._fault)
         self._go(k.finish, (B,), bl.h, self.x, self.bad, bl.flags, run8, bl._fault, nf, bl._halt,
                  H=qwen.hidden, FB=_pow2_at_least(nf))
+        self.per_step = self.launches - first  # kernels a step (a graph replays them uncounted)

@@ -67,7 +67,8 @@ class PhasedStep:
     # Columns a program reads at a time, MLP units a program, active-input rows add_active reads
     # at a time: small tiles on a GPU (registers); in the CPU's interpreter every operation costs
     # the same whatever its size, so few large ones.
-    BLOCKS = {"cuda": (16, 128, 16), "cpu": (256, 1024, 256)}
+    # And heads a program: one on a GPU (a program per head), all on the CPU.
+    BLOCKS = {"cuda": (16, 128, 16, 1), "cpu": (256, 1024, 256, 16)}
 
     def __init__(self, batch):
         why = why_not_fused(batch.layers, batch.packed, None if batch.rails is None else batch.rails.level)
@@ -83,8 +84,8 @@ class PhasedStep:
         self.rowbase = {nh: ((torch.arange(batch.width, device=dev)[:, None] * nh + torch.arange(nh, device=dev))
                              * HD).reshape(-1).contiguous() for nh in {P.nh for P in self.layers if P.nh}}
         self.opts = {} if dev.type == "cpu" else {"enable_fp_fusion": False, "num_warps": 4}
-        self.launches = 0
-        self.BC, self.BU, self.BE = self.BLOCKS[dev.type]
+        self.launches = self.per_step = 0
+        self.BC, self.BU, self.BE, self.HB = self.BLOCKS[dev.type]
         self.level, self.level_bits = batch.rails.level, batch.rails.bits
 
     def _go(self, kern, grid, *args, **meta) -> None:
@@ -103,15 +104,16 @@ class PhasedStep:
         from .premises import INEXACT_ACT, INEXACT_NORM, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
 
         bl, k = self.batch, self.k
+        first = self.launches
         B, dev = bl.width, bl.device
         run8 = bl.running.view(torch.uint8)
         self._go(k.start, (B,), bl.h, self.x, self.bad, H=qwen.hidden, NOT_PM8=NOT_PM8)
         for P, S in zip(self.layers, bl.states):
             if P.nh:
                 y = torch.empty(B, P.span, device=dev)
-                self._go(k.mix_head, (B, P.nh), self.x, P.mix_in, P.n_mix, P.mixT, P.mix0, S, self.rowbase[P.nh],
+                self._go(k.mix_head, (B, -(-P.nh // self.HB)), self.x, P.mix_in, P.n_mix, P.mixT, P.mix0, S, self.rowbase[P.nh],
                          run8, P.gnorm, y, self.bad, P.nh, self.level, self.level_bits, EPS32, QSCALE,
-                         H=qwen.hidden, HD=HD, BC=self.BC, NOT_ONE_HOT=NOT_ONE_HOT, INEXACT_ACT=INEXACT_ACT,
+                         H=qwen.hidden, HD=HD, HB=self.HB, BC=self.BC, NOT_ONE_HOT=NOT_ONE_HOT, INEXACT_ACT=INEXACT_ACT,
                          INEXACT_NORM=INEXACT_NORM, NOT_RAIL=NOT_RAIL)
                 self._add(y, P.WoT, P.mix_out)
             act = torch.empty(B, P.units, device=dev)
@@ -121,6 +123,7 @@ class PhasedStep:
         nf = len(bl._fault)
         self._go(k.finish, (B,), bl.h, self.x, self.bad, bl.flags, run8, bl._fault, nf, bl._halt,
                  H=qwen.hidden, FB=_pow2_at_least(nf))
+        self.per_step = self.launches - first  # kernels a step (a graph replays them uncounted)
 
 
 def column_bytes(step: PhasedStep) -> int:
