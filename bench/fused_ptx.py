@@ -1,9 +1,10 @@
 """Compile the fused step's kernels for an H200 (sm_90) on any machine, no GPU needed, and check
 the generated code for what would break the exactness argument (docs/engines.md, "The fused step"):
 
-    python bench/fused_ptx.py [--arch 90] [--show mix_rows]
+    python bench/fused_ptx.py [--arch 90] [--show mix_rows] [--step fused|phased]
 
-For each kernel, as the step launches it (`enable_fp_fusion=False`, 8 warps), it counts in the
+`--step phased`: the phased step's kernels (engines/phased_kernels.py) instead.
+For each kernel, as the step launches it (`enable_fp_fusion=False`, 8 warps; 4 phased), it counts in the
 PTX the float32 instructions that could round differently from torch's: fused multiply-adds
 (`fma`), approximate division, reciprocal, square root or reciprocal square root, and
 flush-to-zero variants; and, for comparison, the fused multiply-adds the same kernel gets with
@@ -20,7 +21,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from qgcc.engines import fused_kernels as K
+from qgcc.engines import fused_kernels, phased_kernels
 from qgcc.engines.premises import INEXACT_ACT, INEXACT_NORM, NOT_HELD, NOT_ONE_HOT, NOT_PM8, NOT_RAIL
 
 H, HD, NH, BLOCK = 2048, 128, 16, 1024
@@ -39,36 +40,53 @@ KERNELS = {  # name: (signature, constexprs), as engines/fused.py launches them
     "finish": ({"h": "*fp32", "x": "*fp32", "bad": "*i32", "flags": "*i32", "running": "*u8", "fault": "*i64",
                 "NF": "i32", "halt": "i32"}, {"H": H, "FB": 8}),
 }
+BC, BU, BE = 16, 128, 16  # engines/phased.py's tiles on CUDA
+PHASED = {  # as engines/phased.py launches them (start and finish are the fused step's)
+    "start": KERNELS["start"],
+    "mix_head": ({"x": "*fp32", "cols": "*i64", "n_in": "i32", "WT": "*fp32", "pre0": "*fp32", "S": "*u8",
+                  "rows0": "*i32", "running": "*u8", "gnorm": "*fp32", "y": "*fp32", "bad": "*i32", "nh": "i32",
+                  "LEVEL": "fp32", "LEVEL_BITS": "i32", "EPS": "fp32", "QSCALE": "fp32"},
+                 {"H": H, "HD": HD, "HB": 1, "BC": BC, "NOT_ONE_HOT": NOT_ONE_HOT, "INEXACT_ACT": INEXACT_ACT,
+                  "INEXACT_NORM": INEXACT_NORM, "NOT_RAIL": NOT_RAIL, "NOT_HELD": NOT_HELD}),
+    "add_active": ({"x": "*fp32", "v": "*fp32", "WT": "*fp32", "cols": "*i64", "n_out": "i32", "n_in": "i32",
+                    "bad": "*i32"}, {"H": H, "NOUT": 1024, "BE": BE, "NOT_PM8": NOT_PM8}),
+    "mlp_units": ({"x": "*fp32", "cols": "*i64", "n_in": "i32", "WT": "*fp32", "pre0": "*fp32", "act": "*fp32",
+                   "bad": "*i32", "U": "i32"}, {"H": H, "BU": BU, "BC": BC, "INEXACT_ACT": INEXACT_ACT}),
+    "finish": KERNELS["finish"],
+}
+STEPS = {"fused": (fused_kernels, KERNELS, 8), "phased": (phased_kernels, PHASED, 4)}
 # Float32 instructions whose result may differ from one IEEE operation of torch's.
 RISKY = {"fma": r"\bfma\.[a-z.]*f32", "approximate division": r"\bdiv\.(approx|full)\.[a-z.]*f32",
          "approximate reciprocal": r"\brcp\.approx", "approximate square root": r"\bsqrt\.approx",
          "reciprocal square root": r"\brsqrt\.", "flush to zero": r"\.ftz\.f32"}
 
 
-def compile_ptx(name: str, arch: int, fp_fusion: bool) -> str:
-    sig, constexprs = KERNELS[name]
-    fn = getattr(K, name)
+def compile_ptx(name: str, arch: int, fp_fusion: bool, step: str = "fused") -> str:
+    module, table, warps = STEPS[step]
+    sig, constexprs = table[name]
+    fn = getattr(module, name)
     signature = dict(sig, **{k: "constexpr" for k in constexprs})
     src = ASTSource(fn=fn, signature=signature, constexprs={(fn.arg_names.index(k),): v for k, v in constexprs.items()})
     return triton.compile(src, target=GPUTarget("cuda", arch, 32),
-                          options={"enable_fp_fusion": fp_fusion, "num_warps": 8}).asm["ptx"]
+                          options={"enable_fp_fusion": fp_fusion, "num_warps": warps}).asm["ptx"]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--arch", type=int, default=90, help="compute capability x 10 (90: H100/H200)")
     ap.add_argument("--show", default="", help="print this kernel's PTX")
+    ap.add_argument("--step", default="fused", choices=sorted(STEPS))
     args = ap.parse_args(argv)
-    print(f"triton {triton.__version__}, sm_{args.arch}")
+    print(f"triton {triton.__version__}, sm_{args.arch}, the {args.step} step")
     bad = 0
-    for name in KERNELS:
-        ptx = compile_ptx(name, args.arch, False)
+    for name in STEPS[args.step][1]:
+        ptx = compile_ptx(name, args.arch, False, args.step)
         found = {what: len(re.findall(rx, ptx)) for what, rx in RISKY.items()}
         exact = {op: len(re.findall(rf"\b{op}\.rn\.f32", ptx)) for op in ("div", "sqrt", "mul", "add")}
-        fma_default = len(re.findall(RISKY["fma"], compile_ptx(name, args.arch, True)))
+        fma_default = len(re.findall(RISKY["fma"], compile_ptx(name, args.arch, True, args.step)))
         risky = {k: v for k, v in found.items() if v}
         bad += bool(risky)
-        print(f"{name:9} {len(ptx.splitlines()):5d} PTX lines; correctly rounded: "
+        print(f"{name:10} {len(ptx.splitlines()):5d} PTX lines; correctly rounded: "
               + ", ".join(f"{op}.rn {n}" for op, n in exact.items())
               + f"; risky: {risky or 'none'} (with fp fusion on: {fma_default} fma)")
         if name == args.show:

@@ -4,9 +4,13 @@ then every figure issue #26 names.
     python bench/gpu_check.py [--samples vadd,reduce] [--sizes 64,1024,8192] [--chunk 16]
     python bench/gpu_check.py --device cpu --short     # the whole device code path on the CPU (CI)
     python bench/gpu_check.py --fused both             # every check for the unfused and the fused step
+    python bench/gpu_check.py --phased                 # and the phased step beside them
 
 `--fused yes|both` runs the fused step (engines/fused.py, Triton kernels; needs triton; on
 the CPU interpreted, about 8 s a step) instead of / beside the unfused one, labelled "fused".
+`--phased` adds the phased step (engines/phased.py, the one-launch form: Triton kernels, about
+35 s a step interpreted), labelled "phased", in the lockstep, the one launch and the batches
+of widths up to 64 (it reads weight columns per launch: a one-launch form).
 
 1. Precision: how many projections run as exact bfloat16 parts (engines/lowp.py) and which
    fell back to float32, and why; weight bytes on the device.
@@ -70,28 +74,28 @@ def launches_of(name):
 
 
 class Check:
-    def __init__(self, dev: str, chunk: int, repeat: int = 3, variants=(False,)):
+    def __init__(self, dev: str, chunk: int, repeat: int = 3, variants=("unfused",)):
         self.dev, self.chunk, self.bad, self.repeat = dev, chunk, 0, repeat
-        self.variants = variants  # False: the unfused step, True: the fused one
+        self.variants = variants  # the steps: "unfused", "fused", "phased"
         self.figures: dict[str, str] = {}
         self.ratios: dict[str, float] = {}  # one launch, device / C step, by variant tag
-        self.fused_error = ""  # why the fused step could not run here, if it could not
+        self.errors: dict[str, str] = {}  # why a Triton step could not run here, by step
         self.rates: dict[tuple[str, str], tuple[float, int, float | None]] = {}  # (tag, sample): best
 
-    def guarded(self, fused: bool, fn, *args) -> None:
-        """fn(*args, fused); an error of the fused step (Triton compiling its kernels on this
-        machine's version, say) is reported and ends the fused variant only, so that one device
-        run still gives the unfused step's figures."""
-        if fused and self.fused_error:
+    def guarded(self, step: str, fn, *args) -> None:
+        """fn(*args, step); an error of a Triton step (compiling its kernels on this machine's
+        version, say) is reported and ends that step's checks only, so that one device run
+        still gives the unfused step's figures."""
+        if step in self.errors:
             return
-        if not fused:
-            fn(*args, fused)
+        if step == "unfused":
+            fn(*args, step)
             return
         try:
-            fn(*args, fused)
+            fn(*args, step)
         except Exception as e:  # noqa: BLE001 (reported, counted, and the run goes on)
-            self.fused_error = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-            print(f"the fused step failed here, its checks end: {self.fused_error}", flush=True)
+            self.errors[step] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+            print(f"the {step} step failed here, its checks end: {self.errors[step]}", flush=True)
 
     def sync(self):
         if self.dev == "cuda":
@@ -119,16 +123,16 @@ class Check:
         self.figures[f"bytes per slot (its tensors, {name})"] = \
             f"{layers.slot_bytes():,} ({sum(layers.allot)} heads; every head: {every:,})"
 
-    def lockstep(self, name, fused=False) -> bool:
+    def lockstep(self, name, step="unfused") -> bool:
         """Every member against the C step alone, every hidden state, final recurrent states."""
         cm, make = launches_of(name)
-        tag = " fused" if fused else ""
+        tag = _tag(step)
         launches = make()
         cpu = NeuralEngine("cpu").host(cm)
         halt = cm.fields["phase"][PHASES.index("halt")]
         held = [cpu.written_heads(lau) for lau in launches]  # each slot holds only its launch's heads
         dev = BatchedLayers(row_layers(cm, self.dev, True), len(launches), cpu._all_dims, halt, cm.fields["fault"],
-                            self.dev, chunk=1, level=cm.value_level, fused=fused,
+                            self.dev, chunk=1, level=cm.value_level, **_step_kw(step),
                             heads_per_slot=np.max([x.sum(1) for x in held], 0))
         every = name.startswith("mixed")  # every recurrent state at every step (see the docstring)
 
@@ -183,12 +187,12 @@ class Check:
         for _ in range(self.repeat):
             t = time.perf_counter(); want = host.run(make()[0]); dt = time.perf_counter() - t
             best_c = dt if best_c is None else min(best_c, dt)
-        for fused in self.variants:
-            self.guarded(fused, self._one_launch, name, cm, make, want, best_c)
+        for step in self.variants:
+            self.guarded(step, self._one_launch, name, cm, make, want, best_c)
 
-    def _one_launch(self, name, cm, make, want, best_c, fused=False):
-        tag = " fused" if fused else ""
-        runner = BatchRunner(cm, 1, self.dev, chunk=self.chunk, lowp=True, fused=fused)
+    def _one_launch(self, name, cm, make, want, best_c, step="unfused"):
+        tag = _tag(step)
+        runner = BatchRunner(cm, 1, self.dev, chunk=self.chunk, lowp=True, **_step_kw(step))
         if self.repeat > 1:
             runner.run(make()[:1], 10 ** 6)  # warm-up
         best_d = None
@@ -200,15 +204,19 @@ class Check:
         ok = np.array_equal(res.memory, want.memory) and res.stats == want.stats
         self.bad += not ok
         c_rate, d_rate = want.network_steps / best_c, res.network_steps / best_d
+        kern = runner.layers._fused  # a Triton step counts its kernel launches
+        per = f"  kernels a step {kern.per_step}" if kern is not None else ""
         print(f"one launch{tag} {name:8} steps {want.network_steps:5d}  C step {c_rate:8.0f} steps/s  "
-              f"{self.dev} {d_rate:8.1f} steps/s  ratio {d_rate / c_rate:6.3f}x  results equal: {ok}")
+              f"{self.dev} {d_rate:8.1f} steps/s  ratio {d_rate / c_rate:6.3f}x{per}  results equal: {ok}")
         self.figures[f"one launch{tag} {name}: {self.dev}/C step"] = \
             f"{d_rate / c_rate:.3f}x ({d_rate:.1f} vs {c_rate:.0f} steps/s)"
         self.ratios[tag] = d_rate / c_rate
 
-    def batches(self, name, sizes, fused=False):
+    def batches(self, name, sizes, step="unfused"):
         cm, make = launches_of(name)
-        tag = " fused" if fused else ""
+        tag = _tag(step)
+        if step == "phased":
+            sizes = [s for s in sizes if s <= PHASED_WIDTHS] or sizes[:1]
         lanes = []
         host = NeuralEngine("cpu").host(cm)
         wants = [host.run(lau, on_step=lambda r: lanes.append(bin(r.active).count("1"))) for lau in make()]
@@ -225,7 +233,8 @@ class Check:
             todo = [lau for _ in range(-(-size // per_round)) for lau in make()][:size]
             t = time.perf_counter()
             try:
-                runner = BatchRunner(cm, size, self.dev, chunk=self.chunk, lowp=True, fused=fused, launches=todo)
+                runner = BatchRunner(cm, size, self.dev, chunk=self.chunk, lowp=True, **_step_kw(step),
+                                     launches=todo)
                 build = time.perf_counter() - t
                 self.sync(); t = time.perf_counter()
                 results = runner.run(todo, 10 ** 6)
@@ -266,6 +275,7 @@ def main(argv=None) -> int:
                          "at widths 1 and 2, each timed once (what CI runs on the CPU)")
     ap.add_argument("--fused", default="no", choices=["no", "yes", "both"],
                     help="the fused step (Triton kernels) instead of the unfused one, or both side by side")
+    ap.add_argument("--phased", action="store_true", help="the phased step (Triton kernels) beside them")
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("bench/gpu_check.py: no CUDA device here (--device cpu runs the same code path on the CPU)")
@@ -273,37 +283,49 @@ def main(argv=None) -> int:
     first = "mixed"
     if args.short:
         args.samples, args.batch_samples, args.one, args.sizes, first = "", "mixed1", "mixed1", "1,2", "mixed1"
-    variants = {"no": (False,), "yes": (True,), "both": (False, True)}[args.fused]
-    if True in variants:
+    variants = {"no": ("unfused",), "yes": ("fused",), "both": ("unfused", "fused")}[args.fused]
+    variants += ("phased",) if args.phased else ()
+    if variants != ("unfused",):
         from qgcc.engines.fused import kernels
         try:
             kernels(torch.device(args.device))  # before anything imports triton in the other mode
         except ValueError as e:
-            print(f"bench/gpu_check.py: the fused step cannot run here: {e}")
-            if args.fused == "yes":
+            print(f"bench/gpu_check.py: the fused and phased steps cannot run here: {e}")
+            if "unfused" not in variants:
                 return 2
-            variants = (False,)
+            variants = ("unfused",)
     chk = Check(args.device, args.chunk, 1 if args.short else 3, variants)
     print(f"device: {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu (no graphs)'}, "
           f"torch {torch.__version__}", flush=True)
     chk.precision(first if args.short else args.one)
-    for fused in variants:
+    for step in variants:
         for name in [first] + [s for s in args.samples.split(",") if s]:
-            chk.guarded(fused, chk.lockstep, name)
+            chk.guarded(step, chk.lockstep, name)
     chk.one_launch(args.one)
     for name in [s for s in args.batch_samples.split(",") if s]:
-        for fused in variants:
-            chk.guarded(fused, chk.batches, name, [int(s) for s in args.sizes.split(",")])
+        for step in variants:
+            chk.guarded(step, chk.batches, name, [int(s) for s in args.sizes.split(",")])
     print("\nfigures:")
     for k, v in chk.figures.items():
         print(f"  {k:45} {v}")
     print(f"  {'every check exact':45} {chk.bad == 0}")
-    if chk.fused_error:
-        print(f"  {'the fused step could not run':45} {chk.fused_error}")
+    for step, error in chk.errors.items():
+        print(f"  {'the ' + step + ' step could not run':45} {error}")
     print("\ntargets (issue #26):")
     for line in targets(chk, args.device):
         print(f"  {line}")
-    return 1 if chk.bad or chk.fused_error else 0
+    return 1 if chk.bad or chk.errors else 0
+
+
+PHASED_WIDTHS = 64  # the phased step reads weight columns per launch: batches up to this width
+
+
+def _tag(step: str) -> str:
+    return "" if step == "unfused" else f" {step}"
+
+
+def _step_kw(step: str) -> dict[str, bool]:
+    return {"fused": step == "fused", "phased": step == "phased"}
 
 
 ONE_LAUNCH_TARGET = 2.0  # one launch on the device at least 2x the C step on the same machine

@@ -15,6 +15,8 @@
 #   CHECK_S=300 SAMPLES=collatz SPARSE_S=60 HF_S=90 bash bench/gpu_run.sh 2>&1 | tee $OUT/gpu_run.log
 # with the run's timeout_s at 590: gpu_check, sparse_dense, onelaunch (bench/onelaunch.py), the hf test, the start-up and its
 # profile, and last the README launch with --engine hf (worst case about 600 s, usually far less).
+# PHASED=1 (default) also checks and measures the phased step (engines/phased.py, the one-launch
+# form: 136 Triton kernels a step) beside them; PHASED=0 leaves it out.
 # FUSED=both (default) checks and measures the unfused and the fused step (engines/fused.py,
 # Triton kernels, compiled on first use: allow a minute) side by side, and profiles both when
 # PROFILE_WIDTHS is set; FUSED=no only the unfused.  Both double the lockstep part: SAMPLES=collatz
@@ -23,7 +25,7 @@
 # PROFILE_WIDTHS=8192 (then bench/gpu_profile.py's phases at those widths, PROFILE_S seconds).
 # HF=0 leaves out the hf engine part (transformers' modules on CUDA: about 9 GB of dense layers).
 # Rehearsal on a CPU machine (the whole script, the device's code path on the CPU):
-#   DEVICE=cpu SHORT=1 FUSED=no HF=0 bash bench/gpu_run.sh
+#   DEVICE=cpu SHORT=1 FUSED=no PHASED=0 HF=0 bash bench/gpu_run.sh
 DEVICE=${DEVICE:-cuda}
 SITE=${SITE:-/tmp/site}  # where carried wheels are installed
 cd "$(dirname "$0")/.." || exit 1
@@ -40,7 +42,7 @@ nproc; python3 -c "import torch, transformers; print('torch', torch.__version__,
 python3 -c "import triton; print('triton', triton.__version__)" 2>/dev/null || echo "no triton: the fused step cannot run (pip install triton, or a wheel in ./.whl)"
 echo "=== gpu_check"
 timeout "${CHECK_S:-420}" python3 bench/gpu_check.py --device "$DEVICE" --sizes "${SIZES:-64,1024,8192}" --chunk 16 \
-    --fused "${FUSED:-both}" ${SAMPLES:+--samples "$SAMPLES"} ${SHORT:+--short}
+    --fused "${FUSED:-both}" ${SAMPLES:+--samples "$SAMPLES"} ${SHORT:+--short} $([ "${PHASED:-1}" != 0 ] && echo --phased)
 echo "gpu_check exit $?"
 echo "=== sparse (CSR, nonzeros only) against the dense products the step runs (issue #26, item 2)"
 timeout "${SPARSE_S:-120}" python3 bench/sparse_dense.py --device "$DEVICE" --widths "1,${SIZES:-64,1024,8192}" \

@@ -60,22 +60,23 @@ def alone(host: Host, net, lau) -> list[tuple[bytes, list[str]]]:
     return out
 
 
-def stacked_equals_alone(cm, launches, lowp=True, fused=False, grow_at=None) -> list[int]:
+def stacked_equals_alone(cm, launches, lowp=True, fused=False, grow_at=None, phased=False) -> list[int]:
     """Run `launches` stacked and each alone on the C step; every hidden state and every
     recurrent state of every member must be the same bits at every step, a member that has
     halted must stay frozen, and its running bit must drop at its halt step.  Returns
     the members' lengths in steps.  `lowp`: the device's form of the products (bfloat16
     parts, engines/lowp.py), here computed on the CPU; the states are held as rail bits, each
     slot holding only the heads its launch can write (Host.written_heads; the others read
-    as +0).  `fused`: the step as Triton kernels (engines/fused.py, interpreted on the CPU).
-    `grow_at`: before that step, every slot's head blocks grow by one a layer (the blocks
-    move in their pools mid-launch)."""
+    as +0).  `fused`, `phased`: the step as Triton kernels (engines/fused.py, engines/phased.py,
+    interpreted on the CPU).  `grow_at`: before that step, every slot's head blocks grow by
+    one a layer (the blocks move in their pools mid-launch)."""
     host = Host(cm, neural_layers(cm, "cpu"))
     want = [alone(host, host.net, lau) for lau in launches]
     halt = cm.fields["phase"][PHASES.index("halt")]
     held = [host.written_heads(lau) for lau in launches]
     batch = BatchedLayers(cm.layers, len(launches), host._all_dims, halt, cm.fields["fault"], lowp=lowp,
-                          level=cm.value_level, fused=fused, heads_per_slot=np.max([x.sum(1) for x in held], 0))
+                          level=cm.value_level, fused=fused, heads_per_slot=np.max([x.sum(1) for x in held], 0),
+                          phased=phased)
     for slot, lau in enumerate(launches):
         batch.load(slot, *host.initial(lau), held[slot])
     for step in range(max(len(w) for w in want)):
@@ -182,9 +183,55 @@ def test_a_write_into_a_head_the_slot_does_not_hold_is_flagged_alike_by_the_fuse
 
 
 @pytest.mark.slow
-def test_the_fused_kernels_compile_for_an_h200_with_correctly_rounded_division_and_square_root_and_no_fma():
-    """bench/fused_ptx.py compiles every kernel of the fused step for sm_90 (no GPU needed) as
-    the step launches it, and finds in its PTX no fused multiply-add, no approximate division,
+def test_the_phased_step_gives_every_member_of_a_batch_of_two_kernels_the_bits_of_its_launch_alone():
+    """engines/phased.py: the one-launch form (the products over the flipped columns only, a
+    head's rows and row work in one program, out_proj/down_proj over their active inputs),
+    run by Triton's interpreter (about 9 s a step here, hence slow): every hidden and recurrent
+    state of a launch of each kernel (11 and 23 steps) equals the C step's alone at every step,
+    and the shorter stays frozen after its halt."""
+    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
+        pytest.skip("triton is not installed")
+    prog, cm = program()
+    todo = [MIXED[0], MIXED[3]]
+    lengths = stacked_equals_alone(cm, [launch(g, b, n, kernel=k) for k, g, b, n in todo], phased=True)
+    assert lengths[0] < lengths[1]
+
+
+@pytest.mark.slow
+def test_a_broken_premise_stops_the_phased_step_in_the_members_step_and_only_there():
+    """A residual entry of 4 instead of +-8 in one member's input: the phased step reads inputs by
+    sign, so it computes other numbers than the unfused step from there, but it raises the
+    residual premise in that member in that step (the batch stops), and not in the other."""
+    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
+        pytest.skip("triton is not installed")
+    from qgcc.engines.neural_batch import row_layers
+    from qgcc.engines.premises import NOT_PM8
+
+    prog, cm = program()
+    host = Host(cm, None)
+    layers = row_layers(cm, "cpu", True)
+    halt = cm.fields["phase"][PHASES.index("halt")]
+    step = BatchedLayers(layers, 2, host._all_dims, halt, cm.fields["fault"], level=cm.value_level, phased=True)
+    for slot, (k, g, b, n) in enumerate([MIXED[0], MIXED[3]]):
+        h, init = host.initial(launch(g, b, n, kernel=k))
+        if slot == 0:
+            h = h.copy()
+            h[int(layers[0].L.mix_in[0])] = 4.0
+        step.load(slot, h, init)
+    _, flags = step.run()
+    assert flags[0] & NOT_PM8 and flags[1] == 0
+
+
+def test_a_batch_steps_fused_or_phased_not_both():
+    prog, cm = program()
+    with pytest.raises(ValueError, match="either fused or phased"):
+        BatchedLayers(cm.layers, 1, np.arange(3), 0, [1], level=cm.value_level, fused=True, phased=True)
+
+
+@pytest.mark.slow
+def test_the_fused_and_phased_kernels_compile_for_an_h200_with_correctly_rounded_division_and_square_root_and_no_fma():
+    """bench/fused_ptx.py compiles every kernel of the fused and the phased step for sm_90 (no GPU
+    needed) as the step launches it, and finds in its PTX no fused multiply-add, no approximate division,
     reciprocal or square root and no flush-to-zero: the rounding the exactness argument assumes.
     In a process of its own: triton compiles there, while this one may have it interpreted."""
     import os
@@ -197,10 +244,11 @@ def test_the_fused_kernels_compile_for_an_h200_with_correctly_rounded_division_a
     root = Path(__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "src"), os.environ.get("PYTHONPATH", "")]))
     env.pop("TRITON_INTERPRET", None)
-    out = subprocess.run([sys.executable, str(root / "bench" / "fused_ptx.py")], env=env, capture_output=True,
-                         text=True, timeout=600)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert "mix_rows" in out.stdout and "no risky instruction in the step's kernels: True" in out.stdout
+    for step, kernel in (("fused", "mix_rows"), ("phased", "mix_head")):
+        out = subprocess.run([sys.executable, str(root / "bench" / "fused_ptx.py"), "--step", step], env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert kernel in out.stdout and "no risky instruction in the step's kernels: True" in out.stdout
 
 
 @needs_c
@@ -357,26 +405,27 @@ def _gpu_check():
 def test_a_failing_fused_step_ends_only_the_fused_checks_of_the_gpu_check_and_is_reported(capsys):
     """One device run must still give the unfused step's figures when the fused step cannot run
     there (Triton failing to compile on that machine's version, say): the error is printed, the
-    fused variant's later checks are skipped, the unfused ones still run, and the exit code says
-    that something failed."""
+    fused variant's later checks are skipped, the unfused and phased ones still run, and the exit
+    code says that something failed."""
     check = _gpu_check()
-    chk = check.Check("cpu", 1, 1, (False, True))
+    chk = check.Check("cpu", 1, 1, ("unfused", "fused", "phased"))
     calls = []
 
-    def broken(name, fused):
-        calls.append((name, fused))
-        if fused:
+    def broken(name, step):
+        calls.append((name, step))
+        if step == "fused":
             raise RuntimeError("PassManager::run failed\nmore")
 
-    chk.guarded(True, broken, "mixed")
-    chk.guarded(True, broken, "vadd")
-    chk.guarded(False, broken, "vadd")
-    assert calls == [("mixed", True), ("vadd", False)]
-    assert chk.fused_error == "RuntimeError: PassManager::run failed"
+    chk.guarded("fused", broken, "mixed")
+    chk.guarded("fused", broken, "vadd")
+    chk.guarded("phased", broken, "vadd")
+    chk.guarded("unfused", broken, "vadd")
+    assert calls == [("mixed", "fused"), ("vadd", "phased"), ("vadd", "unfused")]
+    assert chk.errors == {"fused": "RuntimeError: PassManager::run failed"}
     assert "the fused step failed here, its checks end: RuntimeError: PassManager::run failed" in \
         capsys.readouterr().out
     with pytest.raises(ZeroDivisionError):  # the unfused step's errors are not swallowed
-        chk.guarded(False, lambda fused: 1 / 0)
+        chk.guarded("unfused", lambda step: 1 / 0)
 
 
 @needs_c

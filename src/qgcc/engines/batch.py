@@ -47,9 +47,10 @@ class BatchRunner:
     LOAD_GROUP = 256  # launches loaded with one transfer a layer (bounds the host's buffers)
 
     def __init__(self, network: LinkedNetwork, width: int, device: str = "cpu", chunk: int | None = None,
-                 lowp: bool | None = None, fused: bool = False, launches: list[Launch] = ()):
+                 lowp: bool | None = None, fused: bool = False, launches: list[Launch] = (), phased: bool = False):
         """`launches`: those it will run, if known, so that the slots' heads are sized before a
-        CUDA graph is captured (else the first `run` sizes them and captures it again)."""
+        CUDA graph is captured (else the first `run` sizes them and captures it again).
+        `fused` / `phased`: the step as Triton kernels (engines/fused.py / engines/phased.py)."""
         from .neural_batch import BatchedLayers, row_layers
 
         self.host = Host(network, None)
@@ -63,7 +64,7 @@ class BatchRunner:
                                     fields["phase"][PHASES.index("halt")],
                                     fields["fault"], device, chunk, lowp=lowp,
                                     decode=(host._all_pow, host._starts), level=network.value_level,
-                                    fused=fused, heads_per_slot=self._heads(launches, rows))
+                                    fused=fused, heads_per_slot=self._heads(launches, rows), phased=phased)
         self.width, self.chunk = width, chunk
 
     def _heads(self, launches: list[Launch], layers) -> list[int]:

@@ -43,8 +43,9 @@ EPS32 = float(np.float32(EPS))  # torch adds the Python 1e-6 to float32 tensors 
 _MODE: list[str] = []  # "interpret" or "compile", once triton is imported by this module
 
 
-def kernels(device: torch.device):
-    """The kernels module, compiled for CUDA or interpreted on the CPU (numpy)."""
+def kernels(device: torch.device, module: str = "fused_kernels"):
+    """A kernels module (this step's, or engines/phased_kernels), compiled for CUDA or
+    interpreted on the CPU (numpy)."""
     want = "interpret" if device.type == "cpu" else "compile"
     if not _MODE:
         if "triton" not in sys.modules and want == "interpret":
@@ -62,8 +63,9 @@ def kernels(device: torch.device):
     if _MODE[0] != want:
         raise ValueError(f"the fused step on {device.type} needs triton in {want} mode, but this process imported "
                          f"it in {_MODE[0]} mode (TRITON_INTERPRET is read when triton is first imported)")
-    from . import fused_kernels
-    return fused_kernels
+    import importlib
+
+    return importlib.import_module(f"{__package__}.{module}")
 
 
 def _pow2_at_least(n: int) -> int:
@@ -107,7 +109,7 @@ class FusedStep:
         # No FMA contraction; 8 warps: a program holds 2,048-element blocks (ignored by the interpreter).
         self.opts = {} if dev.type == "cpu" else {"enable_fp_fusion": False, "num_warps": 8}
         self.bf16 = dev.type == "cuda"
-        self.launches = 0  # Triton kernels launched (bench: kernels per step)
+        self.launches = self.per_step = 0  # Triton kernels launched (bench: kernels per step)
         self.level = batch.rails.level
         self.level_bits = batch.rails.bits
 
@@ -136,6 +138,7 @@ class FusedStep:
         from .premises import INEXACT_ACT, INEXACT_NORM, NOT_HELD, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
 
         bl, k = self.batch, self.k
+        first = self.launches
         B = bl.width
         run8 = bl.running.view(torch.uint8)
         self._go(k.start, (B,), bl.h, self.x, self.bad, H=qwen.hidden, NOT_PM8=NOT_PM8)
@@ -158,3 +161,4 @@ class FusedStep:
         nf = len(bl._fault)
         self._go(k.finish, (B,), bl.h, self.x, self.bad, bl.flags, run8, bl._fault, nf, bl._halt,
                  H=qwen.hidden, FB=_pow2_at_least(nf))
+        self.per_step = self.launches - first  # kernels a step (a graph replays them uncounted)

@@ -98,6 +98,28 @@ def mix_rows(pre, S, rows0, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EP
     v = tl.load(base + 2 * span, mask=m2, other=0.0)
     z = tl.load(base + 3 * span, mask=m2, other=0.0)
     bp = tl.load(pre + b * P + 4 * span + hh, mask=hm, other=0.0)
+    # The head's first row in the pool viewed as (rows, 16); 0: block 0 (a head not held).
+    srow = tl.load(rows0 + b * nh + hh, mask=hm, other=0).to(tl.int64)
+    run = tl.load(running + b + hh * 0) != 0  # a block: the interpreter's scalar compare is no mask
+    out, flags = row_work(q, k, v, z, bp, hm, srow, run, S, gnorm, LEVEL, LEVEL_BITS, EPS, QSCALE, NHP, HD,
+                          NOT_ONE_HOT, INEXACT_ACT, INEXACT_NORM, NOT_RAIL, NOT_HELD)
+    tl.store(y + b * span + hh[:, None] * HD + e, out, mask=m2)
+    tl.store(bad + b, tl.load(bad + b) | flags)
+
+
+@triton.jit
+def row_work(q, k, v, z, bp, hm, srow, run, S, gnorm, LEVEL, LEVEL_BITS, EPS, QSCALE,
+             NHP: tl.constexpr, HD: tl.constexpr, NOT_ONE_HOT: tl.constexpr, INEXACT_ACT: tl.constexpr,
+             INEXACT_NORM: tl.constexpr, NOT_RAIL: tl.constexpr, NOT_HELD: tl.constexpr):
+    """A mixer's work between its in_proj rows and out_proj for NHP heads (q, k, v, z (NHP, HD),
+    b (NHP,); heads where `hm` is false are padding): the one-hot key's row (at row `srow` + its
+    index of the layer's pool viewed as (rows, 16); srow 0: block 0, a head not held, where a
+    write sets NOT_HELD instead) read, updated by the delta rule and written back as
+    rail bits where `run`, the query's row read, the gated RMSNorm and the z gate.  Returns the
+    head outputs (NHP, HD) and the premise flags (the OR over the heads).  Shared by the fused
+    step (mix_rows) and the phased one (phased_kernels.mix_head)."""
+    e = tl.arange(0, HD)[None, :]
+    m2 = hm[:, None] & (e < HD)
     beta = tl.where(bp >= 17.0, 1.0, tl.where(bp <= -89.0, 0.0, 0.5))
     # One-hot keys and queries (neural_batch._one_hot): exactly one entry >= 17, a power of two.
     # Both counts in one sum (q's in the low byte: at most 128 each), both maxima and their
@@ -119,13 +141,11 @@ def mix_rows(pre, S, rows0, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EP
     qv = qa * tl.div_rn(ones, tl.sqrt_rn(qa * qa + EPS))
     kv = ka * tl.div_rn(ones, tl.sqrt_rn(ka * ka + EPS))
     # The key's row: delta = (v - row * k) * beta; row + k * delta, where a key writes.
-    # The head's first row in the pool viewed as (rows, 16); 0: block 0 (a head not held).
-    srow = tl.load(rows0 + b * nh + hh, mask=hm, other=0).to(tl.int64)
-    held = srow != 0
+    held = srow != 0  # 0: block 0, a head the slot does not hold (+0, never written)
     kbyte = tl.load(S + (srow + kh)[:, None] * 16 + e // 8, mask=m2, other=0).to(tl.int32)
     row = tl.where(((kbyte >> (e % 8)) & 1) != 0, LEVEL, 0.0)
     delta = (tl.where(v >= 17.0, v, v * 0.0) - row * kv[:, None]) * beta[:, None]
-    write = kone & (tl.load(running + b + hh * 0) != 0) & hm  # a block: the interpreter's scalar compare is no mask
+    write = kone & run & hm
     new = tl.where(write[:, None], row + kv[:, None] * delta, row)
     raw = new.to(tl.int32, bitcast=True)
     on = raw == LEVEL_BITS
@@ -167,9 +187,7 @@ def mix_rows(pre, S, rows0, running, gnorm, y, bad, nh, P, LEVEL, LEVEL_BITS, EP
         flags |= (((tot >> (5 * i)) & 31) != 0).to(tl.int32) << i
     gn = tl.load(gnorm + e)
     out = ((o * tl.div_rn(ones, tl.sqrt_rn(var))[:, None]) * gn) * tl.where(z >= 17.0, z, z * 0.0)
-    out = tl.where(rd[:, None], out, 0.0)
-    tl.store(y + b * span + hh[:, None] * HD + e, out, mask=m2)
-    tl.store(bad + b, tl.load(bad + b) | flags)
+    return tl.where(rd[:, None], out, 0.0), flags
 
 
 @triton.jit

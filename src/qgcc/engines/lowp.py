@@ -120,6 +120,15 @@ class ExactProjection:
         wx = self.Wx
         return self.W.numel() * self.W.element_size() + (0 if wx is None else wx.numel() * wx.element_size())
 
+    def dense(self) -> torch.Tensor:
+        """The float32 matrix again (its parts added: exact, each part's weights are the
+        roundings of what the previous left), for steps that hold it in another form."""
+        W = self.W.float().clone()
+        if self.Wx is not None:
+            for offset, rows in self.extra:
+                W.index_add_(0, rows, self.Wx[offset:offset + len(rows)].float())
+        return W
+
     def __call__(self, x: torch.Tensor, xb: torch.Tensor | None = None) -> torch.Tensor:
         """`x` the float32 input; `xb` the same values in bfloat16 (shared by the projections
         of one input), used on CUDA."""

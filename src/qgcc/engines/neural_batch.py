@@ -198,6 +198,8 @@ class BatchedLayers:
     `level`: the rail level of the exact encoding (LinkedNetwork.value_level); given, the
     states of the one-hot-row layers are held as bits (`Rails`), 16 bytes a row.
     `fused`: the step as a few Triton kernels a layer (engines/fused.py), the same bits.
+    `phased`: the step as the fewest dependent kernels, reading only changed weight columns
+    (engines/phased.py; for one launch or a few), the same bits.
     `heads_per_slot`: per layer, the head blocks each slot may hold (default: every used head;
     `reserve` grows it); a slot is loaded with the heads it holds (`held`, default all).
     """
@@ -205,7 +207,8 @@ class BatchedLayers:
     def __init__(self, layers: list[LayerWeights] | list[_RowLayer], width: int, dims: np.ndarray, halt_dim: int,
                  fault_dims: list[int], device: str = "cpu", chunk: int = 1, graph: bool | None = None,
                  lowp: bool | None = None, decode: tuple[np.ndarray, np.ndarray] | None = None,
-                 level: float | None = None, fused: bool = False, heads_per_slot: list[int] | None = None):
+                 level: float | None = None, fused: bool = False, heads_per_slot: list[int] | None = None,
+                 phased: bool = False):
         self.device = torch.device(device)
         self.width, self.chunk = width, chunk
         if graph is None:
@@ -258,9 +261,14 @@ class BatchedLayers:
         if self.device.type == "cuda" and decode is not None:
             self._pinned = torch.empty(self.bits.numel() + width, dtype=torch.int64, pin_memory=True)
         self._fused = None
+        if fused and phased:
+            raise ValueError("a batch steps either fused or phased, not both")
         if fused:
             from .fused import FusedStep
             self._fused = FusedStep(self)
+        elif phased:
+            from .phased import PhasedStep
+            self._fused = PhasedStep(self)
         self._graph = None
         if graph:
             self._capture()
