@@ -214,7 +214,8 @@ def _outcome(result) -> tuple:
 
 
 @needs_c
-@pytest.mark.parametrize("overlap,traced", [(True, True), (True, False), pytest.param(False, True, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("overlap,traced", [(True, True), (True, False),
+                                            pytest.param(False, True, marks=pytest.mark.slow)])
 def test_overlapped_batches_give_each_launch_the_result_fault_statistics_and_trace_records_of_host_run(
         overlap, traced, monkeypatch):
     """With overlap the device steps chunk j + 1 while the host reads chunk j (the CUDA default;

@@ -109,7 +109,7 @@ class BatchRunner:
             chunk = layers.collect()
             owners = list(slots)  # the launches whose rows this chunk holds
             self._check(owners, chunk.flags)
-            frozen = [b for b, s in enumerate(owners) if s is not None and not chunk.running[b]]
+            frozen = [b for b in np.flatnonzero(~chunk.running).tolist() if owners[b] is not None]
             self._read(owners, frozen)
             for b in frozen:  # their launches end in this chunk: the slots take the next launches now
                 slots[b] = None
@@ -124,12 +124,14 @@ class BatchRunner:
         return results  # type: ignore[return-value]
 
     def _check(self, owners: list[_Slot | None], flags: np.ndarray) -> None:
-        """A premise flag of a slot's current launch stops the batch (a flag raised by the
-        previous occupant after the host ended it is not this launch's: flags are reset at load)."""
+        """A premise flag of a launch whose rows the chunk holds stops the batch; one raised by
+        a launch the host had ended at the step limit (running on during the next chunk, its
+        slot empty then) is no launch's, and a load resets the slot's flags."""
         from .premises import flag_text
 
-        for b, slot in enumerate(owners):
-            if slot is not None and flags[b]:
+        for b in np.flatnonzero(flags).tolist():
+            slot = owners[b]
+            if slot is not None:
                 raise StepError(f"launch {slot.index + 1} of the batch: {flag_text(int(flags[b]))} "
                                 "(a premise of the batched step's exactness)")
 
