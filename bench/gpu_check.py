@@ -5,6 +5,7 @@ then every figure issue #26 names.
     python bench/gpu_check.py --device cpu --short     # the whole device code path on the CPU (CI)
     python bench/gpu_check.py --fused both             # every check for the unfused and the fused step
     python bench/gpu_check.py --phased                 # and the phased step beside them
+    python bench/gpu_check.py --overlap on             # batches with overlap only (default: on and off)
 
 `--fused yes|both` runs the fused step (engines/fused.py, Triton kernels; needs triton; on
 the CPU interpreted, about 8 s a step) instead of / beside the unfused one, labelled "fused".
@@ -26,7 +27,10 @@ of widths up to 64 (it reads weight columns per launch: a one-launch form).
 4. Batches: --batch-samples' short launches at each width in --sizes, every result checked
    against the C step's: launches/s, lane-instructions/s (lanes active in each warp
    instruction, summed), device bytes per slot (the slot's own tensors, and measured: peak
-   allocation less the weights, over the width), and the time to build the runner.
+   allocation less the weights, over the width), and the time to build the runner; with
+   --overlap both (the default) each width with the host's work overlapped with the device's
+   (the next chunk stepped while the host reads one: BatchRunner's default on CUDA) and
+   without, side by side.
 5. The targets of issue #26, each as "met" or "not met" with the figure it was judged on:
    one launch at least 2x the C step, at least 10^6 lane-instructions/s batched (vadd and
    collatz), every check exact.  On the CPU the first two are printed for the record only
@@ -74,9 +78,10 @@ def launches_of(name):
 
 
 class Check:
-    def __init__(self, dev: str, chunk: int, repeat: int = 3, variants=("unfused",)):
+    def __init__(self, dev: str, chunk: int, repeat: int = 3, variants=("unfused",), overlaps=(True,)):
         self.dev, self.chunk, self.bad, self.repeat = dev, chunk, 0, repeat
         self.variants = variants  # the steps: "unfused", "fused", "phased"
+        self.overlaps = overlaps  # batches with the host's work overlapped with the device's, and/or not
         self.figures: dict[str, str] = {}
         self.ratios: dict[str, float] = {}  # one launch, device / C step, by variant tag
         self.errors: dict[str, str] = {}  # why a Triton step could not run here, by step
@@ -213,6 +218,8 @@ class Check:
         self.ratios[tag] = d_rate / c_rate
 
     def batches(self, name, sizes, step="unfused"):
+        """Each width with each overlap variant in turn (so a run cut short has both for the
+        smaller widths); the targets are judged on the first variant (overlap on by default)."""
         cm, make = launches_of(name)
         tag = _tag(step)
         if step == "phased":
@@ -220,46 +227,60 @@ class Check:
         lanes = []
         host = NeuralEngine("cpu").host(cm)
         wants = [host.run(lau, on_step=lambda r: lanes.append(bin(r.active).count("1"))) for lau in make()]
-        per_round = len(wants)
-        best: tuple[float, int, float | None] = (0.0, 0, None)
+        best = {ov: (0.0, 0, None) for ov in self.overlaps}
         for size in sizes:
-            # The weights are built once per network (row_layers); allocated before m0 they are
-            # not in the peak's difference, else they are and are taken out.
-            resident = ("row-layers", str(torch.device(self.dev)), True) in cm.hosts
-            if self.dev == "cuda":
-                torch.cuda.empty_cache()
-                torch.cuda.reset_peak_memory_stats()
-                m0 = torch.cuda.memory_allocated()
-            todo = [lau for _ in range(-(-size // per_round)) for lau in make()][:size]
-            t = time.perf_counter()
-            try:
-                runner = BatchRunner(cm, size, self.dev, chunk=self.chunk, lowp=True, **_step_kw(step),
-                                     launches=todo)
-                build = time.perf_counter() - t
-                self.sync(); t = time.perf_counter()
-                results = runner.run(todo, 10 ** 6)
-                self.sync(); wall = time.perf_counter() - t
-            except torch.cuda.OutOfMemoryError as e:
-                print(f"batch{tag} {name:8} width {size:6d}  out of device memory ({str(e).splitlines()[0][:120]})")
-                runner = None
+            done = [self._batch(name, cm, make, wants, sum(lanes), size, step, ov) for ov in self.overlaps]
+            for ov, got in zip(self.overlaps, done):
+                if got is not None:
+                    best[ov] = max(best[ov], (got[0], size, got[1]), key=lambda r: r[:2])
+            if None in done:
                 break
-            ok = all(not isinstance(r, Exception) and np.array_equal(r.memory, wants[i % per_round].memory)
-                     and r.stats == wants[i % per_round].stats for i, r in enumerate(results))
-            self.bad += not ok
-            total_lanes = sum(lanes) * size / per_round
-            rate = total_lanes / wall
-            mem, per_slot = f"  slot tensors {runner.layers.slot_bytes():,} B", None
-            if self.dev == "cuda":
-                peak = torch.cuda.max_memory_allocated() - m0 - (0 if resident else runner.layers.weight_bytes())
-                per_slot = peak / size
-                mem += f"  device bytes/slot {per_slot / 2**20:7.2f} MiB"
-            print(f"batch{tag} {name:8} width {size:6d}  build {build:6.1f} s  {size / wall:9.1f} launches/s "
-                  f"{rate:12,.0f} lane-instr/s{mem}  results equal: {ok}", flush=True)
-            best = max(best, (rate, size, per_slot), key=lambda r: r[:2])
-            del runner
-        self.rates[(tag, name)] = best
-        at = f"; device bytes/slot there {best[2] / 2**20:.2f} MiB" if best[2] is not None else ""
-        self.figures[f"batched{tag} {name}: best lane-instr/s (width)"] = f"{best[0]:,.0f} ({best[1]}){at}"
+        for k, ov in enumerate(self.overlaps):
+            at = f"; device bytes/slot there {best[ov][2] / 2**20:.2f} MiB" if best[ov][2] is not None else ""
+            self.figures[f"batched{tag} {name}{OVERLAP_LABEL[ov]}: best lane-instr/s (width)"] = \
+                f"{best[ov][0]:,.0f} ({best[ov][1]}){at}"
+            if k == 0:
+                self.rates[(tag, name)] = best[ov]
+
+    def _batch(self, name, cm, make, wants, lanes, size, step, overlap):
+        """One batch of `size` launches through a runner of that width: (lane-instr/s, device
+        bytes a slot or None), or None when the device's memory ran out."""
+        tag = f"{_tag(step)} {name:8}{OVERLAP_LABEL[overlap]:11}"
+        per_round = len(wants)
+        # The weights are built once per network (row_layers); allocated before m0 they are
+        # not in the peak's difference, else they are and are taken out.
+        resident = ("row-layers", str(torch.device(self.dev)), True) in cm.hosts
+        if self.dev == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+            m0 = torch.cuda.memory_allocated()
+        todo = [lau for _ in range(-(-size // per_round)) for lau in make()][:size]
+        t = time.perf_counter()
+        try:
+            runner = BatchRunner(cm, size, self.dev, chunk=self.chunk, lowp=True, **_step_kw(step), launches=todo,
+                                 overlap=overlap)
+            build = time.perf_counter() - t
+            self.sync(); t = time.perf_counter()
+            results = runner.run(todo, 10 ** 6)
+            self.sync(); wall = time.perf_counter() - t
+        except torch.cuda.OutOfMemoryError as e:
+            print(f"batch{tag} width {size:6d}  out of device memory ({str(e).splitlines()[0][:120]})")
+            return None
+        ok = all(not isinstance(r, Exception) and np.array_equal(r.memory, wants[i % per_round].memory)
+                 and r.stats == wants[i % per_round].stats for i, r in enumerate(results))
+        self.bad += not ok
+        rate = lanes * size / per_round / wall
+        mem, per_slot = f"  slot tensors {runner.layers.slot_bytes():,} B", None
+        if self.dev == "cuda":
+            peak = torch.cuda.max_memory_allocated() - m0 - (0 if resident else runner.layers.weight_bytes())
+            per_slot = peak / size
+            mem += f"  device bytes/slot {per_slot / 2**20:7.2f} MiB"
+        print(f"batch{tag} width {size:6d}  build {build:6.1f} s  {size / wall:9.1f} launches/s "
+              f"{rate:12,.0f} lane-instr/s{mem}  results equal: {ok}", flush=True)
+        return rate, per_slot
+
+
+OVERLAP_LABEL = {True: " overlap", False: " no overlap"}
 
 
 def main(argv=None) -> int:
@@ -276,6 +297,9 @@ def main(argv=None) -> int:
     ap.add_argument("--fused", default="no", choices=["no", "yes", "both"],
                     help="the fused step (Triton kernels) instead of the unfused one, or both side by side")
     ap.add_argument("--phased", action="store_true", help="the phased step (Triton kernels) beside them")
+    ap.add_argument("--overlap", default="both", choices=["on", "off", "both"],
+                    help="batches with the next chunk stepped while the host reads one (BatchRunner's "
+                         "default on CUDA), without, or both side by side (the targets are judged on the first)")
     args = ap.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
         print("bench/gpu_check.py: no CUDA device here (--device cpu runs the same code path on the CPU)")
@@ -294,7 +318,8 @@ def main(argv=None) -> int:
             if "unfused" not in variants:
                 return 2
             variants = ("unfused",)
-    chk = Check(args.device, args.chunk, 1 if args.short else 3, variants)
+    overlaps = {"on": (True,), "off": (False,), "both": (True, False)}[args.overlap]
+    chk = Check(args.device, args.chunk, 1 if args.short else 3, variants, overlaps)
     print(f"device: {torch.cuda.get_device_name() if args.device == 'cuda' else 'cpu (no graphs)'}, "
           f"torch {torch.__version__}", flush=True)
     chk.precision(first if args.short else args.one)
@@ -307,10 +332,10 @@ def main(argv=None) -> int:
             chk.guarded(step, chk.batches, name, [int(s) for s in args.sizes.split(",")])
     print("\nfigures:")
     for k, v in chk.figures.items():
-        print(f"  {k:45} {v}")
-    print(f"  {'every check exact':45} {chk.bad == 0}")
+        print(f"  {k:56} {v}")
+    print(f"  {'every check exact':56} {chk.bad == 0}")
     for step, error in chk.errors.items():
-        print(f"  {'the ' + step + ' step could not run':45} {error}")
+        print(f"  {'the ' + step + ' step could not run':56} {error}")
     print("\ntargets (issue #26):")
     for line in targets(chk, args.device):
         print(f"  {line}")

@@ -1,13 +1,16 @@
 """Where a batch's time goes on the device: the runner's phases, then the kernels of one step.
 
     python bench/gpu_profile.py [--sample vadd] [--widths 1024,8192] [--profile-width 1024] [--fused]
+                                [--no-overlap]
 
 For each width: the time of building the runner, of loading every slot (Host.initial_rails and
-BatchedLayers.load_many), of the device steps (graph replays and the transfer, BatchedLayers.run),
-of the bulk bookkeeping (BulkTracker.advance), of the ends of launches (their Trackers) and of
-reading the results (BatchRunner._memories), over one batch of the sample's
-short launch; then the device time of one step alone (CUDA events around 16 replays).  Then
-torch's profiler over one eager step at --profile-width: the kernels by device time.
+BatchedLayers.load_many), of starting the device steps (graph replays and the copy,
+BatchedLayers.enqueue) and of waiting for them (BatchedLayers.collect), of the bulk bookkeeping
+(BulkTracker.advance), of the ends of launches (their Trackers) and of reading the results
+(BatchRunner._memories), over one batch of the sample's short launch (with the runner's
+overlap, the default on CUDA, the host's phases run while the device steps, so they do not add
+up to the wall time); then the device time of one step alone (CUDA events around 16 replays).
+Then torch's profiler over one eager step at --profile-width: the kernels by device time.
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ ap.add_argument("--widths", default="1024,8192")
 ap.add_argument("--profile-width", type=int, default=1024)
 ap.add_argument("--device", default="cuda")
 ap.add_argument("--fused", action="store_true", help="the fused step (engines/fused.py, Triton kernels)")
+ap.add_argument("--no-overlap", action="store_true", help="the runner without overlap (host and device in turn)")
 args = ap.parse_args()
 dev = args.device
 if args.fused:  # triton in the device's mode, before the profiler imports it
@@ -77,7 +81,8 @@ def timed(owner, name, key):
 
 timed(Host, "initial_rails", "Host.initial_rails")
 timed(neural_batch.BatchedLayers, "load_many", "BatchedLayers.load_many")
-timed(neural_batch.BatchedLayers, "run", "BatchedLayers.run (steps + transfer)")
+timed(neural_batch.BatchedLayers, "enqueue", "BatchedLayers.enqueue (steps + copy started)")
+timed(neural_batch.BatchedLayers, "collect", "BatchedLayers.collect (waiting for them)")
 timed(bulk_mod.BulkTracker, "advance", "BulkTracker.advance")
 timed(batch_mod.BatchRunner, "_advance", "Tracker (ends of launches)")
 timed(batch_mod.BatchRunner, "_memories", "BatchRunner._memories (results)")
@@ -85,14 +90,15 @@ for width in [int(w) for w in args.widths.split(",")]:
     spent.clear()
     todo = [launch() for _ in range(width)]
     t = time.perf_counter()
-    runner = BatchRunner(cm, width, dev, chunk=16, fused=args.fused, launches=todo)
+    runner = BatchRunner(cm, width, dev, chunk=16, fused=args.fused, launches=todo,
+                         overlap=False if args.no_overlap else None)
     build = time.perf_counter() - t
     sync(); t = time.perf_counter()
     res = runner.run(todo, 10 ** 6)
     sync(); wall = time.perf_counter() - t
     steps = res[0].network_steps
-    print(f"\nwidth {width}: build {build:.2f} s; batch of {width} launches of {steps} steps: {wall:.2f} s "
-          f"({width * steps / wall:,.0f} slot-steps/s)")
+    print(f"\nwidth {width} (overlap {'on' if runner.overlap else 'off'}): build {build:.2f} s; "
+          f"batch of {width} launches of {steps} steps: {wall:.2f} s ({width * steps / wall:,.0f} slot-steps/s)")
     for k, v in sorted(spent.items(), key=lambda kv: -kv[1]):
         print(f"  {k:40} {v:8.3f} s")
     layers = runner.layers

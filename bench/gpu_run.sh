@@ -21,6 +21,8 @@
 # Triton kernels, compiled on first use: allow a minute) side by side, and profiles both when
 # PROFILE_WIDTHS is set; FUSED=no only the unfused.  Both double the lockstep part: SAMPLES=collatz
 # keeps it short.
+# OVERLAP=both (default) times every batch with the host's work overlapped with the device's
+# (BatchRunner's default on CUDA) and without, side by side; OVERLAP=on halves the batch part.
 # Shorter: SAMPLES=collatz (the lockstep samples besides mixed), STARTUP=0 (no start-up part),
 # PROFILE_WIDTHS=8192 (then bench/gpu_profile.py's phases at those widths, PROFILE_S seconds).
 # HF=0 leaves out the hf engine part (transformers' modules on CUDA: about 9 GB of dense layers).
@@ -42,7 +44,8 @@ nproc; python3 -c "import torch, transformers; print('torch', torch.__version__,
 python3 -c "import triton; print('triton', triton.__version__)" 2>/dev/null || echo "no triton: the fused step cannot run (pip install triton, or a wheel in ./.whl)"
 echo "=== gpu_check"
 timeout "${CHECK_S:-420}" python3 bench/gpu_check.py --device "$DEVICE" --sizes "${SIZES:-64,1024,8192}" --chunk 16 \
-    --fused "${FUSED:-both}" ${SAMPLES:+--samples "$SAMPLES"} ${SHORT:+--short} $([ "${PHASED:-1}" != 0 ] && echo --phased)
+    --fused "${FUSED:-both}" --overlap "${OVERLAP:-both}" ${SAMPLES:+--samples "$SAMPLES"} ${SHORT:+--short} \
+    $([ "${PHASED:-1}" != 0 ] && echo --phased)
 echo "gpu_check exit $?"
 echo "=== sparse (CSR, nonzeros only) against the dense products the step runs (issue #26, item 2)"
 timeout "${SPARSE_S:-120}" python3 bench/sparse_dense.py --device "$DEVICE" --widths "1,${SIZES:-64,1024,8192}" \

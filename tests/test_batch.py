@@ -290,6 +290,107 @@ def test_a_batch_with_more_launches_than_slots_gives_each_launch_its_own_result_
     assert sum(isinstance(r, Fault) for r in results) == 2
 
 
+def _outcome(result) -> tuple:
+    """A launch's result or fault, as everything it carries (a memory fault's memory included)."""
+    if isinstance(result, Fault):
+        fields = dict(result.__dict__)
+        memory = fields.pop("memory", None)
+        return type(result).__name__, str(result), sorted(fields.items()), None if memory is None else memory.tolist()
+    return result.memory.tolist(), result.stats, result.network_steps
+
+
+@needs_c
+@pytest.mark.parametrize("overlap,traced", [(True, True), (True, False),
+                                            pytest.param(False, True, marks=pytest.mark.slow)])
+def test_overlapped_batches_give_each_launch_the_result_fault_statistics_and_trace_records_of_host_run(
+        overlap, traced, monkeypatch):
+    """With overlap the device steps chunk j + 1 while the host reads chunk j (the CUDA default;
+    on the CPU the same order of work, computed synchronously): slots refilled while the chunk
+    in flight still holds their previous launch's rows (a launch frozen by its halt or fault is
+    refilled before the next chunk, one ended by the host at the step limit runs on during it
+    and is refilled after), memory read when the device froze a launch, the last chunk started
+    for nothing.  Each of five launches in three slots, three steps a read, gets Host.run's
+    result or fault (a step limit that ends a launch which diverged, barrier-waited and did an
+    atomic; an out-of-bounds load with the memory at the fault; the step limit of the last
+    launch, twelve instructions before its halt), statistics, network steps and trace records."""
+    from qgcc.engines import batch as batch_mod
+
+    prog, cm = program()
+    host = Host(cm, neural_layers(cm, "cpu"))
+    max_steps = 17
+    specs = [(2, 1, 2, 1, None), (0, 1, 1, 0, None), (0, 1, 4, 4, np.zeros(2, np.int32)), (0, 1, 4, 3, None),
+             (1, 1, 2, 2, None)]
+    todo = lambda: [launch(g, b, n, a, kernel=k) for k, g, b, n, a in specs]  # noqa: E731
+    want, want_records = [], []
+    for lau in todo():
+        records = []
+        try:
+            want.append(_outcome(host.run(lau, max_steps, on_step=records.append if traced else None)))
+        except Fault as fault:
+            want.append(_outcome(fault))
+        want_records.append([(r.key(), r.diverged, r.reconverged, r.barrier) for r in records])
+    assert [w[0] for w in want] == ["StepLimitFault", want[1][0], "MemoryFault", want[3][0], "StepLimitFault"]
+    assert want[3][1].divergent_steps == 1
+
+    by_launch: dict[int, list] = {}
+
+    class Tagged(batch_mod.Tracker):  # each launch's records apart (on_step itself does not say whose)
+        def __init__(self, host, lau, max_steps, on_step, first):
+            tag = lambda r: by_launch.setdefault(id(lau), []).append(r)  # noqa: E731
+            super().__init__(host, lau, max_steps, tag if on_step else None, first)
+
+    monkeypatch.setattr(batch_mod, "Tracker", Tagged)
+    launches = todo()
+    runner = BatchRunner(cm, 3, chunk=3, overlap=overlap)
+    drain, drained = runner.layers.drain, []
+    runner.layers.drain = lambda: (drained.append(len(runner.layers._pending)), drain())
+    got = runner.run(launches, max_steps, on_step=(lambda r: None) if traced else None)
+    assert [_outcome(g) for g in got] == want
+    # The last launch ends at the step limit, still running on the device: with overlap the
+    # chunk started after its last read is dropped at the end, so the next batch starts clean.
+    assert drained == [0, 1 if overlap else 0] and not runner.layers._pending
+    if traced:
+        assert [[(r.key(), r.diverged, r.reconverged, r.barrier) for r in by_launch.get(id(lau), [])]
+                for lau in launches] == want_records
+        assert all(want_records)
+
+
+def test_chunks_are_started_and_collected_in_order_two_at_most_in_flight():
+    """BatchedLayers.enqueue / collect (the overlapped runner's halves of `run`): two chunks may
+    be in flight, one per page-locked buffer on CUDA; each chunk's rows are its own steps
+    (the same as `run` gives), its running bits drop when the launch halts; a third enqueue or a
+    collect with nothing in flight is an error, not a buffer overwritten or a wait forever."""
+    from qgcc.engines.neural_batch import row_layers
+
+    prog, cm = program()
+    host = Host(cm, None)
+    halt = cm.fields["phase"][PHASES.index("halt")]
+
+    def layers():
+        batch = BatchedLayers(row_layers(cm, "cpu", False), 1, host._all_dims, halt, cm.fields["fault"],
+                              level=cm.value_level, chunk=6, decode=(host._all_pow, host._starts))
+        h, rails = host.initial_rails(launch(1, 1, 0))  # 11 steps
+        batch.load_many(np.array([0]), h[None], [rails])
+        return batch
+
+    one, two = layers(), layers()
+    want = [one.run() for _ in range(2)]
+    two.enqueue()
+    two.enqueue()
+    with pytest.raises(RuntimeError, match="two chunks are in flight"):
+        two.enqueue()
+    got = [two.collect() for _ in range(2)]
+    with pytest.raises(RuntimeError, match="no chunk in flight"):
+        two.collect()
+    for (values, flags), chunk in zip(want, got):
+        assert np.array_equal(values, chunk.values) and np.array_equal(flags, chunk.flags)
+    assert got[0].running.tolist() == [True] and got[1].running.tolist() == [False]
+    assert got[1].values[4, 0, host._names.index("phase")] == HALT  # step 11 of 12
+    two.enqueue()
+    two.drain()
+    assert not two._pending
+
+
 @needs_c
 @pytest.mark.slow
 def test_untraced_batches_count_divergence_barriers_atomics_loads_and_stores_like_a_launch_alone():

@@ -725,9 +725,21 @@ def test_batch_results_equal_the_same_launches_run_one_by_one(qgrun, work):
     assert [x["warp_instructions"] for x in report["results"]] == [57, 19, 38]
 
 
-def test_batch_width_steps_launches_together_and_changes_no_result(qgrun, work):
+@pytest.mark.parametrize("overlap", [None, pytest.param(True, marks=pytest.mark.slow)])
+def test_batch_width_steps_launches_together_and_changes_no_result(qgrun, work, monkeypatch, overlap):
     """--batch-width stacks launches as a batch dimension through the layers; each launch's
-    buffers and statistics are the emulator's, launch by launch."""
+    buffers and statistics are the emulator's, launch by launch: with the runner's default
+    here (no overlap on the CPU) and with the host's work overlapped with the next chunk (the
+    default on CUDA, computed in the same order here)."""
+    from qgcc.engines import batch
+
+    init, made = batch.BatchRunner.__init__, []
+
+    def with_overlap(self, *a, **k):
+        init(self, *a, **dict(k, overlap=overlap))
+        made.append(self.overlap)
+
+    monkeypatch.setattr(batch.BatchRunner, "__init__", with_overlap)
     specs = [(1, 4), (1, 1)]
     lines = [{"grid": g, "block": 2, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:4", "n": n},
               "outs": {"c": f"out{i}.npy"}} for i, (g, n) in enumerate(specs)]
@@ -741,7 +753,7 @@ def test_batch_width_steps_launches_together_and_changes_no_result(qgrun, work):
         for i, (g, n) in enumerate(specs):
             c = np.load(work / f"out{i}.npy")
             assert list(c) == [101 * k if k < min(n, 2 * g) else 0 for k in range(4)]
-    assert reports["neural"]["batch_width"] == 2
+    assert reports["neural"]["batch_width"] == 2 and made == [bool(overlap)]
     keys = ("steps", "warp_instructions", "divergent_steps", "barrier_waits", "atomics", "loads", "stores")
     for a, b in zip(reports["neural"]["results"], reports["ref"]["results"]):
         assert {k: a[k] for k in keys} == {k: b[k] for k in keys}

@@ -37,6 +37,9 @@ captured once as a CUDA graph over these static buffers and replayed K times per
 
 from __future__ import annotations
 
+from collections import deque
+from typing import NamedTuple
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -186,6 +189,13 @@ def row_layers(network, device: str, lowp: bool) -> list[_RowLayer]:
     return network.hosts[key]
 
 
+class Chunk(NamedTuple):
+    """What the host reads of K steps (BatchedLayers.collect)."""
+    values: np.ndarray  # (K, B, fields)
+    flags: np.ndarray  # (B,) int32 premise flag words
+    running: np.ndarray  # (B,) bool: the slot still runs after the chunk's last step
+
+
 class BatchedLayers:
     """`width` slots of the compiled layers, stepped together K steps at a time.
 
@@ -257,9 +267,12 @@ class BatchedLayers:
         self._halt = int(halt_dim)
         self._fault = torch.as_tensor(list(fault_dims), dtype=torch.long, device=dev)
         self._t = torch.zeros(1, dtype=torch.long, device=dev)  # the chunk's next row
-        self._pinned = None
+        self._pinned = None  # two page-locked buffers: the host reads one chunk while the next is copied
         if self.device.type == "cuda" and decode is not None:
-            self._pinned = torch.empty(self.bits.numel() + width, dtype=torch.int64, pin_memory=True)
+            self._pinned = [torch.empty(self.bits.numel() + 2 * width, dtype=torch.int64, pin_memory=True)
+                            for _ in range(2)]
+        self._pending: deque[tuple[torch.Tensor, torch.cuda.Event | None]] = deque()  # chunks not collected
+        self._next = 0  # the page-locked buffer the next chunk is copied into
         self._fused = None
         if fused and phased:
             raise ValueError("a batch steps either fused or phased, not both")
@@ -497,25 +510,62 @@ class BatchedLayers:
         """K steps of every running slot: (the gathered field signs (K, B, fields) as uint8, or
         with `decode` the fields' values as int64; each slot's premise flags (B,), nonzero when
         a premise failed), in one transfer.  On CUDA the values are a view of a page-locked
-        buffer: valid until the next `run`."""
+        buffer: valid until the next run but one."""
+        self.enqueue()
+        chunk = self.collect()
+        return chunk.values, chunk.flags
+
+    @torch.no_grad()
+    def enqueue(self) -> None:
+        """Start K steps of every running slot and the copy of their fields, flag words and
+        running bits to the host, without waiting for them (on CUDA; the CPU computes them
+        here): the host can work on the previous chunk meanwhile.  At most two chunks may be
+        in flight, one for each page-locked buffer.  Slots loaded or stopped after this call
+        change from the next chunk on (stream order)."""
+        if len(self._pending) == 2:
+            raise RuntimeError("two chunks are in flight: collect one before starting another")
         self._t.zero_()
         for _ in range(self.chunk):
             if self._graph is not None:
                 self._graph.replay()
             else:
                 self._one()
-        if self._decode is not None:  # int64 values, then the flags widened to int64
-            out = torch.cat([self.bits.reshape(-1), self.flags.to(torch.int64)])
-            if self._pinned is not None:  # one copy into page-locked memory, then one wait
-                self._pinned.copy_(out, non_blocking=True)
-                torch.cuda.current_stream(self.device).synchronize()
-                out = self._pinned
-            out = out.cpu().numpy()
-            k = self.bits.numel()
-            return out[:k].reshape(self.bits.shape), out[k:].astype(np.int32)
-        k = self.bits.numel()
-        out = torch.cat([self.bits.reshape(-1).to(torch.uint8), self.flags.view(torch.uint8)]).cpu().numpy()
-        return out[:k].reshape(self.bits.shape), out[k:].view(np.int32)
+        if self._decode is not None:  # int64 values, then the flags and running bits widened
+            out = torch.cat([self.bits.reshape(-1), self.flags.to(torch.int64), self.running.to(torch.int64)])
+        else:
+            out = torch.cat([self.bits.reshape(-1).to(torch.uint8), self.flags.view(torch.uint8),
+                             self.running.to(torch.uint8)])
+        event = None
+        if self._pinned is not None:  # one copy into page-locked memory, ordered after the steps
+            buf = self._pinned[self._next]
+            self._next ^= 1
+            buf.copy_(out, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(self.device))
+            out = buf
+        self._pending.append((out, event))
+
+    def collect(self) -> Chunk:
+        """The oldest chunk in flight, once its copy has arrived (its values, as `run`'s, and
+        each slot's running bit after its last step); on CUDA a view of a page-locked buffer,
+        valid until the next enqueue but one."""
+        if not self._pending:
+            raise RuntimeError("no chunk in flight: enqueue one first")
+        out, event = self._pending.popleft()
+        if event is not None:
+            event.synchronize()
+        arr = out.numpy() if out.device.type == "cpu" else out.cpu().numpy()
+        k, w = self.bits.numel(), self.width
+        values = arr[:k].reshape(self.bits.shape)
+        if self._decode is not None:
+            return Chunk(values, arr[k:k + w].astype(np.int32), arr[k + w:].astype(bool))
+        return Chunk(values, arr[k:k + 4 * w].view(np.int32), arr[k + 4 * w:].astype(bool))
+
+    def drain(self) -> None:
+        """Wait for and drop the chunks in flight (a runner's speculative chunk, or what a run
+        that raised left), so that the next enqueue starts from an empty queue."""
+        while self._pending:
+            self.collect()
 
     def _one(self) -> None:
         """One step, its fields written at row `_t` of the chunk's buffer (a device counter,
