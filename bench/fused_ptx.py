@@ -40,18 +40,24 @@ KERNELS = {  # name: (signature, constexprs), as engines/fused.py launches them
     "finish": ({"h": "*fp32", "x": "*fp32", "bad": "*i32", "flags": "*i32", "running": "*u8", "fault": "*i64",
                 "NF": "i32", "halt": "i32"}, {"H": H, "FB": 8}),
 }
-BC, BU, BE = 16, 128, 16  # engines/phased.py's tiles on CUDA
+BC, BU, BE, NOUT = 16, 128, 16, 1024  # engines/phased.py's tiles on CUDA (NOUT: the 36-layer machine's)
+# The previous sublayer's product a phased kernel adds itself (phased_kernels._take).
+PENDING = {"xin": "*fp32", "xp": "*fp32", "pv": "*fp32", "pWT": "*fp32", "pcols": "*i64", "pn_out": "i32",
+           "pn_in": "i32"}
 PHASED = {  # as engines/phased.py launches them (start and finish are the fused step's)
     "start": KERNELS["start"],
-    "mix_head": ({"x": "*fp32", "cols": "*i64", "n_in": "i32", "WT": "*fp32", "pre0": "*fp32", "S": "*u8",
-                  "rows0": "*i32", "running": "*u8", "gnorm": "*fp32", "y": "*fp32", "bad": "*i32", "nh": "i32",
-                  "LEVEL": "fp32", "LEVEL_BITS": "i32", "EPS": "fp32", "QSCALE": "fp32"},
-                 {"H": H, "HD": HD, "HB": 1, "BC": BC, "NOT_ONE_HOT": NOT_ONE_HOT, "INEXACT_ACT": INEXACT_ACT,
-                  "INEXACT_NORM": INEXACT_NORM, "NOT_RAIL": NOT_RAIL, "NOT_HELD": NOT_HELD}),
+    "mix_head": (dict(PENDING, **{"cols": "*i64", "n_in": "i32", "WT": "*fp32", "pre0": "*fp32", "S": "*u8",
+                                  "rows0": "*i32", "running": "*u8", "gnorm": "*fp32", "y": "*fp32", "bad": "*i32",
+                                  "nh": "i32", "LEVEL": "fp32", "LEVEL_BITS": "i32", "EPS": "fp32", "QSCALE": "fp32",
+                                  "B": "i32"}),
+                 {"H": H, "HD": HD, "HB": 1, "BC": BC, "NOUT": NOUT, "BE": BE, "NOT_ONE_HOT": NOT_ONE_HOT,
+                  "INEXACT_ACT": INEXACT_ACT, "INEXACT_NORM": INEXACT_NORM, "NOT_RAIL": NOT_RAIL,
+                  "NOT_HELD": NOT_HELD, "NOT_PM8": NOT_PM8}),
     "add_active": ({"x": "*fp32", "v": "*fp32", "WT": "*fp32", "cols": "*i64", "n_out": "i32", "n_in": "i32",
-                    "bad": "*i32"}, {"H": H, "NOUT": 1024, "BE": BE, "NOT_PM8": NOT_PM8}),
-    "mlp_units": ({"x": "*fp32", "cols": "*i64", "n_in": "i32", "WT": "*fp32", "pre0": "*fp32", "act": "*fp32",
-                   "bad": "*i32", "U": "i32"}, {"H": H, "BU": BU, "BC": BC, "INEXACT_ACT": INEXACT_ACT}),
+                    "bad": "*i32"}, {"H": H, "NOUT": NOUT, "BE": BE, "NOT_PM8": NOT_PM8}),
+    "mlp_units": (dict(PENDING, **{"cols": "*i64", "n_in": "i32", "WT": "*fp32", "pre0": "*fp32", "act": "*fp32",
+                                   "bad": "*i32", "U": "i32", "B": "i32"}),
+                  {"H": H, "BU": BU, "BC": BC, "NOUT": NOUT, "BE": BE, "INEXACT_ACT": INEXACT_ACT, "NOT_PM8": NOT_PM8}),
     "finish": KERNELS["finish"],
 }
 STEPS = {"fused": (fused_kernels, KERNELS, 8), "phased": (phased_kernels, PHASED, 4)}

@@ -9,8 +9,8 @@ then every figure issue #26 names.
 
 `--fused yes|both` runs the fused step (engines/fused.py, Triton kernels; needs triton; on
 the CPU interpreted, about 8 s a step) instead of / beside the unfused one, labelled "fused".
-`--phased` adds the phased step (engines/phased.py, the one-launch form: Triton kernels, about
-35 s a step interpreted), labelled "phased", in the lockstep, the one launch and the batches
+`--phased` adds the phased step (engines/phased.py, the one-launch form: Triton kernels, 10-20
+s a step interpreted), labelled "phased", in the lockstep, the one launch and the batches
 of widths up to 64 (it reads weight columns per launch: a one-launch form).
 
 1. Precision: how many projections run as exact bfloat16 parts (engines/lowp.py) and which

@@ -16,7 +16,7 @@
 # with the run's timeout_s at 590: gpu_check, sparse_dense, onelaunch (bench/onelaunch.py), the hf test, the start-up and its
 # profile, and last the README launch with --engine hf (worst case about 600 s, usually far less).
 # PHASED=1 (default) also checks and measures the phased step (engines/phased.py, the one-launch
-# form: 136 Triton kernels a step) beside them; PHASED=0 leaves it out.
+# form: 70 Triton kernels a step) beside them; PHASED=0 leaves it out.
 # FUSED=both (default) checks and measures the unfused and the fused step (engines/fused.py,
 # Triton kernels, compiled on first use: allow a minute) side by side, and profiles both when
 # PROFILE_WIDTHS is set; FUSED=no only the unfused.  Both double the lockstep part: SAMPLES=collatz

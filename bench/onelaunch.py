@@ -17,17 +17,17 @@ every step), what a step touches:
   active inputs    nonzero head outputs (out_proj's input) and nonzero MLP activations
                    (down_proj's input), and the nonzero weights in their columns;
 
-and the kernel boundaries of four designs:
+and the kernel boundaries of three designs:
 
   unfused   the batched step as it runs today (about 4,400 kernels in the H200 profile);
   fused     engines/fused.py: 434 kernels a step (bench/fused_ops.py);
   phased    engines/phased.py: a kernel whose programs each take a head (its in_proj rows over
-            the flipped columns, the delta rule, the gated norm), one that adds out_proj's
-            active terms, one per block of MLP units (gate | up over the flipped columns, the
-            activation), one that adds down_proj's: 4 a mixer layer, 2 an MLP-only layer, 2 a step;
-  merged    (not built) the phased step with out_proj and down_proj recomputed by every program
-            of the next kernel instead of kernels of their own: 2 a mixer layer, 1 an MLP-only
-            layer, 3 a step: the fewest dependent kernels the layers allow.
+            the flipped columns, the delta rule, the gated norm) and one whose programs each take
+            a block of MLP units (gate | up over the flipped columns, the activation); out_proj and
+            down_proj (a few active inputs) are added by every program of the next kernel to its
+            own copy of the residual instead of running as kernels of their own: 2 a mixer layer,
+            1 an MLP-only layer, 3 a step (start, the last down_proj, finish), the fewest
+            dependent kernels the layers allow.
 
 For each: boundaries x --boundary-us, plus the bytes over --bandwidth, gives a floor and the
 steps/s it allows, against the C step measured here on the same launch and against --cstep-ref
@@ -111,16 +111,16 @@ for _ in range(3):
 
 nlayers = len(torch_layers.layers)
 designs = {"unfused": args.unfused_kernels, "fused": args.fused_kernels,
-           "phased": 2 + 4 * mixers + 2 * (nlayers - mixers), "merged": 3 + 2 * mixers + (nlayers - mixers)}
-# Bytes a step reads in the phased designs: flipped columns' entries once, active inputs'
-# entries once per program of the kernel that recomputes them (merged; once in phased).
+           "phased": 3 + 2 * mixers + (nlayers - mixers)}
+# Bytes a step reads in the phased design: flipped columns' entries once, active inputs'
+# entries once per program of the kernel that adds them.
 programs = max(max((len(L.heads) for L in torch_layers.layers), default=1), 1)
 bytes_step = 8 * (per["pm1_entries"] + programs * per["act_entries"])
 print(f"sample {args.sample}: {nlayers} layers ({mixers} with a mixer), {steps} network steps")
 print(f"  per step: {per['flipped']:.0f} flipped columns of the +-1 projections ({per['pm1_entries']:,.0f} nonzero "
       f"weights in them), {per['active']:.1f} active inputs of out_proj/down_proj ({per['act_entries']:,.0f} "
       f"nonzero weights)")
-print(f"  the merged design reads about {bytes_step / 2**10:,.0f} KiB a step (value + index; the active part "
+print(f"  the phased design reads about {bytes_step / 2**10:,.0f} KiB a step (value + index; the active part "
       f"{programs}x, recomputed by every program of a kernel): {bytes_step / args.bandwidth * 1e6:.2f} us "
       f"at {args.bandwidth / 1e12:.1f} TB/s (the phased one less)")
 print(f"  C step here: {best:,.0f} steps/s (best of 3); on the H200 machine's CPU (--cstep-ref): "
@@ -128,6 +128,6 @@ print(f"  C step here: {best:,.0f} steps/s (best of 3); on the H200 machine's CP
 print(f"\n{'design':>8} {'kernels/step':>13} {'floor':>10} {'steps/s':>9} {'x C step here':>14} "
       f"{'x --cstep-ref':>14}")
 for name, k in designs.items():
-    floor = k * args.boundary_us * 1e-6 + (bytes_step / args.bandwidth if name in ("phased", "merged") else 0.0)
+    floor = k * args.boundary_us * 1e-6 + (bytes_step / args.bandwidth if name == "phased" else 0.0)
     print(f"{name:>8} {k:13,d} {floor * 1e6:7.0f} us {1 / floor:9,.0f} {1 / floor / best:13.2f}x "
           f"{1 / floor / args.cstep_ref:13.2f}x")

@@ -6,9 +6,11 @@ Why: at width 1 a GPU step is a chain of kernels each waiting for the one before
 2.5 us apiece in a CUDA graph on the H200, and the bytes hardly matter: the unfused step's
 ~4,400 kernels ran 90 steps/s there and the fused step's 434 cannot pass about 0.6x of the C
 step (`bench/onelaunch.py`).  Here a mixer is one kernel whose programs each take a head of a
-slot (its in_proj rows, the delta rule, the gated norm: no product between them) and one that
-adds out_proj's few active terms to the residual; an MLP likewise (a program per block of
-units, then down_proj's active terms): 4 kernels a layer with a mixer, 2 without, 2 a step.
+slot (its in_proj rows, the delta rule, the gated norm: no product between them), an MLP one
+whose programs each take a block of units; out_proj and down_proj, whose inputs are a few
+active values, are added by every program of the next kernel to its own copy of the residual
+instead of running as kernels of their own: 2 kernels a layer with a mixer, 1 without, 3 a
+step, the fewest dependent kernels the layers allow.
 
 The products read only what changes: a +-1 input's row value is precomputed at the
 reference input (every input -1), and a step adds twice the weight of each column whose
@@ -78,11 +80,17 @@ class PhasedStep:
         self.batch = batch
         dev = batch.device
         self.layers = [_PhasedLayer(R, dev) for R in batch.layers]
-        self.x = torch.empty_like(batch.h)
         self.bad = torch.zeros(batch.width, dtype=torch.int32, device=dev)
         self.opts = {} if dev.type == "cpu" else {"enable_fp_fusion": False, "num_warps": 4}
         self.launches = self.per_step = 0
         self.BC, self.BU, self.BE, self.HB = self.BLOCKS[dev.type]
+        # Each program of a kernel builds its own copy of the residual (phased_kernels._take):
+        # two buffers of (programs, B, H), read and written in turn; a kernel's input is row 0 of
+        # the other one.
+        progs = max([-(-P.nh // self.HB) for P in self.layers] + [-(-P.units // self.BU) for P in self.layers])
+        self.xs = [torch.zeros(progs, batch.width, qwen.hidden, device=dev) for _ in range(2)]
+        self.NOUT = _pow2_at_least(max(len(c) for P in self.layers for c in (P.mlp_out,) + ((P.mix_out,) if P.nh else ())))
+        self.none = (torch.zeros(1, device=dev), torch.zeros(1, device=dev), torch.zeros(1, dtype=torch.long, device=dev), 0, 0)
         self.level, self.level_bits = batch.rails.level, batch.rails.bits
 
     def _go(self, kern, grid, *args, **meta) -> None:
@@ -90,36 +98,38 @@ class PhasedStep:
             kern[grid](*args, **meta, **self.opts)
         self.launches += 1
 
-    def _add(self, v: torch.Tensor, WT: torch.Tensor, cols: torch.Tensor) -> None:
-        from .premises import NOT_PM8
-
-        n_out = len(cols)
-        self._go(self.k.add_active, (self.batch.width,), self.x, v, WT, cols, n_out, WT.shape[0], self.bad,
-                 H=qwen.hidden, NOUT=_pow2_at_least(n_out), BE=self.BE, NOT_PM8=NOT_PM8)
-
     def step(self) -> None:
         from .premises import INEXACT_ACT, INEXACT_NORM, NOT_HELD, NOT_ONE_HOT, NOT_PM8, NOT_RAIL, QSCALE
 
         bl, k = self.batch, self.k
         first = self.launches
-        B, dev = bl.width, bl.device
+        B, dev, H = bl.width, bl.device, qwen.hidden
         run8 = bl.running.view(torch.uint8)
-        self._go(k.start, (B,), bl.h, self.x, self.bad, H=qwen.hidden, NOT_PM8=NOT_PM8)
+        cur, nxt = self.xs
+        self._go(k.start, (B,), bl.h, cur[0], self.bad, H=H, NOT_PM8=NOT_PM8)
+        pend = self.none  # the previous sublayer's out_proj or down_proj, not yet added: (v, WT, cols, ...)
         for P, S, rows0 in zip(self.layers, bl.states, bl.rows0):  # rows0: the heads' first rows in S
             if P.nh:
                 y = torch.empty(B, P.span, device=dev)
-                self._go(k.mix_head, (B, -(-P.nh // self.HB)), self.x, P.mix_in, P.n_mix, P.mixT, P.mix0, S, rows0,
-                         run8, P.gnorm, y, self.bad, P.nh, self.level, self.level_bits, EPS32, QSCALE,
-                         H=qwen.hidden, HD=HD, HB=self.HB, BC=self.BC, NOT_ONE_HOT=NOT_ONE_HOT, INEXACT_ACT=INEXACT_ACT,
-                         INEXACT_NORM=INEXACT_NORM, NOT_RAIL=NOT_RAIL, NOT_HELD=NOT_HELD)
-                self._add(y, P.WoT, P.mix_out)
+                self._go(k.mix_head, (B, -(-P.nh // self.HB)), cur[0], nxt, *pend, P.mix_in, P.n_mix, P.mixT, P.mix0,
+                         S, rows0, run8, P.gnorm, y, self.bad, P.nh, self.level, self.level_bits, EPS32, QSCALE, B,
+                         H=H, HD=HD, HB=self.HB, BC=self.BC, NOUT=self.NOUT, BE=self.BE, NOT_ONE_HOT=NOT_ONE_HOT,
+                         INEXACT_ACT=INEXACT_ACT, INEXACT_NORM=INEXACT_NORM, NOT_RAIL=NOT_RAIL, NOT_HELD=NOT_HELD,
+                         NOT_PM8=NOT_PM8)
+                cur, nxt = nxt, cur
+                pend = (y, P.WoT, P.mix_out, len(P.mix_out), P.span)
             act = torch.empty(B, P.units, device=dev)
-            self._go(k.mlp_units, (B, -(-P.units // self.BU)), self.x, P.mlp_in, P.n_mlp, P.guT, P.gu0, act,
-                     self.bad, P.units, H=qwen.hidden, BU=self.BU, BC=self.BC, INEXACT_ACT=INEXACT_ACT)
-            self._add(act, P.WdT, P.mlp_out)
+            self._go(k.mlp_units, (B, -(-P.units // self.BU)), cur[0], nxt, *pend, P.mlp_in, P.n_mlp, P.guT, P.gu0,
+                     act, self.bad, P.units, B, H=H, BU=self.BU, BC=self.BC, NOUT=self.NOUT, BE=self.BE,
+                     INEXACT_ACT=INEXACT_ACT, NOT_PM8=NOT_PM8)
+            cur, nxt = nxt, cur
+            pend = (act, P.WdT, P.mlp_out, len(P.mlp_out), P.units)
+        v, WT, cols, n_out, n_in = pend
+        self._go(k.add_active, (B,), cur[0], v, WT, cols, n_out, n_in, self.bad, H=H, NOUT=self.NOUT, BE=self.BE,
+                 NOT_PM8=NOT_PM8)
         nf = len(bl._fault)
-        self._go(k.finish, (B,), bl.h, self.x, self.bad, bl.flags, run8, bl._fault, nf, bl._halt,
-                 H=qwen.hidden, FB=_pow2_at_least(nf))
+        self._go(k.finish, (B,), bl.h, cur[0], self.bad, bl.flags, run8, bl._fault, nf, bl._halt,
+                 H=H, FB=_pow2_at_least(nf))
         self.per_step = self.launches - first  # kernels a step (a graph replays them uncounted)
 
 
