@@ -96,6 +96,18 @@ def stacked_equals_alone(cm, launches, lowp=True, fused=False, grow_at=None, pha
     return [len(w) for w in want]
 
 
+def in_device_form():
+    """For the Triton steps' tests (skipped without triton, a third-party package: the `fused`
+    extra): the mixed program's network, a host, its layers in the device's form (bfloat16
+    parts) and phase.halt's dimension."""
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("triton is not installed")
+    from qgcc.engines.neural_batch import row_layers
+
+    prog, cm = program()
+    return cm, Host(cm, None), row_layers(cm, "cpu", True), cm.fields["phase"][PHASES.index("halt")]
+
+
 @needs_c
 def test_every_member_of_a_batch_of_two_kernels_equals_its_launch_alone_at_every_step_and_halted_members_stay_frozen():
     """Launches of both kernels of one program, of four different lengths, stacked: one-hot
@@ -128,14 +140,7 @@ def test_a_broken_premise_raises_the_same_flags_in_the_fused_step_as_in_the_unfu
     """A residual entry of 4 instead of +-8 in one member's mixer input: both steps flag that
     member, with the same premises (here all five, as the error spreads through the layers),
     and not the other member."""
-    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
-        pytest.skip("triton is not installed")
-    from qgcc.engines.neural_batch import row_layers
-
-    prog, cm = program()
-    host = Host(cm, None)
-    layers = row_layers(cm, "cpu", True)
-    halt = cm.fields["phase"][PHASES.index("halt")]
+    cm, host, layers, halt = in_device_form()
     steps = [BatchedLayers(layers, 2, host._all_dims, halt, cm.fields["fault"], level=cm.value_level, fused=f)
              for f in (False, True)]
     for slot, (k, g, b, n) in enumerate([MIXED[0], MIXED[3]]):
@@ -156,15 +161,9 @@ def test_a_write_into_a_head_the_slot_does_not_hold_is_flagged_alike_by_the_fuse
     itself): the second member's table leaves out the warp table's last head, which the block's
     start writes; both steps flag that member only, with the same flags, give it the same
     hidden state, and leave block 0 +0."""
-    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
-        pytest.skip("triton is not installed")
-    from qgcc.engines.neural_batch import row_layers
     from qgcc.engines.premises import NOT_HELD
 
-    prog, cm = program()
-    host = Host(cm, None)
-    layers = row_layers(cm, "cpu", True)
-    halt = cm.fields["phase"][PHASES.index("halt")]
+    cm, host, layers, halt = in_device_form()
     todo = [launch(1, 1, 0), launch(1, 2, 1)]
     held = [host.written_heads(lau).copy() for lau in todo]
     held[1][0, len(cm.layout["layers"][0]["heads"]) - 1] = False
@@ -202,15 +201,9 @@ def test_a_broken_premise_stops_the_phased_step_in_the_members_step_and_only_the
     """A residual entry of 4 instead of +-8 in one member's input: the phased step reads inputs by
     sign, so it computes other numbers than the unfused step from there, but it raises the
     residual premise in that member in that step (the batch stops), and not in the other."""
-    if importlib.util.find_spec("triton") is None:  # third-party (the `fused` extra), not ours
-        pytest.skip("triton is not installed")
-    from qgcc.engines.neural_batch import row_layers
     from qgcc.engines.premises import NOT_PM8
 
-    prog, cm = program()
-    host = Host(cm, None)
-    layers = row_layers(cm, "cpu", True)
-    halt = cm.fields["phase"][PHASES.index("halt")]
+    cm, host, layers, halt = in_device_form()
     step = BatchedLayers(layers, 2, host._all_dims, halt, cm.fields["fault"], level=cm.value_level, phased=True)
     for slot, (k, g, b, n) in enumerate([MIXED[0], MIXED[3]]):
         h, init = host.initial(launch(g, b, n, kernel=k))
