@@ -122,7 +122,7 @@ print(f"  per step: {per['flipped']:.0f} flipped columns of the +-1 projections 
       f"nonzero weights)")
 print(f"  the phased design reads about {bytes_step / 2**10:,.0f} KiB a step (value + index; the active part "
       f"{programs}x, recomputed by every program of a kernel): {bytes_step / args.bandwidth * 1e6:.2f} us "
-      f"at {args.bandwidth / 1e12:.1f} TB/s (the phased one less)")
+      f"at {args.bandwidth / 1e12:.1f} TB/s")
 print(f"  C step here: {best:,.0f} steps/s (best of 3); on the H200 machine's CPU (--cstep-ref): "
       f"{args.cstep_ref:,.0f}")
 print(f"\n{'design':>8} {'kernels/step':>13} {'floor':>10} {'steps/s':>9} {'x C step here':>14} "
