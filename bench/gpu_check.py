@@ -211,6 +211,10 @@ class Check:
         c_rate, d_rate = want.network_steps / best_c, res.network_steps / best_d
         kern = runner.layers._fused  # a Triton step counts its kernel launches
         per = f"  kernels a step {kern.per_step}" if kern is not None else ""
+        if step == "phased":  # its weights by columns, beside the batched step's products
+            from qgcc.engines.phased import column_bytes
+
+            per += f"  weights by columns {column_bytes(kern) / 2**20:.0f} MiB"
         print(f"one launch{tag} {name:8} steps {want.network_steps:5d}  C step {c_rate:8.0f} steps/s  "
               f"{self.dev} {d_rate:8.1f} steps/s  ratio {d_rate / c_rate:6.3f}x{per}  results equal: {ok}")
         self.figures[f"one launch{tag} {name}: {self.dev}/C step"] = \

@@ -213,6 +213,8 @@ def test_a_broken_premise_stops_the_phased_step_in_the_members_step_and_only_the
         step.load(slot, h, init)
     _, flags = step.run()
     assert flags[0] & NOT_PM8 and flags[1] == 0
+    mixers = sum(1 for R in layers if R.nh)  # 2 kernels a mixer layer, 1 an MLP-only one, 3 a step
+    assert step._fused.per_step == 3 + 2 * mixers + (len(layers) - mixers)
 
 
 def test_a_batch_steps_fused_or_phased_not_both():
