@@ -80,6 +80,13 @@ echo "=== start-up: qgrun vadd.qg --device $DEVICE (the README launch), twice"
 /usr/bin/time -f "%e s wall" python3 -c "$Q; main()"
 /usr/bin/time -f "%e s wall" python3 -c "$Q; main()"
 python3 -c "import numpy as np; print('c =', np.load('c.npy').tolist())"
+if [ "${PHASED:-1}" != 0 ] && [ "$DEVICE" = cuda ]; then  # the user's path to the Triton steps: qgrun --step
+    for S in phased phased fused; do  # the first compiles its kernels (Triton's cache then serves the second)
+        echo "=== qgrun vadd.qg --device $DEVICE --step $S"
+        timeout "${STEP_S:-120}" /usr/bin/time -f "%e s wall" python3 -c "$Q; sys.argv[-1] = 'c=c_$S.npy'; sys.argv += ['--step', '$S']; main()"
+        python3 -c "import numpy as np; print('$S c equal to the unfused step:', np.array_equal(np.load('c_$S.npy'), np.load('c.npy')))"
+    done
+fi
 echo "=== where the start-up goes (cProfile, cumulative, top 30)"
 timeout 60 python3 -c "$Q
 import cProfile, pstats

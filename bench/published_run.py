@@ -398,7 +398,7 @@ def aliases(identity: str) -> list[str]:
     return _ALIASES.get(identity, [])
 
 
-RUNNER = ("engines", "runtime", "cli/qgrun_cmd.py", "cli/args.py", "cli/jobs.py", "loader.py", "qgfile.py",
+RUNNER = ("engines", "runtime", "cli/qgrun_cmd.py", "cli/qgrun_batch.py", "cli/args.py", "cli/jobs.py", "loader.py", "qgfile.py",
           "link/linker.py", "link/layout.py", "link/weights.py", "program.py", "inputs.py", "printfmt.py",
           "qwen35.py", "trace.py", "isa.py", "spec.py", "api.py")  # what `qgrun --engine neural` of a linked .qg runs
 

@@ -246,3 +246,18 @@ def test_the_readme_from_python_example_runs_as_written(monkeypatch):
     assert scope["r"]["c"].tolist() == [0, 101, 202, 303, 404, 505] and scope["r"]["c"].dtype == np.int32
     assert scope["r"].stats.steps == 38 and scope["r"].engine == "neural"
     assert scope["c"].tolist() == [0, 101, 202, 303, 404, 505]
+
+
+def test_step_is_the_batched_steps_option_and_a_kernel_parameter_named_step_goes_in_args():
+    """`step=` (qgrun --step) names the neural engine's batched step.  A kernel whose parameter
+    is called `step` gets its value through `args=`, like any parameter named like an option; a
+    number given as `step=` is refused with that fix rather than taken for the option."""
+    prog = qgcc.compile("__global__ void k(int *a, int step) {\n    a[threadIdx.x] = threadIdx.x * step;\n}\n",
+                        name="stepk.cu")
+    with pytest.raises(UsageError, match=r"^step=3: `step` names the batched step \(qgrun --step\); pass the "
+                                         r"kernel's parameter 'step' as args=\{'step': \.\.\.\}$"):
+        prog.launch(1, 4, engine="ref", a=np.zeros(4, np.int32), step=3)
+    with pytest.raises(UsageError, match=r"^--step fused: only the neural engine has a batched step"):
+        prog.launch(1, 4, engine="ref", step="fused", args={"a": np.zeros(4, np.int32), "step": 3})
+    r = prog.launch(1, 4, engine="ref", args={"a": np.zeros(4, np.int32), "step": 3})
+    assert r["a"].tolist() == [0, 3, 6, 9]

@@ -816,7 +816,7 @@ def test_batch_jobs_default_to_the_cores_this_process_may_use_for_launches_run_o
     import os
 
     from qgcc.cli import jobs
-    from qgcc.cli.qgrun_cmd import _batch_jobs
+    from qgcc.cli.qgrun_batch import _batch_jobs
 
     if hasattr(os, "sched_getaffinity"):
         assert jobs.available_cores() == len(os.sched_getaffinity(0))
@@ -878,3 +878,72 @@ def test_a_batch_says_which_matrices_stay_float32_and_its_results_do_not_change(
     assert "matrices in float32" in lines[0] and "(forced by this test)" in lines[0] and "layer 0 " in lines[0]
     for n in (1, 2):  # two threads, n of them in range
         assert list(np.load(work / f"out{n}.npy")) == [101 * k if k < n else 0 for k in range(4)]
+
+
+def test_a_triton_step_that_cannot_run_says_why_and_writes_nothing(qgrun, work, monkeypatch):
+    """qgrun --step fused|phased (issue #26): each conflict is one line naming the fix, before any
+    launch runs.  Triton's presence is decided by find_spec, pinned here both ways so that the
+    test means the same with and without the `fused` extra installed."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    have = {"triton": None}
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: have[name] if name in have else real(name, *a))
+    launch = ("vadd.qg", "--grid", "1", "--block", "4", "--arg", "a=@a.npy", "--arg", "b=@b.npy",
+              "--arg", "c=zeros:4", "--arg", "n=4", "--out", "c=c.npy")
+    r = qgrun(*launch, "--engine", "neural", "--step", "phased")
+    assert one_line_error(r, "qgrun", int(ExitCode.USAGE)) == (
+        "--step phased: its kernels need Triton, which is not installed here; pip install 'qgcc[fused]' "
+        "(or drop --step)")
+    have["triton"] = real("click")  # any spec: "installed"
+    r = qgrun(*launch, "--engine", "ref", "--step", "fused")
+    assert "only the neural engine has a batched step" in one_line_error(r, "qgrun", int(ExitCode.USAGE))
+    r = qgrun(*launch, "--engine", "neural", "--step", "phased", "--dump-states", "s.npz")
+    assert "states are dumped from the one-launch path, not from --step phased; drop --step" in \
+        one_line_error(r, "qgrun", int(ExitCode.USAGE))
+    _batch(work, [{"grid": 1, "block": 2, "args": {"a": "@a.npy", "b": "@b.npy", "c": "zeros:4", "n": 2},
+                   "outs": {"c": f"out{i}.npy"}} for i in range(2)])
+    r = qgrun("vadd.qg", "--batch", "launches.jsonl", "--engine", "neural", "--step", "fused", "--jobs", "2")
+    assert "the Triton step runs in one process; use --batch-width" in one_line_error(r, "qgrun",
+                                                                                       int(ExitCode.USAGE))
+    assert not any((work / f).exists() for f in ("c.npy", "s.npz", "out0.npy", "out1.npy"))
+
+
+@pytest.mark.slow
+def test_the_triton_steps_run_a_compiled_kernel_through_qgrun_and_the_api_with_the_c_steps_results(
+        qgcc, qgrun, work):
+    """The path users take for --step (issue #26): `qgcc -o` then `qgrun --step phased` for one
+    launch, `--batch --batch-width 2 --step fused` for a batch, and `Program.launch(step="fused")`,
+    each with the buffers and statistics of the default C step.  On the CPU the kernels run in
+    Triton's interpreter (a few minutes here, hence slow); skipped without triton, a third-party
+    package (the `fused` extra)."""
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("triton is not installed")
+    (work / "tri.cu").write_text("__global__ void tri(int *c, int n) {\n"
+                                 "    int i = threadIdx.x;\n    if (i < n) c[i] = i * (i + 1) / 2;\n}\n")
+    assert qgcc("tri.cu", "-o", "tri.qg").exit_code == 0
+    one = ("tri.qg", "--engine", "neural", "--grid", "1", "--block", "3", "--arg", "c=zeros:3", "--arg", "n=2",
+           "--trace", "none")
+    assert qgrun(*one, "--out", "c=want.npy", "--json", "want.json").exit_code == 0
+    r = qgrun(*one, "--step", "phased", "--out", "c=got.npy", "--json", "got.json")
+    assert r.exit_code == 0, r.stderr
+    assert "Triton's interpreter" in r.stderr
+    stats = lambda f: {k: v for k, v in json.loads((work / f).read_text()).items() if k != "wall_time_s"}  # noqa: E731
+    assert np.load(work / "got.npy").tolist() == np.load(work / "want.npy").tolist() == [0, 1, 0]
+    assert stats("got.json") == stats("want.json")
+    _batch(work, [{"grid": 1, "block": 3, "args": {"c": "zeros:3", "n": n}, "outs": {"c": f"b{n}.npy"}}
+                  for n in (1, 3)])
+    r = qgrun("tri.qg", "--engine", "neural", "--batch", "launches.jsonl", "--batch-width", "2", "--step", "fused",
+              "--trace", "none")
+    assert r.exit_code == 0, r.stderr
+    assert np.load(work / "b1.npy").tolist() == [0, 0, 0] and np.load(work / "b3.npy").tolist() == [0, 1, 3]
+    import qgcc as api
+
+    prog = api.load(work / "tri.qg")
+    with pytest.warns(UserWarning, match="Triton's interpreter"):
+        got = prog.launch(1, 3, step="fused", c=np.zeros(3, np.int32), n=3)
+    want = prog.launch(1, 3, c=np.zeros(3, np.int32), n=3)
+    assert got["c"].tolist() == want["c"].tolist() == [0, 1, 3] and got.stats == want.stats

@@ -48,7 +48,7 @@ def select_kernel(program: _Program, name: str | None) -> Kernel:
 
 
 def run_launch(engine, launch, *, device: str, max_steps: int, on_step=None, linked=None, dtype: str = "fp32",
-               states=None):
+               states=None, step: str = "unfused"):
     """Run a Launch on an engine of the registry (`qgcc.engines.get(name)`): (RunResult, {buffer: array}).
 
     The arrays are every pointer parameter's final contents in its pointee dtype, flat.
@@ -58,7 +58,8 @@ def run_launch(engine, launch, *, device: str, max_steps: int, on_step=None, lin
     from .runtime.printf import assertion, collect
 
     try:
-        result = engine.run(launch, max_steps=max_steps, on_step=on_step, device=device, dtype=dtype, states=states)
+        result = engine.run(launch, max_steps=max_steps, on_step=on_step, device=device, dtype=dtype, states=states,
+                            step=step)
     except Fault as fault:
         out = assertion(fault, launch)
         memory = getattr(fault, "memory", None)  # an out-of-bounds fault's memory (the engines attach it)
@@ -248,7 +249,8 @@ class Program:
             return KernelLauncher(self, name)
         raise AttributeError(f"no kernel named '{name}'; the program has: {', '.join(self.kernels)}")
 
-    def _prepare(self, grid, block, kernel, engine, device, args, shared=0, constants=None, dtype="fp32"):
+    def _prepare(self, grid, block, kernel, engine, device, args, shared=0, constants=None, dtype="fp32",
+                 step="unfused"):
         from . import engines
         from .runtime.launch import make_launch
 
@@ -257,32 +259,38 @@ class Program:
         dev, note = eng.resolve_device(device)
         dtype, dtype_note = eng.resolve_dtype(dtype)
         k = select_kernel(self.program, kernel)
+        if not (isinstance(step, str) and step in engines.STEPS) and any(p.name == "step" for p in k.params):
+            raise UsageError(f"step={step!r}: `step` names the batched step (qgrun --step); pass the kernel's "
+                             f"parameter 'step' as args={{'step': ...}}")
+        step, step_note = eng.resolve_step(step, dev)
         scalars, arrays = check_args(k, args)
         if isinstance(shared, bool) or not isinstance(shared, (int, np.integer)) or shared < 0:
             raise UsageError(f"shared={shared!r}: expected a number of bytes >= 0")
         launch = make_launch(self.program, k, grid3, block3, scalars, arrays, network=self._linked.network,
                              shared_bytes=int(shared), constants=check_constants(self.program, constants))
-        for n_ in (note, dtype_note):
+        for n_ in (note, dtype_note, step_note):
             if n_:
                 warnings.warn(n_, stacklevel=3)
         shapes = {n: np.shape(a) for n, a in args.items() if isinstance(a, np.ndarray)}
-        return eng, (dev, dtype), launch, shapes
+        return eng, (dev, dtype, step), launch, shapes
 
     def launch(self, grid, block, *, kernel: str | None = None, engine: str = "neural", device: str = "cpu",
                dtype: str = "fp32", trace: bool = False, max_steps: int = DEFAULT_MAX_STEPS,
                on_step: Callable[[StepRecord], None] | None = None, args: dict[str, Any] | None = None,
                shared: int = 0, constants: dict[str, Any] | None = None,
-               dump_states: str | os.PathLike | None = None, dump_every: int = 1, **kwargs: Any) -> "Result":
+               dump_states: str | os.PathLike | None = None, dump_every: int = 1, step: str = "unfused",
+               **kwargs: Any) -> "Result":
         """Run one launch; keyword arguments (or `args=`, for parameters named like an option) are the
         kernel's parameters: numpy arrays of the pointee dtype for pointers, Python numbers for scalars.
         `shared` is the dynamic shared memory per block in bytes (qgrun --shared), `constants` sets
         __constant__ variables (numpy arrays, or numbers for scalars; qgrun --const).
         `dump_states` writes the network's states to that .npz (qgrun --dump-states, every
         `dump_every`-th step's input; docs/protocol.md, section 5a), also when the launch faults.
+        `step` is the neural engine's batched step (qgrun --step: "unfused", "fused", "phased").
         Returns a Result; raises UsageError before running, a Fault if the kernel faults."""
         values = {**(args or {}), **kwargs}
-        eng, (dev, dtype), launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared,
-                                                          constants, dtype)
+        eng, (dev, dtype, step), launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared,
+                                                                constants, dtype, step)
         records: list[StepRecord] | None = [] if trace else None
         callback = on_step
         if records is not None:
@@ -291,12 +299,12 @@ class Program:
         if dump_states is not None:
             from .engines.states import StateDump, check_engine
 
-            check_engine(eng.name, "dump_states")
+            check_engine(eng.name, "dump_states", step)
             dump = StateDump(dump_every)
         t0 = time.perf_counter()
         try:
             result, buffers = run_launch(eng, launch, device=dev, max_steps=_max_steps(max_steps), on_step=callback,
-                                         linked=self._linked, dtype=dtype, states=dump)
+                                         linked=self._linked, dtype=dtype, states=dump, step=step)
         except Fault as fault:
             if dump is not None:
                 _save_dump(dump_states, dump, launch, eng.name, dev, dtype, fault.kind)
@@ -308,13 +316,14 @@ class Program:
 
     def stream(self, grid, block, *, kernel: str | None = None, engine: str = "neural", device: str = "cpu",
                dtype: str = "fp32", max_steps: int = DEFAULT_MAX_STEPS, args: dict[str, Any] | None = None,
-               shared: int = 0, constants: dict[str, Any] | None = None, **kwargs: Any) -> "TraceStream":
+               shared: int = 0, constants: dict[str, Any] | None = None, step: str = "unfused",
+               **kwargs: Any) -> "TraceStream":
         """Like launch, but an iterator over the trace records as the engine produces them (for long
         runs: nothing is kept); `.result` is the Result once the iterator is exhausted.  Arguments are
         checked now; a fault is raised by the iteration, after the records that precede it."""
         values = {**(args or {}), **kwargs}
         eng, dev, launch, shapes = self._prepare(grid, block, kernel, engine, device, values, shared, constants,
-                                                 dtype)
+                                                 dtype, step)
         return TraceStream(self, eng, dev, launch, shapes, _max_steps(max_steps))
 
 
@@ -411,10 +420,11 @@ class TraceStream:
         raise _Stop
 
     def _work(self) -> None:
-        program, eng, (dev, dtype), launch, shapes, max_steps = self._args
+        program, eng, (dev, dtype, step), launch, shapes, max_steps = self._args
         t0 = time.perf_counter()
         try:
-            result, buffers = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=self._put, dtype=dtype)
+            result, buffers = run_launch(eng, launch, device=dev, max_steps=max_steps, on_step=self._put, dtype=dtype,
+                                         step=step)
             self.result = Result(program, launch, eng.name, dev, _shaped(buffers, shapes), result.stats,
                                  round(time.perf_counter() - t0, 6), None, result.printf.lines,
                                  result.printf.dropped)

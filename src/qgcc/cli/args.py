@@ -6,13 +6,14 @@ UsageError (exit code 2) that names the argument.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from fractions import Fraction
 
 import numpy as np
 
-from ..diagnostics import UsageError
+from ..diagnostics import OutputError, UsageError
 from ..spec import SPEC
 from ..program import ELEM_DTYPES, Kernel, Param, Program
 
@@ -276,3 +277,22 @@ def parse_outs(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> dict[str, 
         outs[name] = path
         paths[key] = name
     return outs
+
+
+def write_outputs(files: dict[str, bytes], json_path: str | None, summary: dict) -> None:
+    """A run's --out files and its --json summary as one AtomicFiles batch: all of them or none."""
+    from ..atomicfile import AtomicFiles
+
+    todo = dict(files)
+    if json_path is not None:
+        todo[json_path] = (json.dumps(summary, indent=2) + "\n").encode("utf-8")
+    with AtomicFiles() as batch:
+        for path, data in todo.items():
+            try:
+                batch.add(path, data)
+            except OSError as e:
+                raise OutputError(path, e) from None
+        try:
+            batch.commit()
+        except OSError as e:
+            raise OutputError(str(e.filename2 or e.filename or "an output"), e) from None

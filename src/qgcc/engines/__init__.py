@@ -20,6 +20,9 @@ from ..diagnostics import UsageError
 
 DEVICES = ("cpu", "cuda")
 DTYPES = ("fp32", "bf16")  # the arithmetic of a network engine (qgrun --dtype)
+# How the neural engine's batched step runs (qgrun --step; docs/engines.md, "Batched launches"):
+# torch operators, or Triton kernels (engines/fused.py, engines/phased.py), the same bits.
+STEPS = ("unfused", "fused", "phased")
 
 
 @dataclass(frozen=True)
@@ -34,10 +37,32 @@ class Engine:
         module, _, cls = self.target.partition(":")
         return getattr(importlib.import_module(module), cls)
 
-    def create(self, device: str = "cpu", dtype: str = "fp32") -> Any:
+    def create(self, device: str = "cpu", dtype: str = "fp32", step: str = "unfused") -> Any:
+        kw = {} if step == "unfused" else {"step": step}  # resolve_step admits others for neural only
         if dtype == "fp32" or not self.dtypes:
-            return self.load()(device=device)
-        return self.load()(device=device, dtype=dtype)
+            return self.load()(device=device, **kw)
+        return self.load()(device=device, dtype=dtype, **kw)
+
+    def resolve_step(self, requested: str, device: str) -> tuple[str, str | None]:
+        """(the batched step to run, note for the user or None); raises UsageError naming the fix.
+        A Triton step runs every launch through the batched step, on the CPU too, where Triton's
+        interpreter runs its kernels: exact and very slow, which is how it is tested there."""
+        if requested not in STEPS:
+            raise UsageError(f"--step '{requested}': expected one of {', '.join(STEPS)}")
+        if requested == "unfused":
+            return requested, None
+        if self.name != "neural":
+            raise UsageError(f"--step {requested}: only the neural engine has a batched step; "
+                             "drop --step or use --engine neural")
+        import importlib.util
+
+        if importlib.util.find_spec("triton") is None:
+            raise UsageError(f"--step {requested}: its kernels need Triton, which is not installed here; "
+                             "pip install 'qgcc[fused]' (or drop --step)")
+        if device == "cpu":
+            return requested, (f"--step {requested} on the CPU runs its Triton kernels in Triton's interpreter: "
+                               "exact but about 1,000x slower than the C step (for testing; use --device cuda)")
+        return requested, None
 
     def resolve_dtype(self, requested: str) -> tuple[str, str | None]:
         """(the arithmetic to run in, note for the user or None); raises UsageError naming an
@@ -77,11 +102,13 @@ class Engine:
                                  "(torch.cuda.is_available() is False); use --device cpu")
         return requested, None
 
-    def run(self, launch, *, max_steps: int, on_step=None, device: str = "cpu", dtype: str = "fp32", states=None):
+    def run(self, launch, *, max_steps: int, on_step=None, device: str = "cpu", dtype: str = "fp32", states=None,
+            step: str = "unfused"):
         """`states`: a qgcc.engines.states.StateDump to fill (network engines only)."""
+        engine = self.create(device, dtype, step)
         if states is None:
-            return self.create(device, dtype).run(launch, max_steps, on_step=on_step)
-        return self.create(device, dtype).run(launch, max_steps, on_step=on_step, states=states)
+            return engine.run(launch, max_steps, on_step=on_step)
+        return engine.run(launch, max_steps, on_step=on_step, states=states)
 
 
 ENGINES: dict[str, Engine] = {

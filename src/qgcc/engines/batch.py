@@ -39,6 +39,20 @@ def batchable(network: LinkedNetwork) -> bool:
     return network.value_level == VALUE_LEVEL
 
 
+def runner_for(network: LinkedNetwork, width: int, device: str, step: str = "unfused",
+               launches: list[Launch] = ()) -> "BatchRunner":
+    """The network's runner of this width, device and step (qgcc.engines.STEPS), built on first
+    use and then kept with the network: its layers, weights and CUDA graph serve every later
+    launch of the program.  The Triton steps run the device's form (bfloat16 parts) on the CPU
+    too, since that is the form they are tested in."""
+    key = ("neural-batch", device, width, step)
+    runner = network.hosts.get(key)
+    if runner is None:  # sized for these launches before its CUDA graph is captured
+        kw = {} if step == "unfused" else {"lowp": True, step: True}
+        runner = network.hosts[key] = BatchRunner(network, width, device, launches=list(launches), **kw)
+    return runner
+
+
 @dataclass
 class _Slot:
     index: int

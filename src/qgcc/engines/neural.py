@@ -10,6 +10,7 @@ construction.  Neither is imported until needed, so a CPU run never imports torc
 
 from __future__ import annotations
 
+from ..diagnostics import UsageError
 from ..link.linker import LinkedNetwork
 from ..link.weights import VALUE_LEVEL
 from ..runtime.launch import Launch
@@ -37,24 +38,28 @@ class NeuralEngine(NetworkEngine):
 
     name = "neural"
 
+    def __init__(self, device: str = "cpu", dtype: str = "fp32", step: str = "unfused"):
+        super().__init__(device, dtype)
+        self.step = step  # qgcc.engines.STEPS: "fused" / "phased" run even one launch through Triton kernels
+
     def layers(self, network: LinkedNetwork):
         return neural_layers(network, self.device)
 
     def run(self, launch: Launch, max_steps: int, on_step=None, states=None) -> NeuralResult:
-        """On CUDA a launch runs as a batch of one through the batched step, whose steps are
-        replayed from a CUDA graph (docs/engines.md, "Batched launches"); one whose states are
-        dumped (`states`) takes the one-launch torch path, which steps through the host."""
-        if self.device == "cuda" and states is None:
-            from .batch import BatchRunner, batchable
+        """On CUDA (or with a Triton step) a launch runs as a batch of one through the batched
+        step, whose steps are replayed from a CUDA graph (docs/engines.md, "Batched launches");
+        one whose states are dumped (`states`) takes the one-launch torch path, which steps
+        through the host."""
+        if (self.device == "cuda" or self.step != "unfused") and states is None:
+            from .batch import batchable, runner_for
 
             network = network_for(launch)
             if batchable(network):
-                runner = network.hosts.get(("neural-batch", "cuda", 1))
-                if runner is None:
-                    runner = network.hosts[("neural-batch", "cuda", 1)] = BatchRunner(network, 1, "cuda",
-                                                                                      launches=[launch])
-                result = runner.run([launch], max_steps, on_step)[0]
+                result = runner_for(network, 1, self.device, self.step, [launch]).run([launch], max_steps, on_step)[0]
                 if isinstance(result, Fault):
                     raise result
                 return result
+            if self.step != "unfused":
+                raise UsageError(f"--step {self.step}: this .qg predates the exact encoding the batched step "
+                                 "relies on; link it again with qgcc")
         return super().run(launch, max_steps, on_step, states)

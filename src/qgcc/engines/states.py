@@ -77,10 +77,13 @@ class StateDump:
 DUMPING_ENGINES = ("neural", "hf")
 
 
-def check_engine(engine: str, option: str = "--dump-states") -> None:
+def check_engine(engine: str, option: str = "--dump-states", step: str = "unfused") -> None:
     if engine not in DUMPING_ENGINES:
         raise UsageError(f"{option}: the {engine} engine runs no network layers, so it has no states to dump; "
                          f"use --engine {' or '.join(DUMPING_ENGINES)}")
+    if step != "unfused":  # the Triton steps hold states as rail bits on the device, not as the stock tensors
+        raise UsageError(f"{option}: states are dumped from the one-launch path, not from --step {step}; "
+                         "drop --step (the states are the same bits)")
 
 
 def dump_bytes(dump: StateDump, launch, engine: str, device: str, dtype: str, status: str) -> bytes:
