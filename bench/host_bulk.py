@@ -5,7 +5,7 @@
 
 `per slot` is the path before bulk loading (Host.initial's dense states, BatchedLayers.load
 one slot at a time, Host.read_cells over each slot's whole states); `bulk` is what
-BatchRunner does now (Host.initial_rails, BatchedLayers.load_many in groups, read_rails and
+BatchRunner does now (Host.initial_rails_many, BatchedLayers.load_many in groups, read_rails and
 Host.cells_from_rails for every slot at once).  Both must give the same cells.
 """
 from __future__ import annotations
@@ -53,9 +53,8 @@ read_one = time.perf_counter() - t
 sync(); t = time.perf_counter()
 for lo in range(0, W, runner.LOAD_GROUP):
     group = np.arange(lo, min(W, lo + runner.LOAD_GROUP))
-    starts = [host.initial_rails(todo[b]) for b in group]
-    layers.load_many(group, np.stack([s[0] for s in starts]), [s[1] for s in starts],
-                     [host.written_heads(todo[b]) for b in group])
+    h, rails = host.initial_rails_many([todo[b] for b in group])
+    layers.load_many(group, h, rails, [host.written_heads(todo[b]) for b in group])
 sync(); load_bulk = time.perf_counter() - t
 t = time.perf_counter()
 count = len(todo[0].memory)

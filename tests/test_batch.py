@@ -448,18 +448,15 @@ def test_a_broken_premise_stops_the_batch_with_an_error_naming_the_launch_and_th
 
     prog, cm = program()
     runner = BatchRunner(cm, 2)
-    first = runner.host.initial_rails
-    seen = []
+    first = runner.host.initial_rails_many
 
-    def corrupt(lau):
-        h, rails = first(lau)
-        seen.append(lau)
-        if len(seen) == 2:
-            h = h.copy()
-            h[int(runner.layers.layers[0].L.mix_in[0])] = 4.0
+    def corrupt(launches):
+        h, rails = first(launches)
+        assert len(launches) == 2  # both loaded together
+        h[1, int(runner.layers.layers[0].L.mix_in[0])] = 4.0
         return h, rails
 
-    runner.host.initial_rails = corrupt
+    runner.host.initial_rails_many = corrupt
     with pytest.raises(StepError, match=r"launch 2 of the batch: .*a residual entry is not exactly \+-8.*premise of the "
                        r"batched step.s exactness"):
         runner.run([launch(1, 1, 0), launch(1, 2, 1)], 100)
@@ -619,6 +616,24 @@ def test_loading_and_reading_a_group_of_slots_at_once_gives_the_bits_of_one_slot
             assert np.array_equal(want, np.asarray(lau.memory, np.uint32))
             assert np.array_equal(cells[j, :len(lau.memory)], want)
         assert bool(bulk.running[slots].all()) and not bulk.flags[slots].any()
+
+
+def test_the_first_inputs_and_rail_positions_of_a_group_are_those_of_each_launch_alone():
+    """Host.initial_rails_many (BatchRunner loads groups of launches with it) gives each launch of
+    a group of different kernels, sizes and parameter values the arrays initial_rails gives it alone,
+    and changing a launch's cells changes only its own positions."""
+    prog, cm = program()
+    host = Host(cm, None)
+    todo = [launch(g, b, n, kernel=k) for k, g, b, n in MIXED] + [launch(1, 4, 3, a=np.arange(40, dtype=np.int32),
+                                                                           kernel=1)]
+    assert len({len(lau.memory) for lau in todo}) > 1 and len({tuple(lau.params) for lau in todo}) > 1
+    h, rails = host.initial_rails_many(todo)
+    for j, lau in enumerate(todo):
+        alone_h, alone = host.initial_rails(lau)
+        assert h[j].tobytes() == alone_h.tobytes() and np.array_equal(rails[j], alone), j
+    todo[1].memory[0] ^= 1
+    h2, rails2 = host.initial_rails_many(todo)
+    assert [np.array_equal(a, b) for a, b in zip(rails, rails2)] == [True, False] + [True] * (len(todo) - 2)
 
 
 def test_layout_written_heads_holds_the_cells_shared_cells_and_warp_groups_of_a_launch_and_every_other_head():

@@ -223,10 +223,8 @@ class BatchRunner:
             group = free[lo:lo + self.LOAD_GROUP]
             t0 = time.perf_counter()
             todo = [queue.popleft() for _ in group]
-            starts = [host.initial_rails(launch) for _, launch in todo]
-            h = np.stack([s[0] for s in starts])
-            self.layers.load_many(np.array(group), h, [s[1] for s in starts],
-                                  [host.written_heads(launch) for _, launch in todo])
+            h, rails = host.initial_rails_many([launch for _, launch in todo])
+            self.layers.load_many(np.array(group), h, rails, [host.written_heads(launch) for _, launch in todo])
             firsts = host.decode_bits(h[:, host._all_dims] > 0)
             for b, (i, launch), first in zip(group, todo, firsts):
                 slots[b] = _Slot(i, launch, dict(zip(names, first.tolist())), t0)
