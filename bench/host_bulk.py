@@ -53,8 +53,8 @@ read_one = time.perf_counter() - t
 sync(); t = time.perf_counter()
 for lo in range(0, W, runner.LOAD_GROUP):
     group = np.arange(lo, min(W, lo + runner.LOAD_GROUP))
-    h, rails = host.initial_rails_many([todo[b] for b in group])
-    layers.load_many(group, h, rails, [host.written_heads(todo[b]) for b in group])
+    h, at, owner = host.initial_rails_many([todo[b] for b in group])
+    layers.load_many(group, h, at, [host.written_heads(todo[b]) for b in group], owner)
 sync(); load_bulk = time.perf_counter() - t
 t = time.perf_counter()
 count = len(todo[0].memory)

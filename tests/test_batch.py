@@ -451,10 +451,10 @@ def test_a_broken_premise_stops_the_batch_with_an_error_naming_the_launch_and_th
     first = runner.host.initial_rails_many
 
     def corrupt(launches):
-        h, rails = first(launches)
+        h, at, owner = first(launches)
         assert len(launches) == 2  # both loaded together
         h[1, int(runner.layers.layers[0].L.mix_in[0])] = 4.0
-        return h, rails
+        return h, at, owner
 
     runner.host.initial_rails_many = corrupt
     with pytest.raises(StepError, match=r"launch 2 of the batch: .*a residual entry is not exactly \+-8.*premise of the "
@@ -535,6 +535,23 @@ def test_the_gpu_check_runs_its_whole_device_code_path_on_the_cpu_and_finds_it_e
     assert "one launch >= 2x the C step: not met" in verdicts  # the CPU runs the device's form slowly
     assert "batched mixed1 >= 1,000,000 lane-instr/s: not met" in verdicts and "at width " in verdicts
     assert "bit-identical to the C step: met" in verdicts
+
+
+@needs_c
+def test_the_host_ceiling_bench_replays_the_c_steps_fields_through_the_runner_to_the_c_steps_results(capsys):
+    """bench/host_ceiling.py: the runner's own work (loading groups of slots, the bulk
+    bookkeeping, handing halted launches to a Tracker, refilling slots) fed the C step's
+    fields by a stand-in device; every one of 3 x 3 launches through 3 slots ends with the
+    C step's memory and statistics."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "host_ceiling.py"
+    spec = importlib.util.spec_from_file_location("host_ceiling", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--samples", "vadd", "--widths", "3", "--rounds", "3", "--chunk", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "9 launches in" in out and "results equal the C step's: True" in out
 
 
 def test_the_sparse_against_dense_comparison_runs_on_the_cpu_and_finds_both_forms_exact(capsys):
@@ -627,13 +644,15 @@ def test_the_first_inputs_and_rail_positions_of_a_group_are_those_of_each_launch
     todo = [launch(g, b, n, kernel=k) for k, g, b, n in MIXED] + [launch(1, 4, 3, a=np.arange(40, dtype=np.int32),
                                                                            kernel=1)]
     assert len({len(lau.memory) for lau in todo}) > 1 and len({tuple(lau.params) for lau in todo}) > 1
-    h, rails = host.initial_rails_many(todo)
+    h, at, owner = host.initial_rails_many(todo)
     for j, lau in enumerate(todo):
         alone_h, alone = host.initial_rails(lau)
-        assert h[j].tobytes() == alone_h.tobytes() and np.array_equal(rails[j], alone), j
+        assert h[j].tobytes() == alone_h.tobytes() and np.array_equal(at[owner == j], alone), j
     todo[1].memory[0] ^= 1
-    h2, rails2 = host.initial_rails_many(todo)
-    assert [np.array_equal(a, b) for a, b in zip(rails, rails2)] == [True, False] + [True] * (len(todo) - 2)
+    h2, at2, owner2 = host.initial_rails_many(todo)
+    assert np.array_equal(owner, owner2)
+    assert [np.array_equal(at[owner == j], at2[owner == j]) for j in range(len(todo))] == \
+        [True, False] + [True] * (len(todo) - 2)
 
 
 def test_layout_written_heads_holds_the_cells_shared_cells_and_warp_groups_of_a_launch_and_every_other_head():

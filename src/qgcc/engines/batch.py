@@ -186,7 +186,7 @@ class BatchRunner:
         for b, slot in enumerate(owners):
             if slot is None or slot.tracker is None:
                 continue
-            outcome = self._advance(slot, values[slot.row:, b].tolist(), names)
+            outcome = self._advance(slot, values[slot.row:, b], names)
             slot.row = 0
             if outcome is None:
                 continue
@@ -223,8 +223,8 @@ class BatchRunner:
             group = free[lo:lo + self.LOAD_GROUP]
             t0 = time.perf_counter()
             todo = [queue.popleft() for _ in group]
-            h, rails = host.initial_rails_many([launch for _, launch in todo])
-            self.layers.load_many(np.array(group), h, rails, [host.written_heads(launch) for _, launch in todo])
+            h, at, owner = host.initial_rails_many([launch for _, launch in todo])
+            self.layers.load_many(np.array(group), h, at, [host.written_heads(launch) for _, launch in todo], owner)
             firsts = host.decode_bits(h[:, host._all_dims] > 0)
             for b, (i, launch), first in zip(group, todo, firsts):
                 slots[b] = _Slot(i, launch, dict(zip(names, first.tolist())), t0)
@@ -248,13 +248,14 @@ class BatchRunner:
         cells = self.host.cells_from_rails(rails, count)
         return [cells[j, :len(s.launch.memory)] for j, s in enumerate(done)]
 
-    def _advance(self, slot: _Slot, rows: list[list[int]], names: list[str]):
+    def _advance(self, slot: _Slot, rows: np.ndarray, names: list[str]):
         """Feed one slot's decoded steps to its tracker: True when its launch halted (its
-        memory is read with the others'), its fault, or None while it runs."""
+        memory is read with the others'), its fault, or None while it runs.  Rows become
+        dicts one at a time: a launch handed over at its halt reads one row of the chunk."""
         tr = slot.tracker
         try:
             for row in rows:
-                f = dict(zip(names, row))
+                f = dict(zip(names, row.tolist()))
                 if tr.at_limit():
                     raise tr.limit_fault(f)
                 if tr.feed(f):

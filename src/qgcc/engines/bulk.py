@@ -103,7 +103,7 @@ class BulkTracker:
                 cnt["barrier_waits"] += done & (op0 == int(Op.BAR))
                 cnt["instr"] += done
                 self.rec_open &= ~done
-            self.prev[a] = f[a]
+            np.copyto(self.prev, f, where=a[:, None])  # the running slots' fields (no gather)
         return handover
 
     def tracker(self, b: int, host: Host, launch, names: list[str]) -> Tracker:

@@ -58,6 +58,7 @@ class Host:
         self.net = layers
         self._written: dict[tuple[int, int, int], np.ndarray] = {}
         self._inputs: dict[tuple[int, ...], np.ndarray] = {}  # first inputs by launch constants
+        self._decoded: dict[int, object] = {}  # cm_code's instructions by pc
 
     # ---- encoding and decoding of residual fields ----
     def put(self, h: np.ndarray, name: str, value: int) -> None:
@@ -90,13 +91,15 @@ class Host:
         of every entry at the rail level (int64 (n, 4)); every other entry is +0.  Why this
         form: a batch loads thousands of launches, and these positions are a few hundred
         numbers where the dense states are megabytes (engines.neural_batch.load_many)."""
-        h, rails = self.initial_rails_many([launch])
-        return h[0], rails[0]
+        h, at, _ = self.initial_rails_many([launch])
+        return h[0], at
 
-    def initial_rails_many(self, launches: list[Launch]) -> tuple[np.ndarray, list[np.ndarray]]:
-        """initial_rails of each launch, computed for all of them at once: the batched step loads
-        launches by the thousand, and per launch this was a third of the host's work a launch
-        (bench/host_bulk.py).  The first inputs are kept per set of launch constants."""
+    def initial_rails_many(self, launches: list[Launch]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """initial_rails of several launches, computed for all of them at once: (first inputs
+        (n, hidden), every launch's positions in one array (m, 4), the launch of each row (m,):
+        `at[owner == j]` is launch j's initial_rails).  The batched step loads launches by the
+        thousand, and one at a time this was a third of the host's work a launch
+        (bench/host_bulk.py, bench/host_ceiling.py).  First inputs are kept per launch shape."""
         h = np.stack([self._first_input(launch) for launch in launches])
         bit = np.arange(32)
         # Global memory: two cells a slot, as one-hot rails (layout.row_rails); a slot's
@@ -111,7 +114,7 @@ class Host:
         rail = 4 * bit + ((pairs[:, :1] >> bit) & 1) + 2 * ((pairs[:, 1:] >> bit) & 1)  # (rows, 32): layout.row_rails
         index = WORDS_PER_SLOT * (np.arange(len(pairs)) - np.repeat(at[:-1], rows))  # each launch's first cell of a row
         layer, head, slot, _ = cell_location(index, self.cm.layout.get("memory_first_layer", L_MEM0))
-        mem = np.stack(np.broadcast_arrays(layer[:, None], head[:, None], slot[:, None], rail), -1)
+        mem = np.stack(np.broadcast_arrays(layer[:, None], head[:, None], slot[:, None], rail), -1).reshape(-1, 4)
         # The parameter bank: parameter j in row j, as dual rails (2i set for bit i, else 2i + 1).
         pl, ph = self.cm.param_head
         counts = [len(launch.params) for launch in launches]
@@ -119,10 +122,10 @@ class Host:
         prail = 2 * bit + 1 - ((values >> bit) & 1)
         prow = np.broadcast_to((np.arange(len(values)) - np.repeat(np.cumsum([0] + counts)[:-1], counts))[:, None],
                                prail.shape)
-        par = np.stack([np.full_like(prail, pl), np.full_like(prail, ph), prow, prail], -1)
-        mem_of = np.split(mem.reshape(-1, 4), 32 * at[1:-1])
-        par_of = np.split(par.reshape(-1, 4), 32 * np.cumsum(counts)[:-1])
-        return h, [np.concatenate([m, p]).astype(np.int64) for m, p in zip(mem_of, par_of)]
+        par = np.stack([np.full_like(prail, pl), np.full_like(prail, ph), prow, prail], -1).reshape(-1, 4)
+        owner = np.concatenate([np.repeat(np.arange(len(launches)), 32 * np.asarray(rows, np.int64)),
+                                np.repeat(np.arange(len(launches)), 32 * np.asarray(counts, np.int64))])
+        return h, np.concatenate([mem, par]).astype(np.int64), owner
 
     def _first_input(self, launch: Launch) -> np.ndarray:
         """The launch constants in their fields, every other dimension -8 and `one` +8; the same
@@ -234,7 +237,11 @@ class Host:
         return NeuralResult(mem, tracker.finish(), tracker.netsteps, time.perf_counter() - t0)
 
     def cm_code(self, pc: int):
-        return decode(self.cm.code[pc])
+        """The network's instruction at `pc`, decoded once (every finished instruction asks)."""
+        ins = self._decoded.get(pc)
+        if ins is None:
+            ins = self._decoded[pc] = decode(self.cm.code[pc])
+        return ins
 
 
 RUN, HALT = 1 << PHASES.index("run"), 1 << PHASES.index("halt")

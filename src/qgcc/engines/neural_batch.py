@@ -251,15 +251,16 @@ class BatchedLayers:
         if grew and self._graph is not None:
             self._capture()
 
-    def _assign(self, i: int, slots: np.ndarray, held: np.ndarray) -> np.ndarray:
+    def _assign(self, i: int, slots: np.ndarray, held: np.ndarray, ranks: np.ndarray | None = None) -> np.ndarray:
         """Give `slots` blocks for their held heads of layer i (bool (n, nh)), cleared; the
-        others map to block 0.  Returns their (n, nh) first rows."""
+        others map to block 0.  Returns their (n, nh) first rows.  `ranks`: cumsum(held) - 1,
+        if the caller has it (load_many computes it for every layer at once)."""
         m = self.allot[i]
-        need = held.sum(1)
-        if len(need) and need.max() > m:
-            raise ValueError(f"layer {i}: a launch needs {need.max()} head blocks, a slot holds {m} "
+        ranks = np.cumsum(held, 1) - 1 if ranks is None else ranks
+        if len(ranks) and ranks.shape[1] and ranks[:, -1].max() >= m:
+            raise ValueError(f"layer {i}: a launch needs {ranks[:, -1].max() + 1} head blocks, a slot holds {m} "
                              "(BatchedLayers.reserve)")
-        rows = np.where(held, (1 + slots[:, None] * m + np.cumsum(held, 1) - 1) * HD, 0).astype(np.int32)
+        rows = np.where(held, (1 + slots[:, None] * m + ranks) * HD, 0).astype(np.int32)
         self._rows0[i][slots] = rows
         dev, S = self.device, self.states[i]
         self.rows0[i].index_copy_(0, torch.as_tensor(slots, device=dev), torch.from_numpy(rows).to(dev))
@@ -319,25 +320,29 @@ class BatchedLayers:
         self.flags[slot] = 0
         self.running[slot] = True
 
-    def load_many(self, slots: np.ndarray, h: np.ndarray, rails: list[np.ndarray],
-                  held: list[np.ndarray] | None = None) -> None:
+    def load_many(self, slots: np.ndarray, h: np.ndarray, rails: list[np.ndarray] | np.ndarray,
+                  held: list[np.ndarray] | None = None, owner: np.ndarray | None = None) -> None:
         """Start a launch in each of `slots`: first inputs `h` (n, hidden) and initial states as
-        the positions of their entries at the rail level (Host.initial_rails), with a few
-        transfers for all of them: the states are built as bits on the host, never as dense
-        float32 states.  The same states as `load` with Host.initial's dense ones; `held`:
-        each launch's heads, as `load`'s."""
+        the positions of their entries at the rail level (Host.initial_rails: a list, one array
+        a launch; or, with `owner`, Host.initial_rails_many's one array and each row's launch),
+        with a few transfers for all of them: the states are built as bits on the host, never
+        as dense float32 states.  The same states as `load` with Host.initial's dense ones;
+        `held`: each launch's heads, as `load`'s."""
         if self.rails is None:
             raise ValueError("loading by rail positions needs the rail level (level=...)")
         slots = np.asarray(slots, np.int64)
         n, dev = len(slots), self.device
         idx = torch.as_tensor(slots, device=dev)
         self.h.index_copy_(0, idx, torch.from_numpy(np.ascontiguousarray(h, np.float32)).to(dev))
-        owner = np.repeat(np.arange(n), [len(r) for r in rails])
-        at = np.concatenate(rails) if n else np.zeros((0, 4), np.int64)
+        if owner is None:
+            owner = np.repeat(np.arange(n), [len(r) for r in rails])
+            rails = np.concatenate(rails) if n else np.zeros((0, 4), np.int64)
+        at = rails
         by_layer = np.argsort(at[:, 0], kind="stable")  # each layer's entries, a slice of them
         owner, at = owner[by_layer], at[by_layer]
         bounds = np.searchsorted(at[:, 0], np.arange(len(self.layers) + 1))
         held = None if held is None or n == 0 else np.stack([np.asarray(x, bool) for x in held])
+        ranks = None if held is None else np.cumsum(held, 2) - 1  # a held head's block among the launch's
         level = np.float32(self.rails.level)
         lo = int(slots[0]) if n else 0
         contiguous = bool(n) and bool(np.array_equal(slots, np.arange(lo, lo + n)))
@@ -349,7 +354,10 @@ class BatchedLayers:
             nh = R.nh if S is not None else 0
             inside = head < nh
             if self.pooled[i]:  # blocks given and cleared, then only the entries at the level written
-                rows0 = self._assign(i, slots, self._held(i, n, held))
+                rows0 = self._assign(i, slots, self._held(i, n, held),
+                                     None if ranks is None else ranks[:, i, :R.nh])
+                if mine.start == mine.stop:
+                    continue  # nothing of these launches in this layer: blocks given and cleared
                 first = rows0[o[inside], head[inside]].astype(np.int64)
                 if not first.all():
                     raise ValueError(f"layer {i}: an initial state sets a row of a head its slot does not hold")
