@@ -13,7 +13,7 @@
 # Within one device command of at most 10 minutes (the parts run most important first, each under
 # its own timeout, and print as they go, so a cut run still returns what it measured):
 #   CHECK_S=300 SAMPLES=collatz SPARSE_S=60 HF_S=90 bash bench/gpu_run.sh 2>&1 | tee $OUT/gpu_run.log
-# with the run's timeout_s at 590: gpu_check, sparse_dense, onelaunch (bench/onelaunch.py), the hf test, the start-up and its
+# with the run's timeout_s at 590: gpu_check, sparse_dense, onelaunch (bench/onelaunch.py), host_ceiling, the hf test, the start-up and its
 # profile, and last the README launch with --engine hf (worst case about 600 s, usually far less).
 # PHASED=1 (default) also checks and measures the phased step (engines/phased.py, the one-launch
 # form: 70 Triton kernels a step) beside them; PHASED=0 leaves it out.
@@ -54,6 +54,9 @@ echo "sparse_dense exit $?"
 echo "=== one launch: kernel boundaries a step and what a step touches, against this machine's C step"
 timeout "${ONE_S:-60}" python3 bench/onelaunch.py
 echo "onelaunch exit $?"
+echo "=== the host's share of a batch: what this machine's CPU alone can feed (bench/host_ceiling.py)"
+timeout "${HOST_S:-90}" python3 bench/host_ceiling.py --widths 1024,8192
+echo "host_ceiling exit $?"
 if [ -n "$PROFILE_WIDTHS" ]; then
     echo "=== gpu_profile"
     timeout "${PROFILE_S:-120}" python3 bench/gpu_profile.py --widths "$PROFILE_WIDTHS" --profile-width 1024 2>&1 | head -${PROFILE_LINES:-40}
