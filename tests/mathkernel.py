@@ -36,11 +36,7 @@ def run(name: str, x, y=None, n_in=None, engine=None):
     launch = make_launch(prog, prog.kernels[0], (m // LANES, 1, 1), (LANES, 1, 1), {}, arrays)
     res = ref_run(launch, max_steps=50_000_000) if engine is None else engine(prog, launch)
     mem = res.memory
-    off = {}
-    pos = 0
-    for p in ("x", "y", "n", "r", "r2", "ir"):
-        off[p] = pos
-        pos += m
+    off = {p: launch.buffers[p].base for p in ("x", "y", "n", "r", "r2", "ir")}
     r = mem[off["r"]:off["r"] + m].astype(np.uint32).view(np.float32)[:len(x)]
     r2 = mem[off["r2"]:off["r2"] + m].astype(np.uint32).view(np.float32)[:len(x)]
     ir = mem[off["ir"]:off["ir"] + m].astype(np.uint32).view(np.int32)[:len(x)]

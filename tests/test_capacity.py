@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from lockstep import both
+from qgcc.program import NULL_GUARD_CELLS
 from qgcc.spec import SPEC
 
 SHARED_FILL = r"""
@@ -112,12 +113,12 @@ __global__ void global_span(unsigned *a, unsigned *out) {
 
 
 def test_buffers_filling_global_memory_round_trip_through_the_memory_heads():
-    """Two buffers take every global cell: the launcher loads all of them into the memory
-    heads, 16 threads read and write cells spread over them and at the very top, and the
-    host reads every cell back from the recurrent states; untouched cells must come back as
-    loaded, touched ones as the C computes them."""
+    """Two buffers take every global cell but the null guard's two: the launcher loads all of
+    them into the memory heads, 16 threads read and write cells spread over them and at the
+    very top, and the host reads every cell back from the recurrent states; untouched cells must
+    come back as loaded, touched ones as the C computes them."""
     G, T = SPEC.global_words, 16
-    N = G - T
+    N = G - T - NULL_GUARD_CELLS
     src = GLOBAL_SPAN % {"N": N, "S": N // 16}
     rng = np.random.default_rng(14)
     a = rng.integers(0, 2 ** 32, size=N, dtype=np.uint64).astype(np.uint32)
@@ -188,14 +189,15 @@ __global__ void global_all(unsigned *a) {
     for (unsigned i = threadIdx.x; i < %(G)du; i += blockDim.x)
         a[i] = a[i] * 2654435761u + i;
 }
-""" % {"G": SPEC.global_words}
+""" % {"G": SPEC.global_words - NULL_GUARD_CELLS}
 
 
 @pytest.mark.slow  # 809 s on a shared 2-core machine under load (36 layers)
 def test_every_global_cell_is_read_and_rewritten_inside_the_network():
-    """One buffer is all of global memory: a full block reads and rewrites every cell (both
-    words of every slot in every memory layer), and the host reads each back from the states."""
-    G, T = SPEC.global_words, SPEC.max_block_threads
+    """One buffer is all of global memory but the null guard (cells 0 and 1): a full block reads
+    and rewrites every other cell (both words of every other slot in every memory layer), and the
+    host reads each back from the states."""
+    G, T = SPEC.global_words - NULL_GUARD_CELLS, SPEC.max_block_threads
     rng = np.random.default_rng(65536)
     a = rng.integers(0, 2 ** 32, size=G, dtype=np.uint64).astype(np.uint32)
     outs, _ = both("global_all", (1, 1, 1), (T, 1, 1), {}, {"a": a.copy()}, source=GLOBAL_ALL,
@@ -205,16 +207,16 @@ def test_every_global_cell_is_read_and_rewritten_inside_the_network():
 
 
 def test_one_cell_past_global_memory_is_a_named_error():
-    """65,537 cells (the whole of global memory and one more) is refused at launch, naming the
-    limit, before any cell is loaded."""
+    """65,537 cells (the whole of global memory and one more, with the null guard's two) is
+    refused at launch, naming the limit, before any cell is loaded."""
     from qgcc.diagnostics import UsageError
     from qgcc.frontend import compile_source
     from qgcc.runtime.launch import make_launch
 
     prog = compile_source(GLOBAL_ALL, "global_all.cu")
-    G = SPEC.global_words
-    make_launch(prog, prog.kernels[0], (1, 1, 1), (1, 1, 1), {}, {"a": np.zeros(G, np.uint32)})
+    G, free = SPEC.global_words, SPEC.global_words - NULL_GUARD_CELLS
+    make_launch(prog, prog.kernels[0], (1, 1, 1), (1, 1, 1), {}, {"a": np.zeros(free, np.uint32)})
     with pytest.raises(UsageError) as e:
-        make_launch(prog, prog.kernels[0], (1, 1, 1), (1, 1, 1), {}, {"a": np.zeros(G + 1, np.uint32)})
-    assert str(e.value) == (f"the buffers need {G + 1} cells of global memory; the machine has {G} "
-                            f"({G * 4 // 1024} KiB)")
+        make_launch(prog, prog.kernels[0], (1, 1, 1), (1, 1, 1), {}, {"a": np.zeros(free + 1, np.uint32)})
+    assert str(e.value) == (f"the buffers need {free + 1} cells of global memory; the machine has {free} for them "
+                            f"({G}, {G * 4 // 1024} KiB, less the null guard's {NULL_GUARD_CELLS})")

@@ -634,7 +634,7 @@ def test_cu_fault_names_the_source_line(qgcc, qgrun, work):
     r = qgrun("oob.qg", "--grid", "1", "--block", "4", "--arg", "a=zeros:4", "--arg", "n=2",
               "--out", "a=aout.npy")
     assert r.exit_code == ExitCode.MEMORY_FAULT
-    assert r.stderr.startswith("qgrun: error: out-of-bounds: out-of-bounds store to cell 0x4 ")
+    assert r.stderr.startswith("qgrun: error: out-of-bounds: out-of-bounds store to cell 0x6 ")  # a: cells 2-5
     assert "(block 0, warp 0, lane 2, pc " in r.stderr
     assert r.stderr.endswith(", line 3: a[threadIdx.x + n] = 7;)\n")
     assert not Path("aout.npy").exists()

@@ -105,7 +105,7 @@ def test_local_frames_are_per_thread_and_sized_by_the_kernel():
     launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {},
                          {"in": np.zeros(4, np.int32), "out": np.zeros(4, np.int32),
                           "counts": np.zeros(4, np.uint32)})
-    assert launch.buffers["in"].base == 18 * 4  # the frames lie below the buffers
+    assert launch.buffers["in"].base == 2 + 18 * 4  # the null guard's two cells, the frames, then the buffers
 
 
 @pytest.mark.parametrize("src, line, col, message", [

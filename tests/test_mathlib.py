@@ -145,11 +145,12 @@ def test_fused_arithmetic_gives_the_same_results():
     x = np.array([0.5, -3.0, 1e-3, 7.25], np.float32)
     from qgcc.ref.emulator import run
     from qgcc.runtime.launch import make_launch
-    res = run(make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {},
-                          {"x": x, "r": np.zeros(4, np.float32)}))
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {}, {"x": x, "r": np.zeros(4, np.float32)})
+    res = run(launch)
     s = M.host("sinf", x)[0]
     want = (s * x + x) - np.float32(0.25) * x
-    np.testing.assert_array_equal(res.memory[4:8].astype(np.uint32), want.astype(np.float32).view(np.uint32))
+    np.testing.assert_array_equal(launch.read_buffer(res.memory, "r").view(np.uint32),
+                                  want.astype(np.float32).view(np.uint32))
 
 
 @pytest.mark.parametrize("src, msg", [
@@ -178,9 +179,9 @@ def test_fast_intrinsics_and_rounding_spellings():
     y = np.array([3.0, 7.0, -0.0, 1e-3], np.float32)
     from qgcc.ref.emulator import run
     from qgcc.runtime.launch import make_launch
-    res = run(make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {},
-                          {"x": x, "y": y, "r": np.zeros(16, np.float32)}))
-    got = res.memory[8:24].astype(np.uint32).view(np.float32)
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (4, 1, 1), {},
+                         {"x": x, "y": y, "r": np.zeros(16, np.float32)})
+    got = launch.read_buffer(run(launch).memory, "r")
     with np.errstate(all="ignore"):
         want = np.concatenate([x / y, np.float32(1) / y, np.clip(x, 0, 1), np.rint(x)]).astype(np.float32)
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

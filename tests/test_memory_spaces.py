@@ -326,3 +326,46 @@ def test_the_network_loads_constants_and_sizes_dynamic_shared_memory():
                    source=NET, max_steps=3000, shared_bytes=16, constants={"c_weights": w})
     prod = x * w
     assert outs["out"].tolist() == [int(prod[(t + 1) % 4]) + 100 for t in range(4)]
+
+
+NULL_CHECKS = r"""
+#include <cstddef>
+__constant__ int c_k[2] = {5, 6};
+__device__ int d_v;
+__global__ void nulls(const int *first, int *out) {
+    int local[2] = {threadIdx.x, 1};
+    out[0] = first != NULL;
+    out[1] = first ? 7 : 9;
+    out[2] = &c_k[0] != 0;
+    out[3] = &d_v != 0;
+    out[4] = local != 0;
+    out[5] = !out;
+    const int *none = 0;
+    out[6] = none == NULL;
+}
+"""
+
+
+def test_no_object_is_at_address_0_so_a_null_pointer_differs_from_every_pointer(tmp_path, qgcc, qgrun,
+                                                                                 monkeypatch):
+    """As in CUDA, `p != NULL` for a pointer to a buffer (the first one too), a __constant__ or
+    __device__ variable or a local array: the compiler keeps cells 0 and 1 for itself (the null
+    guard).  Through `qgcc -o` and `qgrun` on the network and on the emulator; the guard is not a
+    constant a user can set."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nulls.cu").write_text(NULL_CHECKS)
+    prog = compile_source(NULL_CHECKS, "nulls.cu")
+    launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (1, 1, 1), {},
+                         {"first": np.zeros(2, np.int32), "out": np.zeros(7, np.int32)})
+    assert launch.buffers["first"].base > 0
+    want = [1, 7, 1, 1, 1, 0, 1]
+    assert launch.read_buffer(emulate(launch).memory, "out").tolist() == want
+    assert qgcc("nulls.cu", "-o", "nulls.qg").exit_code == 0
+    run = ["nulls.qg", "--grid", "1", "--block", "1", "--arg", "first=zeros:2", "--arg", "out=zeros:7",
+           "--trace", "none"]
+    for engine in ("neural", "ref"):
+        r = qgrun(*run, "--engine", engine, "--out", f"out={engine}.npy")
+        assert r.exit_code == 0, r.output
+        assert np.load(f"{engine}.npy").tolist() == want, engine
+    r = qgrun(*run, "--engine", "ref", "--const", "__qg_null=0")
+    assert r.exit_code == 2 and "no __constant__ variable '__qg_null' (it has: c_k, d_v)" in r.output

@@ -145,7 +145,8 @@ def _rewrite(path: str, *, meta=None, drop=(), rehash=False) -> None:
     if rehash:
         code = t["program.code"]
         rest = {k: v for k, v in t.items() if k != "program.code"}
-        m["content_hash"] = qgfile.content_hash(code, m["kernels"], rest, qgfile.extra_meta_of(m))
+        described = qgfile._hashed_program(m["kernels"], m.get("constants"), m.get("device_io"))
+        m["content_hash"] = qgfile.content_hash(code, described, rest, qgfile.extra_meta_of(m))
     safetensors.numpy.save_file(t, path, metadata=m)
 
 
@@ -223,7 +224,8 @@ BAD_LAUNCH = [
      f"--block {SPEC.max_block_threads + 1},1,1 has {SPEC.max_block_threads + 1} threads; the machine runs at most "
      f"{SPEC.max_block_threads} threads per block"),
     ("buffers beyond the memory map", ["--arg", "a=zeros:40000", "--arg", "out=zeros:40000"],
-     "the buffers need 80000 cells of global memory; the machine has 65536 (256 KiB)"),
+     "the buffers need 80000 cells of global memory; the machine has 65534 for them (65536, 256 KiB, less the "
+     "null guard's 2)"),
 ]
 
 

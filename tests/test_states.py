@@ -71,12 +71,13 @@ def test_dump_holds_every_step_input_and_every_layers_state_from_qgrun_and_the_a
     # Step 0's input is section 2's first input; the last output reads halt.
     first = d["hidden"][0]
     assert _field(protocol, first, "phase") == 1 << protocol["phases"].index("blkinit")
-    assert (_field(protocol, first, "nt"), _field(protocol, first, "nparam"), _field(protocol, first, "gsize")) == (4, 3, 8)
+    assert (_field(protocol, first, "nt"), _field(protocol, first, "nparam"), _field(protocol, first, "gsize")) == (4, 3, 10)
     assert _field(protocol, d["final_hidden"], "phase") == 1 << protocol["phases"].index("halt")
-    # Buffer a (cells 0-3) in the initial states, c (cells 4-7) in the final ones.
-    assert _cells(protocol, d["initial_states"], 0, 4) == A.view(np.uint32).tolist()
-    assert _cells(protocol, d["initial_states"], 4, 4) == [0, 0, 0, 0]
-    assert _cells(protocol, d["final_states"], 4, 4) == (A * 3 + np.arange(4)).astype(np.int32).view(np.uint32).tolist()
+    # The null guard (cells 0-1), buffer a (cells 2-5) in the initial states, c (cells 6-9) in the final ones.
+    assert _cells(protocol, d["initial_states"], 0, 2) == [0, 0]
+    assert _cells(protocol, d["initial_states"], 2, 4) == A.view(np.uint32).tolist()
+    assert _cells(protocol, d["initial_states"], 6, 4) == [0, 0, 0, 0]
+    assert _cells(protocol, d["final_states"], 6, 4) == (A * 3 + np.arange(4)).astype(np.int32).view(np.uint32).tolist()
 
     # The Python API writes the same states, here every 5th step's input (one test: the
     # program is linked once).

@@ -75,7 +75,7 @@ def test_trace_out_has_a_header_one_record_per_warp_instruction_and_an_end_line(
     assert set(records[0]) == {"step", "block", "warp", "pc", "mask", "lanes", "instruction", "line", "source",
                                "writes", "mem", "flags"}
     stores = [m for rec in records for m in rec["mem"] if m["kind"] == "st"]
-    assert sorted(m["addr"] for m in stores) == list(range(9, 18))  # c follows a's 9 cells
+    assert sorted(m["addr"] for m in stores) == list(range(11, 20))  # the null guard's 2 cells, a's 9, then c
     assert sorted(m["value"] for m in stores) == [2 * i for i in range(9)]
     atom = [rec for rec in records if any(m["kind"] == "atom" for m in rec["mem"])]
     assert sum(len(rec["mem"]) for rec in atom) == summary["atomics"] == 12

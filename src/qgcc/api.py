@@ -144,7 +144,7 @@ def check_constants(program: _Program, values: dict[str, Any] | None) -> dict[st
     from .cli.args import parse_float
     from .runtime.values import check_int
 
-    known = {c.name: c for c in program.constants}
+    known = {c.name: c for c in program.user_constants}
     out: dict[str, np.ndarray] = {}
     for name, value in (values or {}).items():
         c = known.get(name)

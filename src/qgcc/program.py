@@ -172,6 +172,12 @@ class Constant:
         return f"__constant__ {c} {self.name}" + "".join(f"[{d}]" for d in self.dims)
 
 
+# Cells 0 and 1 of every compiled program: no object lives at address 0, so a null pointer
+# compares unequal to every pointer to an object, as in CUDA (frontend/sema.py adds them as a
+# __constant__ array the compiler owns; two cells keep 64-bit objects on even cells).
+NULL_GUARD_NAME = "__qg_null"
+NULL_GUARD_CELLS = 2
+
 # Device printf and assert (frontend/sema_printf.py, runtime/printf.py): the record buffer, a
 # __device__ array the compiler adds, and the address band a failing assert stores to.
 PRINTF_NAME = "__qg_printf"
@@ -214,6 +220,12 @@ class Program:
     constants: list[Constant] = field(default_factory=list)
     printf: list[PrintfFormat] = field(default_factory=list)  # by format number
     asserts: list[DeviceAssert] = field(default_factory=list)  # by assert number
+
+    @property
+    def user_constants(self) -> list[Constant]:
+        """The __constant__ variables the source declared: those a user may set (--const) or be
+        told of; the compiler's own (the null guard, printf's buffer, a lock) are named __qg_."""
+        return [c for c in self.constants if not c.name.startswith("__qg_")]
 
     @property
     def constant_cells(self) -> int:

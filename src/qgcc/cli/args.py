@@ -204,7 +204,7 @@ def _struct_cells(value: str) -> np.ndarray | None:
 def parse_consts(program: Program, specs: list[str] | tuple[str, ...]) -> dict[str, np.ndarray]:
     """`--const NAME=@FILE.npy` (or NAME=VALUE for a scalar) -> the values of __constant__
     variables, replacing their initialisers; make_launch checks dtypes and sizes."""
-    known = {c.name: c for c in program.constants}
+    known = {c.name: c for c in program.user_constants}
     out: dict[str, np.ndarray] = {}
     for spec in specs:
         name, value = _split("--const", spec)

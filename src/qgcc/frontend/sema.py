@@ -40,6 +40,7 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Cla
         self.loop_depth = 0
         self.constants: list[VarSym] = []
         self.constant_cells = 0
+        self._null_guard()
         self.templates: dict[str, A.TemplateDef] = {}
         self.template_overloads: dict[str, list[A.TemplateDef]] = {}  # name -> all (by parameter count)
         self.specialisations: dict[str, A.FunctionDef] = {}  # 'f<float>' -> its explicit specialisation
@@ -66,6 +67,18 @@ class Sema(DeclSema, TemplateSema, StmtSema, ExprSema, CallSema, StructSema, Cla
         self.method_env: tuple | None = None
         self.float_init = False  # a file-scope const float's initialiser is checked (sema_decls)
         self.ntemps = 0
+
+    def _null_guard(self) -> None:
+        """Cells 0 and 1 as a __constant__ array of the compiler's (program.NULL_GUARD_NAME):
+        everything else starts at cell 2, so a pointer to any object differs from a null one
+        (a buffer at cell 0 made `if (p)` false for a valid pointer)."""
+        from ..program import NULL_GUARD_CELLS, NULL_GUARD_NAME
+        from .types import UINT, ArrayType
+
+        sym = VarSym(NULL_GUARD_NAME, ArrayType(UINT, (NULL_GUARD_CELLS,)), "shared", 0, 0, space="constant",
+                     address=0, init=[0] * NULL_GUARD_CELLS)
+        self.constants.append(sym)
+        self.constant_cells = NULL_GUARD_CELLS
 
     # ------------------------------------------------------------------ helpers
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..diagnostics import UsageError
 from ..spec import SPEC
-from ..program import ELEM_DTYPES, Kernel, Program
+from ..program import ELEM_DTYPES, NULL_GUARD_NAME, Kernel, Program
 from .structbuf import to_cells
 
 if TYPE_CHECKING:  # the launch is built before, and without, linking
@@ -113,7 +113,7 @@ def constant_image(program: Program, values: dict[str, np.ndarray] | None) -> np
     """Global cells 0.. of the __constant__ variables: the source's initialisers, replaced by
     --const arrays (which must have the variable's dtype and element count)."""
     values = dict(values or {})
-    known = {c.name: c for c in program.constants}
+    known = {c.name: c for c in program.user_constants}
     for name in values:
         if name not in known:
             have = ", ".join(known) or "none"
@@ -142,7 +142,8 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
                 scalars: dict[str, int], arrays: dict[str, np.ndarray],
                 network: LinkedNetwork | None = None, shared_bytes: int = 0,
                 constants: dict[str, np.ndarray] | None = None) -> Launch:
-    """Lay out the __constant__ variables from cell 0, then the buffers contiguously in parameter
+    """Lay out the __constant__ variables from cell 0 (a compiled program's first is the null
+    guard, cells 0 and 1: program.NULL_GUARD_NAME), then the buffers contiguously in parameter
     order, and check every capacity."""
     threads = block[0] * block[1] * block[2]
     if threads > SPEC.max_block_threads:
@@ -206,10 +207,13 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
             v = scalars[p.name]
             params.extend((v >> (32 * i)) & 0xFFFFFFFF for i in range(p.words))
     if base > SPEC.global_words:
-        what = ("the buffers" if not program.constants and not kernel.local_words else
+        what = ("the buffers" if not program.user_constants and not kernel.local_words else
                 "the __constant__ variables, local arrays and buffers")
-        raise UsageError(f"{what} need {base} cells of global memory; the machine has "
-                         f"{SPEC.global_words} ({SPEC.global_words * 4 // 1024} KiB)")
+        guard = sum(c.words for c in program.constants if c.name == NULL_GUARD_NAME)
+        size = f"{SPEC.global_words * 4 // 1024} KiB"
+        has = (f"{SPEC.global_words - guard} for them ({SPEC.global_words}, {size}, less the null guard's {guard})"
+               if guard else f"{SPEC.global_words} ({size})")
+        raise UsageError(f"{what} need {base - guard} cells of global memory; the machine has {has}")
     memory = np.concatenate(chunks)
     return Launch(program, kernel, grid, block, params, memory.astype(np.uint32), buffers, network,
                   dynamic)
