@@ -340,8 +340,9 @@ __global__ void nulls(const int *first, int *out) {
     out[3] = &d_v != 0;
     out[4] = local != 0;
     out[5] = !out;
-    const int *none = 0;
+    const int *none = nullptr;
     out[6] = none == NULL;
+    out[7] = first != nullptr && none == 0;
 }
 """
 
@@ -350,18 +351,18 @@ def test_no_object_is_at_address_0_so_a_null_pointer_differs_from_every_pointer(
                                                                                  monkeypatch):
     """As in CUDA, `p != NULL` for a pointer to a buffer (the first one too), a __constant__ or
     __device__ variable or a local array: the compiler keeps cells 0 and 1 for itself (the null
-    guard).  Through `qgcc -o` and `qgrun` on the network and on the emulator; the guard is not a
-    constant a user can set."""
+    guard).  `nullptr` is the null pointer constant.  Through `qgcc -o` and `qgrun` on the network
+    and on the emulator; the guard is not a constant a user can set."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "nulls.cu").write_text(NULL_CHECKS)
     prog = compile_source(NULL_CHECKS, "nulls.cu")
     launch = make_launch(prog, prog.kernels[0], (1, 1, 1), (1, 1, 1), {},
-                         {"first": np.zeros(2, np.int32), "out": np.zeros(7, np.int32)})
+                         {"first": np.zeros(2, np.int32), "out": np.zeros(8, np.int32)})
     assert launch.buffers["first"].base > 0
-    want = [1, 7, 1, 1, 1, 0, 1]
+    want = [1, 7, 1, 1, 1, 0, 1, 1]
     assert launch.read_buffer(emulate(launch).memory, "out").tolist() == want
     assert qgcc("nulls.cu", "-o", "nulls.qg").exit_code == 0
-    run = ["nulls.qg", "--grid", "1", "--block", "1", "--arg", "first=zeros:2", "--arg", "out=zeros:7",
+    run = ["nulls.qg", "--grid", "1", "--block", "1", "--arg", "first=zeros:2", "--arg", "out=zeros:8",
            "--trace", "none"]
     for engine in ("neural", "ref"):
         r = qgrun(*run, "--engine", engine, "--out", f"out={engine}.npy")

@@ -34,7 +34,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "catch": "exceptions are not supported ('catch')",
     "asm": "inline assembly ('asm') is not supported",
     "__asm__": "inline assembly ('__asm__') is not supported",
-    "nullptr": "'nullptr' is not supported; use 0",
     "dynamic_cast": "'dynamic_cast' is not supported (no classes); use static_cast or a C cast",
     "decltype": "'decltype' is not supported",
     "static_assert": "'static_assert' is not supported",
@@ -472,6 +471,9 @@ class _Stream:
             v = tok.value
             if v in UNSUPPORTED_KEYWORDS:
                 raise err(tok.line, tok.column, UNSUPPORTED_KEYWORDS[v])
+            if v == "nullptr":  # the null pointer constant, 0 here (no object is at address 0)
+                self.prev = Token.new_borrow_pos("INTLIT", "0", tok)
+                return self.prev
             fp16 = self.pp.fp16_line
             if v in HALF_TYPES and fp16 is not None and tok.line > fp16:
                 raise err(tok.line, tok.column, f"'{v}' (half precision, cuda_fp16.h) is not "
