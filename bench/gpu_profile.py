@@ -3,7 +3,7 @@
     python bench/gpu_profile.py [--sample vadd] [--widths 1024,8192] [--profile-width 1024] [--fused]
                                 [--no-overlap]
 
-For each width: the time of building the runner, of loading every slot (Host.initial_rails and
+For each width: the time of building the runner, of loading every slot (Host.initial_rails_many and
 BatchedLayers.load_many), of starting the device steps (graph replays and the copy,
 BatchedLayers.enqueue) and of waiting for them (BatchedLayers.collect), of the bulk bookkeeping
 (BulkTracker.advance), of the ends of launches (their Trackers) and of reading the results
@@ -25,11 +25,13 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 import lockstep  # noqa: E402
 from qgcc.engines import batch as batch_mod, bulk as bulk_mod, neural_batch  # noqa: E402
 from qgcc.engines.batch import BatchRunner  # noqa: E402
 from qgcc.engines.host import Host  # noqa: E402
 from qgcc.runtime.launch import make_launch  # noqa: E402
+from timers import timed  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--sample", default="vadd")
@@ -59,33 +61,18 @@ def sync():
 
 def load_all(layers, host, width):
     todo = [launch() for _ in range(width)]
-    starts = [host.initial_rails(lau) for lau in todo]
-    layers.load_many(np.arange(width), np.stack([s[0] for s in starts]), [s[1] for s in starts],
-                     [host.written_heads(lau) for lau in todo])
+    h, at, owner = host.initial_rails_many(todo)
+    layers.load_many(np.arange(width), h, at, [host.written_heads(lau) for lau in todo], owner)
 
 
 spent = defaultdict(float)
-
-
-def timed(owner, name, key):
-    fn = getattr(owner, name)
-
-    def wrapper(*a, **k):
-        t = time.perf_counter()
-        try:
-            return fn(*a, **k)
-        finally:
-            spent[key] += time.perf_counter() - t
-    setattr(owner, name, wrapper)
-
-
-timed(Host, "initial_rails", "Host.initial_rails")
-timed(neural_batch.BatchedLayers, "load_many", "BatchedLayers.load_many")
-timed(neural_batch.BatchedLayers, "enqueue", "BatchedLayers.enqueue (steps + copy started)")
-timed(neural_batch.BatchedLayers, "collect", "BatchedLayers.collect (waiting for them)")
-timed(bulk_mod.BulkTracker, "advance", "BulkTracker.advance")
-timed(batch_mod.BatchRunner, "_advance", "Tracker (ends of launches)")
-timed(batch_mod.BatchRunner, "_memories", "BatchRunner._memories (results)")
+timed(Host, "initial_rails_many", "Host.initial_rails_many", spent)
+timed(neural_batch.BatchedLayers, "load_many", "BatchedLayers.load_many", spent)
+timed(neural_batch.BatchedLayers, "enqueue", "BatchedLayers.enqueue (steps + copy started)", spent)
+timed(neural_batch.BatchedLayers, "collect", "BatchedLayers.collect (waiting for them)", spent)
+timed(bulk_mod.BulkTracker, "advance", "BulkTracker.advance", spent)
+timed(batch_mod.BatchRunner, "_advance", "Tracker (ends of launches)", spent)
+timed(batch_mod.BatchRunner, "_memories", "BatchRunner._memories (results)", spent)
 for width in [int(w) for w in args.widths.split(",")]:
     spent.clear()
     todo = [launch() for _ in range(width)]

@@ -30,12 +30,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 import lockstep  # noqa: E402
 from qgcc.engines.batch import BatchRunner  # noqa: E402
 from qgcc.engines.host import Host  # noqa: E402
 from qgcc.engines.neural import neural_layers  # noqa: E402
 from qgcc.engines.neural_batch import Chunk  # noqa: E402
 from qgcc.runtime.launch import make_launch  # noqa: E402
+from timers import timed  # noqa: E402
 
 TARGET = 1e6
 
@@ -110,26 +112,13 @@ class Replay:
         return np.broadcast_to(out, (len(slots), *out.shape)).copy()
 
 
-def timed(runner, host_parts, device_parts) -> dict[str, float]:
+def parts_timed(runner, host_parts, device_parts) -> dict[str, float]:
     """Wrap the runner's parts with timers: {part: seconds}, filled as it runs."""
     spent: dict[str, float] = {}
-
-    def wrap(obj, name, key):
-        fn = getattr(obj, name)
-        spent.setdefault(key, 0.0)
-
-        def timed_call(*a, **kw):
-            t = time.perf_counter()
-            try:
-                return fn(*a, **kw)
-            finally:
-                spent[key] += time.perf_counter() - t
-        setattr(obj, name, timed_call)
-
     for name in host_parts:
-        wrap(runner, name, name)
+        timed(runner, name, name, spent)
     for name in device_parts:
-        wrap(runner.layers, name, "replay")
+        timed(runner.layers, name, "replay", spent)
     return spent
 
 
@@ -158,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                                  launches=todo[:1])
             runner.width = width
             runner.layers = Replay(runner.layers, width, args.chunk, rows, want.memory)
-            spent = timed(runner, ("_fill", "_process", "_read"), ("enqueue", "collect"))
+            spent = parts_timed(runner, ("_fill", "_process", "_read"), ("enqueue", "collect"))
             prof = cProfile.Profile() if args.profile else None
             t = time.perf_counter()
             if prof:
