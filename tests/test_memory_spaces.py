@@ -370,3 +370,55 @@ def test_no_object_is_at_address_0_so_a_null_pointer_differs_from_every_pointer(
         assert np.load(f"{engine}.npy").tolist() == want, engine
     r = qgrun(*run, "--engine", "ref", "--const", "__qg_null=0")
     assert r.exit_code == 2 and "no __constant__ variable '__qg_null' (it has: c_k, d_v)" in r.output
+
+
+OPTIONAL_BIAS = r"""
+__global__ void axpb(const float *x, const float *bias, float *y, int n) {
+    int i = threadIdx.x;
+    if (i < n) y[i] = 2.0f * x[i] + (bias ? bias[i] : 0.5f);
+}
+"""
+
+
+def test_a_null_pointer_argument_reaches_the_kernel_as_null_from_qgrun_batches_and_python(tmp_path, qgcc, qgrun,
+                                                                                          monkeypatch):
+    """`--arg bias=null` (a kernel's optional input): the kernel takes its null branch on the
+    network and on the emulator, `"null"` and JSON null in --batch lines, `None` in Python; a null
+    argument has no buffer to --out, and a program that keeps an object at address 0 refuses it."""
+    import json
+
+    import qgcc as api
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "axpb.cu").write_text(OPTIONAL_BIAS)
+    np.save("x.npy", np.arange(4, dtype=np.float32))
+    np.save("b.npy", np.full(4, 10, np.float32))
+    assert qgcc("axpb.cu", "-o", "axpb.qg").exit_code == 0
+    run = ["axpb.qg", "--grid", "1", "--block", "4", "--arg", "x=@x.npy", "--arg", "y=zeros:4", "--arg", "n=4",
+           "--trace", "none"]
+    for engine, bias, want in (("neural", "null", [0.5, 2.5, 4.5, 6.5]), ("ref", "null", [0.5, 2.5, 4.5, 6.5]),
+                               ("neural", "@b.npy", [10, 12, 14, 16])):
+        r = qgrun(*run, "--engine", engine, "--arg", f"bias={bias}", "--out", "y=y.npy")
+        assert r.exit_code == 0, r.output
+        assert np.load("y.npy").tolist() == want, (engine, bias)
+    r = qgrun(*run, "--engine", "ref", "--arg", "bias=null", "--out", "bias=b2.npy")
+    assert r.exit_code == 2 and "--out 'bias': parameter 'bias' was given null" in r.output
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(
+        {"grid": 1, "block": 4, "args": {"x": "@x.npy", "bias": bias, "y": "zeros:4", "n": 4},
+         "outs": {"y": f"y{i}.npy"}}) + "\n" for i, bias in enumerate(("null", None))))
+    r = qgrun("axpb.qg", "--batch", "b.jsonl", "--engine", "ref", "--trace", "none")
+    assert r.exit_code == 0, r.output
+    assert np.load("y0.npy").tolist() == np.load("y1.npy").tolist() == [0.5, 2.5, 4.5, 6.5]
+    prog = api.load(tmp_path / "axpb.qg")
+    y = np.zeros(4, np.float32)
+    res = prog.launch(1, 4, x=np.arange(4, dtype=np.float32), bias=None, y=y, n=4, engine="ref")
+    assert res["y"].tolist() == [0.5, 2.5, 4.5, 6.5] and "bias" not in res.outputs
+    prog.axpb[1, 4](np.arange(4, dtype=np.float32), None, y, 4, engine="ref")
+    assert y.tolist() == [0.5, 2.5, 4.5, 6.5]
+    assert qgcc("axpb.cu", "-S", "-o", "axpb.qsass").exit_code == 0  # the same program without the guard
+    text = (tmp_path / "axpb.qsass").read_text()
+    assert ".const unsigned __qg_null[2] 0x0, 0x0\n" in text
+    (tmp_path / "old.qsass").write_text(text.replace(".const unsigned __qg_null[2] 0x0, 0x0\n", ""))
+    assert qgcc("old.qsass", "-o", "old.qg", "--no-link").exit_code == 0
+    r = qgrun("old.qg", *run[1:], "--engine", "ref", "--arg", "bias=null")
+    assert r.exit_code == 2 and "--arg bias=null: this program has an object at address 0" in r.output

@@ -68,7 +68,8 @@ def run_launch(engine, launch, *, device: str, max_steps: int, on_step=None, lin
     result.printf = collect(launch.program, result.memory)
     if linked is not None and linked.network is None:
         linked.network = launch.network  # linked by this first network launch: reused from now on
-    buffers = {p.name: launch.read_buffer(result.memory, p.name) for p in launch.kernel.params if p.pointer}
+    buffers = {p.name: launch.read_buffer(result.memory, p.name) for p in launch.kernel.params
+               if p.pointer and p.name in launch.buffers}  # a null pointer argument has none
     for p in launch.kernel.params:  # `T **`: the list of the buffers its cells point to
         if p.indirect:
             buffers[p.name] = [launch.read_buffer(result.memory, f"{p.name}[{j}]")
@@ -111,6 +112,8 @@ def check_args(kernel: Kernel, values: dict[str, Any]) -> tuple[dict[str, int], 
                              f"(parameters: {have})")
         if p.indirect:  # `T **`: a list of arrays, one buffer each
             arrays[name] = check_array_list(name, value, p)
+        elif p.pointer and value is None:  # a null pointer (qgrun --arg p=null)
+            arrays[name] = None
         elif p.pointer:
             if p.struct is not None and not isinstance(value, np.ndarray):
                 from .runtime.structbuf import describe
@@ -281,7 +284,8 @@ class Program:
                dump_states: str | os.PathLike | None = None, dump_every: int = 1, step: str = "unfused",
                **kwargs: Any) -> "Result":
         """Run one launch; keyword arguments (or `args=`, for parameters named like an option) are the
-        kernel's parameters: numpy arrays of the pointee dtype for pointers, Python numbers for scalars.
+        kernel's parameters: numpy arrays of the pointee dtype for pointers (None: a null pointer, which
+        has no buffer in the result), Python numbers for scalars.
         `shared` is the dynamic shared memory per block in bytes (qgrun --shared), `constants` sets
         __constant__ variables (numpy arrays, or numbers for scalars; qgrun --const).
         `dump_states` writes the network's states to that .npz (qgrun --dump-states, every

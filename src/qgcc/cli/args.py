@@ -177,7 +177,7 @@ def parse_args(kernel: Kernel, specs: list[str] | tuple[str, ...]) -> tuple[dict
             arrays[name] = check_array_list(f"--arg {name}={value}",
                                             [load_array(name, v, p) for v in value.split(",")], p)
         elif p.pointer:
-            arrays[name] = load_array(name, value, p)
+            arrays[name] = None if value == "null" else load_array(name, value, p)  # None: a null pointer
         elif p.struct is not None:
             arrays[name] = load_struct_value(name, value, p)
         else:
@@ -243,8 +243,12 @@ def check_writable(label: str, path: str) -> None:
 
 
 def check_out_buffers(outs: dict[str, str], buffers) -> None:
-    """`--out NAME[J]=PATH`: J must be one of the arrays given for the `T **` parameter NAME."""
+    """`--out NAME[J]=PATH`: J must be one of the arrays given for the `T **` parameter NAME;
+    NAME must not be a null pointer (no buffer)."""
     for name in outs:
+        if name not in buffers and name not in {n.split("[")[0] for n in buffers}:
+            raise UsageError(f"--out '{name}': parameter '{name}' was given null, which has no buffer to write; "
+                             "drop --out or give it an array")
         if name not in buffers:
             base = name.split("[")[0]
             n = buffers[base].length

@@ -25,7 +25,7 @@ def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
     """Parse and check every line of a --batch file before anything runs.
 
     A line is {"grid": "2" | [2, 1, 1], "block": ..., "kernel": NAME (optional),
-    "args": {NAME: VALUE} (as for --arg: 6, "0.5", "@a.npy", "zeros:6"),
+    "args": {NAME: VALUE} (as for --arg: 6, "0.5", "@a.npy", "zeros:6", "null" or null),
     "outs": {NAME: PATH.npy} (optional), "shared": BYTES (optional, as --shared),
     "consts": {NAME: VALUE} (optional, as --const)}; paths are relative to the current directory.
     """
@@ -67,7 +67,7 @@ def _batch_launches(path: str, program, network) -> list[tuple[Any, ...]]:
             v = spec.get(key, {})
             if not isinstance(v, dict):
                 raise UsageError(f"{where}: \"{key}\" must be an object of NAME: VALUE")
-            return tuple(f"{k}={json.dumps(x) if isinstance(x, bool) else x}" for k, x in v.items())
+            return tuple(f"{k}={json.dumps(x) if isinstance(x, bool) or x is None else x}" for k, x in v.items())
 
         try:
             kernel = program.kernel(spec.get("kernel"))

@@ -186,6 +186,9 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
             params.append(base)
             chunks.append(np.array(addrs, np.uint32))
             base += len(addrs)
+        elif p.pointer and arrays[p.name] is None:  # a null pointer argument (qgrun --arg p=null)
+            _check_null_guard(program, p)
+            params.append(0)
         elif p.pointer:
             arr = arrays[p.name]
             if p.struct is not None:
@@ -217,6 +220,15 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
     memory = np.concatenate(chunks)
     return Launch(program, kernel, grid, block, params, memory.astype(np.uint32), buffers, network,
                   dynamic)
+
+
+def _check_null_guard(program: Program, p) -> None:
+    """A null argument is address 0, which only a program with the null guard keeps free of
+    objects (program.NULL_GUARD_NAME); in another it would point at the first one."""
+    if not program.constants or program.constants[0].name != NULL_GUARD_NAME:
+        raise UsageError(f"--arg {p.name}=null: this program has an object at address 0 (a .qsass without "
+                         f"'.const unsigned {NULL_GUARD_NAME}[2]', or a .qg compiled before the null guard), "
+                         "so a null pointer would point at it; compile it again with qgcc")
 
 
 def memory_map(global_cells: int, shared_cells: int) -> str:
