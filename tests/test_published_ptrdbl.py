@@ -255,6 +255,9 @@ def test_pointer_to_pointer_parameters_take_a_list_of_buffers(qgcc, qgrun, tmp_p
     addr = np.load(d / "addr.npy")
     base = addr - np.array(lens) + 1         # each address moved to its row's last element
     assert np.diff(base).tolist() == lens[:2]   # the rows lie one after another in memory
+    res = qgrun(*argv, "--out", f"rows[3]={d / 'o3.npy'}")  # one past the arrays given
+    assert res.exit_code == 2 and res.stderr == ("qgrun: error: --out 'rows[3]': parameter 'rows' was given "
+                                                 "3 arrays (rows[0]..rows[2])\n")
 
 
 def test_pointer_to_pointer_parameters_in_the_python_api():

@@ -228,6 +228,13 @@ class Program:
         return [c for c in self.constants if not c.name.startswith("__qg_")]
 
     @property
+    def null_guard_cells(self) -> int:
+        """2 for a program compiled by qgcc from CUDA (its first constant is the null guard), 0 for
+        one without (a .qsass that does not declare it, a .qg compiled before it)."""
+        first = self.constants[0] if self.constants else None
+        return first.words if first is not None and first.name == NULL_GUARD_NAME else 0
+
+    @property
     def constant_cells(self) -> int:
         """Global cells 0 .. constant_cells-1 hold the __constant__ variables; buffers follow."""
         return sum(c.words for c in self.constants)

@@ -246,11 +246,11 @@ def check_out_buffers(outs: dict[str, str], buffers) -> None:
     """`--out NAME[J]=PATH`: J must be one of the arrays given for the `T **` parameter NAME;
     NAME must not be a null pointer (no buffer)."""
     for name in outs:
-        if name not in buffers and name not in {n.split("[")[0] for n in buffers}:
+        base = name.split("[")[0]
+        if base not in buffers:
             raise UsageError(f"--out '{name}': parameter '{name}' was given null, which has no buffer to write; "
                              "drop --out or give it an array")
         if name not in buffers:
-            base = name.split("[")[0]
             n = buffers[base].length
             raise UsageError(f"--out '{name}': parameter '{base}' was given {n} array{'s' if n != 1 else ''} "
                              f"({base}[0]..{base}[{n - 1}])")

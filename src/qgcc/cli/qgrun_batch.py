@@ -272,21 +272,18 @@ def run_batch(program_file: str, batch_path: str, engine: str, device: str, trac
 def _run_batched(launches, network, width: int, device: str, max_steps: int, step: str) -> list | None:
     """Every launch through the batched step, `width` at a time: results or faults in order.
     None for a .qg linked before the exact encoding, which runs one launch at a time."""
-    from ..engines.batch import batchable, runner_for
+    from ..engines.batch import batchable_with, runner_for, runner_key
     from ..engines.network import network_for
 
     network = network or network_for(launches[0][4])
-    if not batchable(network):
-        if step != "unfused":
-            raise UsageError(f"--step {step}: this .qg predates the exact encoding the batched step relies on; "
-                             "link it again with qgcc")
+    if not batchable_with(network, step):
         note(TOOL, "this .qg predates the exact encoding the batched step relies on; "
                    "its launches run one at a time (link it again with qgcc to batch them)")
         return None
     for *_, launch, _outs in launches:
         launch.network = launch.network or network
     todo = [launch for *_, launch, _outs in launches]
-    new = ("neural-batch", device, width, step) not in network.hosts
+    new = runner_key(width, device, step) not in network.hosts
     runner = runner_for(network, width, device, step, todo)
     if new:
         say_precision(runner)

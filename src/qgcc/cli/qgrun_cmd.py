@@ -175,8 +175,9 @@ def _run(program_file: str, grid: str, block: str, kernel_name: str | None, args
         finally:
             if live is not None:
                 live.close()
-            key = ("neural-batch", dev, 1, step)
-            runner = launch.network.hosts.get(key) if launch.network is not None else None
+            from ..engines.batch import runner_key
+
+            runner = launch.network.hosts.get(runner_key(1, dev, step)) if launch.network is not None else None
             if runner is not None and eng.name == "neural":  # one launch on CUDA (or --step): a batch of one
                 say_precision(runner)
     except Fault as fault:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..diagnostics import UsageError
 from ..link.layout import PHASES
 from ..link.linker import LinkedNetwork
 from ..link.weights import VALUE_LEVEL
@@ -39,13 +40,29 @@ def batchable(network: LinkedNetwork) -> bool:
     return network.value_level == VALUE_LEVEL
 
 
+def batchable_with(network: LinkedNetwork, step: str) -> bool:
+    """batchable(network); a Triton step, which has no one-launch fallback, refuses an older
+    network with the fix instead of returning False."""
+    if batchable(network):
+        return True
+    if step != "unfused":
+        raise UsageError(f"--step {step}: this .qg predates the exact encoding the batched step relies on; "
+                         "link it again with qgcc")
+    return False
+
+
+def runner_key(width: int, device: str, step: str) -> tuple:
+    """Where runner_for keeps a runner in network.hosts."""
+    return ("neural-batch", device, width, step)
+
+
 def runner_for(network: LinkedNetwork, width: int, device: str, step: str = "unfused",
                launches: list[Launch] = ()) -> "BatchRunner":
     """The network's runner of this width, device and step (qgcc.engines.STEPS), built on first
     use and then kept with the network: its layers, weights and CUDA graph serve every later
     launch of the program.  The Triton steps run the device's form (bfloat16 parts) on the CPU
     too, since that is the form they are tested in."""
-    key = ("neural-batch", device, width, step)
+    key = runner_key(width, device, step)
     runner = network.hosts.get(key)
     if runner is None:  # sized for these launches before its CUDA graph is captured
         kw = {} if step == "unfused" else {"lowp": True, step: True}

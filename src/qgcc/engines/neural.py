@@ -10,7 +10,6 @@ construction.  Neither is imported until needed, so a CPU run never imports torc
 
 from __future__ import annotations
 
-from ..diagnostics import UsageError
 from ..link.linker import LinkedNetwork
 from ..link.weights import VALUE_LEVEL
 from ..runtime.launch import Launch
@@ -51,15 +50,12 @@ class NeuralEngine(NetworkEngine):
         one whose states are dumped (`states`) takes the one-launch torch path, which steps
         through the host."""
         if (self.device == "cuda" or self.step != "unfused") and states is None:
-            from .batch import batchable, runner_for
+            from .batch import batchable_with, runner_for
 
             network = network_for(launch)
-            if batchable(network):
+            if batchable_with(network, self.step):
                 result = runner_for(network, 1, self.device, self.step, [launch]).run([launch], max_steps, on_step)[0]
                 if isinstance(result, Fault):
                     raise result
                 return result
-            if self.step != "unfused":
-                raise UsageError(f"--step {self.step}: this .qg predates the exact encoding the batched step "
-                                 "relies on; link it again with qgcc")
         return super().run(launch, max_steps, on_step, states)

@@ -212,7 +212,7 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
     if base > SPEC.global_words:
         what = ("the buffers" if not program.user_constants and not kernel.local_words else
                 "the __constant__ variables, local arrays and buffers")
-        guard = sum(c.words for c in program.constants if c.name == NULL_GUARD_NAME)
+        guard = program.null_guard_cells
         size = f"{SPEC.global_words * 4 // 1024} KiB"
         has = (f"{SPEC.global_words - guard} for them ({SPEC.global_words}, {size}, less the null guard's {guard})"
                if guard else f"{SPEC.global_words} ({size})")
@@ -225,7 +225,7 @@ def make_launch(program: Program, kernel: Kernel, grid: Dim3, block: Dim3,
 def _check_null_guard(program: Program, p) -> None:
     """A null argument is address 0, which only a program with the null guard keeps free of
     objects (program.NULL_GUARD_NAME); in another it would point at the first one."""
-    if not program.constants or program.constants[0].name != NULL_GUARD_NAME:
+    if not program.null_guard_cells:
         raise UsageError(f"--arg {p.name}=null: this program has an object at address 0 (a .qsass without "
                          f"'.const unsigned {NULL_GUARD_NAME}[2]', or a .qg compiled before the null guard), "
                          "so a null pointer would point at it; compile it again with qgcc")
